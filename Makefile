@@ -1,0 +1,56 @@
+# kedge — see README.md. `make demo` and `make test` work on a fresh machine.
+GO            ?= go
+BIN           := bin/kedge
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS       := -s -w -X main.version=$(VERSION)
+# The integration tests run a real kube-apiserver + etcd built from the Go
+# module proxy (hack/testbin.sh) and cached outside the repository.
+TESTBIN_CACHE ?= $(HOME)/.cache/kedge-testbin
+FUZZTIME      ?= 10s
+DEMO_CLUSTER  := testdata/demo/cluster
+DEMO_REPO     := testdata/demo/gitops
+
+.PHONY: all build test unit fuzz lint demo bench chaos testbin clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/kedge
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+testbin:
+	@bash hack/testbin.sh >/dev/null
+
+# Everything: lint, unit and integration tests against the real control
+# plane, and short fuzz runs of the parsers and the editor.
+test: lint testbin
+	KUBEBUILDER_ASSETS=$$(bash hack/testbin.sh) KEDGE_REQUIRE_TESTBIN=$${KEDGE_REQUIRE_TESTBIN:-1} \
+		$(GO) test -count=1 -timeout 20m ./...
+	$(MAKE) fuzz
+
+unit:
+	$(GO) test -short ./...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzSetPodTemplateAnnotations$$' -fuzztime=$(FUZZTIME) ./internal/yamledit
+	$(GO) test -run='^$$' -fuzz='^FuzzReadSnapshot$$' -fuzztime=$(FUZZTIME) ./internal/cluster
+
+demo: build
+	@echo "== kedge plan: the sample cluster against the sample GitOps repo =="
+	@$(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output table
+	@echo
+	@echo "== the edits kedge would commit (kedge plan --output patch) =="
+	@$(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output patch
+	@echo
+	@echo "== the pull requests kedge would open (kedge run --once --dry-run) =="
+	@$(BIN) run --once --dry-run --config testdata/demo/kedge.yaml
+
+bench:
+	$(GO) run ./hack/benchreport -out docs/benchmarks.md
+
+clean:
+	rm -rf bin

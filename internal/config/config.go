@@ -1,0 +1,406 @@
+// Package config loads kedge's configuration from a YAML file, KEDGE_*
+// environment variables and flags, and validates it before anything runs.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Error is a configuration problem. Key names the offending key (or file)
+// so the message points at the exact thing to fix; the CLI exits 2 on it.
+type Error struct {
+	Key string
+	Msg string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("config %s: %s", e.Key, e.Msg) }
+
+// Config is the whole configuration. Every key is documented in
+// config/kedge.example.yaml; a test keeps the two in step.
+type Config struct {
+	Cluster    string           `mapstructure:"cluster"`
+	Repo       RepoConfig       `mapstructure:"repo"`
+	GitHub     GitHubConfig     `mapstructure:"github"`
+	Source     SourceConfig     `mapstructure:"source"`
+	Restart    RestartConfig    `mapstructure:"restart"`
+	Namespaces NamespacesConfig `mapstructure:"namespaces"`
+	Workloads  WorkloadsConfig  `mapstructure:"workloads"`
+	Git        GitConfig        `mapstructure:"git"`
+	Limits     LimitsConfig     `mapstructure:"limits"`
+	Reviewers  ReviewersConfig  `mapstructure:"reviewers"`
+	PR         PRConfig         `mapstructure:"pr"`
+	Templates  TemplatesConfig  `mapstructure:"templates"`
+	Server     ServerConfig     `mapstructure:"server"`
+	Cycle      CycleConfig      `mapstructure:"cycle"`
+	Rollout    RolloutConfig    `mapstructure:"rollout"`
+	Migrations []Migration      `mapstructure:"migrations"`
+}
+
+type RepoConfig struct {
+	Owner      string   `mapstructure:"owner"`
+	Name       string   `mapstructure:"name"`
+	BaseBranch string   `mapstructure:"baseBranch"`
+	URL        string   `mapstructure:"url"`
+	Paths      []string `mapstructure:"paths"`
+}
+
+type GitHubConfig struct {
+	APIURL         string `mapstructure:"apiURL"`
+	AppID          int64  `mapstructure:"appID"`
+	InstallationID int64  `mapstructure:"installationID"`
+	PrivateKeyFile string `mapstructure:"privateKeyFile"`
+	Token          string `mapstructure:"token"`
+}
+
+type SourceConfig struct {
+	Snapshot   string `mapstructure:"snapshot"`
+	Kubeconfig string `mapstructure:"kubeconfig"`
+}
+
+type RestartConfig struct {
+	Annotation       string `mapstructure:"annotation"`
+	TargetAnnotation string `mapstructure:"targetAnnotation"`
+}
+
+type NamespacesConfig struct {
+	Include []string `mapstructure:"include"`
+	Exclude []string `mapstructure:"exclude"`
+}
+
+type WorkloadsConfig struct {
+	Kinds            []string `mapstructure:"kinds"`
+	OptOutAnnotation string   `mapstructure:"optOutAnnotation"`
+}
+
+type GitConfig struct {
+	CacheDir    string `mapstructure:"cacheDir"`
+	AuthorName  string `mapstructure:"authorName"`
+	AuthorEmail string `mapstructure:"authorEmail"`
+}
+
+type LimitsConfig struct {
+	MaxOpenPRs        int           `mapstructure:"maxOpenPRs"`
+	MaxNewPRsPerCycle int           `mapstructure:"maxNewPRsPerCycle"`
+	MutationGap       time.Duration `mapstructure:"mutationGap"`
+	MaxRetryAfter     time.Duration `mapstructure:"maxRetryAfter"`
+}
+
+type ReviewersConfig struct {
+	// NamespaceKey is a namespace label or annotation whose value lists
+	// reviewers (comma separated; "org/team" for a team).
+	NamespaceKey string `mapstructure:"namespaceKey"`
+	// ByNamespace maps a namespace glob to reviewers.
+	ByNamespace map[string][]string `mapstructure:"byNamespace"`
+}
+
+type PRConfig struct {
+	Labels []string `mapstructure:"labels"`
+	Draft  bool     `mapstructure:"draft"`
+}
+
+type TemplatesConfig struct {
+	Dir string `mapstructure:"dir"`
+}
+
+type ServerConfig struct {
+	Address        string `mapstructure:"address"`
+	LeaderElection bool   `mapstructure:"leaderElection"`
+	LeaseNamespace string `mapstructure:"leaseNamespace"`
+	LeaseName      string `mapstructure:"leaseName"`
+}
+
+type CycleConfig struct {
+	Debounce time.Duration `mapstructure:"debounce"`
+	Resync   time.Duration `mapstructure:"resync"`
+}
+
+type RolloutConfig struct {
+	// Grace is how long after a merge workloads may still drift before
+	// kedge says which ones did not roll out.
+	Grace time.Duration `mapstructure:"grace"`
+}
+
+// Migration moves namespaces from one revision (or tag) to another.
+type Migration struct {
+	From        string            `mapstructure:"from"`
+	To          string            `mapstructure:"to"`
+	Namespaces  map[string]string `mapstructure:"namespaceSelector"`
+	OptOutLabel string            `mapstructure:"optOutLabel"`
+}
+
+// defaults are the values a key takes when nothing sets it. Every key that
+// may come from the environment needs an entry here, because viper only
+// reads KEDGE_* variables for keys it knows.
+var defaults = map[string]any{
+	"cluster":                    "",
+	"repo.owner":                 "",
+	"repo.name":                  "",
+	"repo.baseBranch":            "",
+	"repo.url":                   "",
+	"repo.paths":                 []string{},
+	"github.apiURL":              "https://api.github.com/",
+	"github.appID":               int64(0),
+	"github.installationID":      int64(0),
+	"github.privateKeyFile":      "",
+	"github.token":               "",
+	"source.snapshot":            "",
+	"source.kubeconfig":          "",
+	"restart.annotation":         "kedge.io/restartedAt",
+	"restart.targetAnnotation":   "kedge.io/restart-target",
+	"namespaces.include":         []string{},
+	"namespaces.exclude":         []string{"kube-system", "kube-public", "kube-node-lease"},
+	"workloads.kinds":            []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"},
+	"workloads.optOutAnnotation": "kedge.io/ignore",
+	"git.cacheDir":               "",
+	"git.authorName":             "kedge",
+	"git.authorEmail":            "kedge@users.noreply.github.com",
+	"limits.maxOpenPRs":          50,
+	"limits.maxNewPRsPerCycle":   10,
+	"limits.mutationGap":         time.Second,
+	"limits.maxRetryAfter":       time.Minute,
+	"reviewers.namespaceKey":     "kedge.io/reviewers",
+	"reviewers.byNamespace":      map[string][]string{},
+	"pr.labels":                  []string{"kedge", "istio-data-plane"},
+	"pr.draft":                   false,
+	"templates.dir":              "",
+	"server.address":             ":8080",
+	"server.leaderElection":      true,
+	"server.leaseNamespace":      "",
+	"server.leaseName":           "kedge",
+	"cycle.debounce":             10 * time.Second,
+	"cycle.resync":               10 * time.Minute,
+	"rollout.grace":              30 * time.Minute,
+}
+
+// Keys lists every configuration key, sorted.
+func Keys() []string {
+	keys := make([]string, 0, len(defaults)+1)
+	for k := range defaults {
+		keys = append(keys, k)
+	}
+	keys = append(keys, "migrations")
+	sort.Strings(keys)
+	return keys
+}
+
+// EnvName is the environment variable that sets key.
+func EnvName(key string) string {
+	return "KEDGE_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// Load reads the file (optional), the environment and the flags that were
+// set, in increasing precedence. flagKeys maps a flag name to its key.
+func Load(file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Config, error) {
+	v := viper.New()
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
+	v.SetEnvPrefix("KEDGE")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	if file != "" {
+		v.SetConfigFile(file)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, &Error{Key: file, Msg: readError(err)}
+		}
+		if err := unknownKeys(v); err != nil {
+			return nil, err
+		}
+	}
+	if flags != nil {
+		for name, key := range flagKeys {
+			if f := flags.Lookup(name); f != nil && f.Changed {
+				if err := v.BindPFlag(key, f); err != nil {
+					return nil, &Error{Key: key, Msg: err.Error()}
+				}
+			}
+		}
+	}
+	var cfg Config
+	decode := func(dc *mapstructure.DecoderConfig) {
+		dc.ErrorUnused = false
+		dc.WeaklyTypedInput = true
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(
+			mapstructure.StringToTimeDurationHookFunc(),
+			mapstructure.StringToSliceHookFunc(","),
+		)
+	}
+	if err := v.Unmarshal(&cfg, decode); err != nil {
+		return nil, &Error{Key: keyOf(err), Msg: err.Error()}
+	}
+	return &cfg, nil
+}
+
+func readError(err error) string {
+	var notFound viper.ConfigFileNotFoundError
+	if errors.As(err, &notFound) || errors.Is(err, os.ErrNotExist) {
+		return "file not found"
+	}
+	return err.Error()
+}
+
+// unknownKeys refuses keys kedge does not know: a misspelt key silently
+// falling back to its default is the worst kind of configuration bug.
+func unknownKeys(v *viper.Viper) error {
+	known := map[string]bool{}
+	for _, k := range Keys() {
+		known[strings.ToLower(k)] = true
+	}
+	for _, k := range v.AllKeys() {
+		if known[k] || strings.HasPrefix(k, "reviewers.bynamespace.") || strings.HasPrefix(k, "migrations") {
+			continue
+		}
+		return &Error{Key: k, Msg: "unknown key (see config/kedge.example.yaml)"}
+	}
+	return nil
+}
+
+func keyOf(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "'"); i >= 0 {
+		if j := strings.Index(msg[i+1:], "'"); j >= 0 {
+			return msg[i+1 : i+1+j]
+		}
+	}
+	return "(unknown)"
+}
+
+// Mode says which parts of the configuration a command needs.
+type Mode int
+
+const (
+	// ModePlan needs no repository or GitHub settings.
+	ModePlan Mode = iota
+	// ModeRun needs everything to open pull requests.
+	ModeRun
+)
+
+// Validate checks the configuration for the given command.
+func (c *Config) Validate(mode Mode) error {
+	for _, g := range append(append([]string{}, c.Namespaces.Include...), c.Namespaces.Exclude...) {
+		if _, err := path.Match(g, ""); err != nil {
+			return &Error{Key: "namespaces", Msg: fmt.Sprintf("bad glob %q", g)}
+		}
+	}
+	allowed := map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "Rollout": true}
+	for _, k := range c.Workloads.Kinds {
+		if !allowed[k] {
+			return &Error{Key: "workloads.kinds", Msg: fmt.Sprintf("unsupported kind %q (Deployment, StatefulSet, DaemonSet, Rollout)", k)}
+		}
+	}
+	if err := validAnnotationKey("restart.annotation", c.Restart.Annotation); err != nil {
+		return err
+	}
+	if err := validAnnotationKey("restart.targetAnnotation", c.Restart.TargetAnnotation); err != nil {
+		return err
+	}
+	if c.Restart.Annotation == c.Restart.TargetAnnotation {
+		return &Error{Key: "restart.targetAnnotation", Msg: "must differ from restart.annotation"}
+	}
+	if c.Limits.MaxOpenPRs < 0 {
+		return &Error{Key: "limits.maxOpenPRs", Msg: "must be >= 0"}
+	}
+	if c.Limits.MaxNewPRsPerCycle < 0 {
+		return &Error{Key: "limits.maxNewPRsPerCycle", Msg: "must be >= 0"}
+	}
+	if c.Limits.MutationGap < 0 {
+		return &Error{Key: "limits.mutationGap", Msg: "must be >= 0"}
+	}
+	if c.Cycle.Debounce < 0 {
+		return &Error{Key: "cycle.debounce", Msg: "must be >= 0"}
+	}
+	for i, m := range c.Migrations {
+		if m.From == "" || m.To == "" {
+			return &Error{Key: fmt.Sprintf("migrations[%d]", i), Msg: "from and to are required"}
+		}
+	}
+	if mode == ModePlan {
+		return nil
+	}
+	if c.Cluster == "" {
+		return &Error{Key: "cluster", Msg: "required: a name for this cluster (it is part of branch names)"}
+	}
+	if !validBranchPart(c.Cluster) {
+		return &Error{Key: "cluster", Msg: fmt.Sprintf("%q cannot be part of a branch name", c.Cluster)}
+	}
+	if c.Repo.Owner == "" {
+		return &Error{Key: "repo.owner", Msg: "required"}
+	}
+	if c.Repo.Name == "" {
+		return &Error{Key: "repo.name", Msg: "required"}
+	}
+	if c.Repo.URL != "" {
+		u, err := url.Parse(c.Repo.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") {
+			return &Error{Key: "repo.url", Msg: "must be an https://, http:// or file:// URL"}
+		}
+		if u.User != nil {
+			return &Error{Key: "repo.url", Msg: "must not carry credentials: kedge authenticates with the GitHub token"}
+		}
+	}
+	if u, err := url.Parse(c.GitHub.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return &Error{Key: "github.apiURL", Msg: "must be an http(s) URL"}
+	}
+	app := c.GitHub.AppID != 0 || c.GitHub.InstallationID != 0 || c.GitHub.PrivateKeyFile != ""
+	switch {
+	case app && c.GitHub.Token != "":
+		return &Error{Key: "github.token", Msg: "set either github.token or the GitHub App keys, not both"}
+	case app:
+		if c.GitHub.AppID <= 0 {
+			return &Error{Key: "github.appID", Msg: "required with GitHub App auth"}
+		}
+		if c.GitHub.InstallationID <= 0 {
+			return &Error{Key: "github.installationID", Msg: "required with GitHub App auth"}
+		}
+		if c.GitHub.PrivateKeyFile == "" {
+			return &Error{Key: "github.privateKeyFile", Msg: "required with GitHub App auth"}
+		}
+		if _, err := os.Stat(c.GitHub.PrivateKeyFile); err != nil {
+			return &Error{Key: "github.privateKeyFile", Msg: "cannot read the file"}
+		}
+	case c.GitHub.Token == "":
+		return &Error{Key: "github.token", Msg: "required: github.token or github.appID + github.installationID + github.privateKeyFile"}
+	}
+	return nil
+}
+
+func validAnnotationKey(key, value string) error {
+	if value == "" {
+		return &Error{Key: key, Msg: "required"}
+	}
+	name := value
+	if i := strings.Index(value, "/"); i >= 0 {
+		name = value[i+1:]
+		if i == 0 || strings.ContainsAny(value[:i], " \t:") {
+			return &Error{Key: key, Msg: fmt.Sprintf("%q is not a valid annotation key", value)}
+		}
+	}
+	if name == "" || len(name) > 63 || strings.ContainsAny(name, " \t:/") {
+		return &Error{Key: key, Msg: fmt.Sprintf("%q is not a valid annotation key", value)}
+	}
+	return nil
+}
+
+func validBranchPart(s string) bool {
+	if s == "" || strings.HasPrefix(s, "-") || strings.Contains(s, "..") {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,137 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kedge.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+func keyFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.pem")
+	require.NoError(t, os.WriteFile(path, []byte("key"), 0o600))
+	return path
+}
+
+const validRun = `
+cluster: prod-eu-1
+repo: {owner: example-org, name: gitops}
+github: {token: t0ken}
+`
+
+func TestExampleDocumentsEveryKey(t *testing.T) {
+	data, err := os.ReadFile("../../config/kedge.example.yaml")
+	require.NoError(t, err)
+	text := string(data)
+	for _, key := range Keys() {
+		leaf := key[strings.LastIndex(key, ".")+1:]
+		assert.Regexp(t, regexp.MustCompile(`(?m)^\s*`+regexp.QuoteMeta(leaf)+`:`), text, "key %s is not documented", key)
+	}
+	cfg, err := Load("../../config/kedge.example.yaml", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "prod-eu-1", cfg.Cluster)
+	assert.Equal(t, time.Second, cfg.Limits.MutationGap)
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Load("", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "kedge.io/restartedAt", cfg.Restart.Annotation)
+	assert.Equal(t, "https://api.github.com/", cfg.GitHub.APIURL)
+	assert.Equal(t, []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"}, cfg.Workloads.Kinds)
+	assert.Equal(t, 10*time.Second, cfg.Cycle.Debounce)
+	require.NoError(t, cfg.Validate(ModePlan))
+	assert.Error(t, cfg.Validate(ModeRun), "run needs cluster, repo and credentials")
+}
+
+func TestPrecedenceFileEnvFlag(t *testing.T) {
+	file := writeConfig(t, "cluster: c\ngithub: {token: t}\nrepo: {owner: from-file, name: gitops, baseBranch: main}\nlimits: {maxOpenPRs: 5}\n")
+	t.Setenv("KEDGE_REPO_OWNER", "from-env")
+	t.Setenv("KEDGE_LIMITS_MUTATIONGAP", "250ms")
+	t.Setenv("KEDGE_NAMESPACES_INCLUDE", "team-*,shop")
+	flags := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	flags.String("cluster", "", "")
+	require.NoError(t, flags.Parse([]string{"--cluster=from-flag"}))
+
+	cfg, err := Load(file, flags, map[string]string{"cluster": "cluster"})
+	require.NoError(t, err)
+	assert.Equal(t, "from-flag", cfg.Cluster)
+	assert.Equal(t, "from-env", cfg.Repo.Owner)
+	assert.Equal(t, "main", cfg.Repo.BaseBranch)
+	assert.Equal(t, 5, cfg.Limits.MaxOpenPRs)
+	assert.Equal(t, 250*time.Millisecond, cfg.Limits.MutationGap)
+	assert.Equal(t, []string{"team-*", "shop"}, cfg.Namespaces.Include)
+}
+
+func TestBadConfigNamesTheKey(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		mode    Mode
+		wantKey string
+	}{
+		{"unknown key", "cluster: c\nrepo: {owner: o, name: n, branch: main}\n", ModeRun, "repo.branch"},
+		{"bad duration", validRun + "limits: {mutationGap: soon}\n", ModeRun, "limits.mutationGap"},
+		{"bad kind", "workloads: {kinds: [Job]}\n", ModePlan, "workloads.kinds"},
+		{"bad glob", "namespaces: {include: ['[']}\n", ModePlan, "namespaces"},
+		{"same annotations", "restart: {annotation: a/b, targetAnnotation: a/b}\n", ModePlan, "restart.targetAnnotation"},
+		{"bad annotation", "restart: {annotation: 'has space'}\n", ModePlan, "restart.annotation"},
+		{"missing cluster", "repo: {owner: o, name: n}\ngithub: {token: t}\n", ModeRun, "cluster"},
+		{"cluster not a branch part", "cluster: 'a b'\nrepo: {owner: o, name: n}\ngithub: {token: t}\n", ModeRun, "cluster"},
+		{"missing owner", "cluster: c\nrepo: {name: n}\ngithub: {token: t}\n", ModeRun, "repo.owner"},
+		{"no credentials", "cluster: c\nrepo: {owner: o, name: n}\n", ModeRun, "github.token"},
+		{"token and app", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {token: t, appID: 1, installationID: 2, privateKeyFile: k}\n", ModeRun, "github.token"},
+		{"app without installation", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {appID: 1, privateKeyFile: k}\n", ModeRun, "github.installationID"},
+		{"app key missing", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {appID: 1, installationID: 2, privateKeyFile: /nonexistent/key.pem}\n", ModeRun, "github.privateKeyFile"},
+		{"credentials in repo url", "cluster: c\ngithub: {token: t}\nrepo: {owner: o, name: n, url: 'https://x-access-token:secret@github.com/o/n.git'}\n", ModeRun, "repo.url"},
+		{"bad api url", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {token: t, apiURL: 'ftp://x'}\n", ModeRun, "github.apiURL"},
+		{"negative limit", validRun + "limits: {maxOpenPRs: -1}\n", ModeRun, "limits.maxOpenPRs"},
+		{"migration without target", "migrations: [{from: default}]\n", ModePlan, "migrations[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Load(writeConfig(t, tt.content), nil, nil)
+			if err == nil {
+				err = cfg.Validate(tt.mode)
+			}
+			require.Error(t, err)
+			var cerr *Error
+			require.ErrorAs(t, err, &cerr)
+			assert.Equal(t, strings.ToLower(tt.wantKey), strings.ToLower(cerr.Key))
+			assert.NotContains(t, err.Error(), "secret", "errors never echo credentials")
+		})
+	}
+}
+
+func TestValidAppConfig(t *testing.T) {
+	content := "cluster: c\nrepo: {owner: o, name: n}\ngithub: {appID: 1, installationID: 2, privateKeyFile: " + keyFile(t) + "}\n"
+	cfg, err := Load(writeConfig(t, content), nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate(ModeRun))
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), nil, nil)
+	var cerr *Error
+	require.ErrorAs(t, err, &cerr)
+	assert.Contains(t, cerr.Key, "nope.yaml")
+}
+
+func TestEnvName(t *testing.T) {
+	assert.Equal(t, "KEDGE_REPO_BASEBRANCH", EnvName("repo.baseBranch"))
+	assert.Equal(t, "KEDGE_GITHUB_TOKEN", EnvName("github.token"))
+}

@@ -1,0 +1,109 @@
+package drift
+
+import "time"
+
+// Reason says why a workload must be restarted. The values are part of the
+// plan's JSON contract.
+type Reason string
+
+const (
+	ReasonMissingSidecar  Reason = "missing-sidecar"
+	ReasonProxyImage      Reason = "proxy-image"
+	ReasonRevision        Reason = "revision"
+	ReasonUnwantedSidecar Reason = "unwanted-sidecar"
+)
+
+// SkipReason says why drifted pods cannot be fixed by a pod template
+// annotation. The values are part of the plan's JSON contract.
+type SkipReason string
+
+const (
+	SkipNotRestartable SkipReason = "not-restartable"
+	SkipNoOwner        SkipReason = "no-owner"
+	SkipConflict       SkipReason = "conflict"
+	SkipOptedOut       SkipReason = "opted-out"
+)
+
+// Manifest statuses and edit kinds (DESIGN §5).
+const (
+	ManifestFound     = "found"
+	ManifestNotFound  = "not-found"
+	ManifestHelm      = "helm"
+	ManifestAmbiguous = "ambiguous"
+	ManifestNoRepo    = "no-repo"
+
+	EditInPlace       = "in-place"
+	EditOverlayPatch  = "overlay-patch"
+	EditAlreadyBumped = "already-bumped"
+)
+
+// Plan is what kedge would do for one cluster. Its JSON form is a contract.
+type Plan struct {
+	Cluster   string     `json:"cluster"`
+	Workloads []Workload `json:"workloads"`
+	Skipped   []Skipped  `json:"skipped"`
+}
+
+// Workload is one top-level owner with at least one drifted pod.
+type Workload struct {
+	Namespace string   `json:"namespace"`
+	Kind      string   `json:"kind"`
+	Name      string   `json:"name"`
+	Reasons   []Reason `json:"reasons"`
+	Pods      PodCount `json:"pods"`
+	Current   Current  `json:"current"`
+	Desired   Desired  `json:"desired"`
+	Manifest  Manifest `json:"manifest"`
+	// OldestDriftedPodStart is when the oldest drifted pod started; the
+	// dashboard shows its age.
+	OldestDriftedPodStart *time.Time `json:"oldestDriftedPodStart,omitempty"`
+
+	// Labels and Annotations are the workload object's own metadata. GitOps
+	// tracking (Flux labels, Argo CD tracking-id) lives there; they are not
+	// part of the JSON contract.
+	Labels      map[string]string `json:"-"`
+	Annotations map[string]string `json:"-"`
+	// APIVersion of the workload object (apps/v1, argoproj.io/v1alpha1).
+	APIVersion string `json:"-"`
+}
+
+// PodCount is how many of a workload's live pods drift.
+type PodCount struct {
+	Total   int `json:"total"`
+	Drifted int `json:"drifted"`
+}
+
+// Current is what the drifted pods run now, distinct values sorted.
+type Current struct {
+	Revisions []string `json:"revisions"`
+	Images    []string `json:"images"`
+}
+
+// Desired is what a pod created now would be injected with. Revision is
+// "default" for the unnamed revision and "" (with Image "") when no sidecar
+// is wanted.
+type Desired struct {
+	Revision string `json:"revision"`
+	Image    string `json:"image"`
+}
+
+// Manifest is where the workload is defined in the GitOps repository.
+type Manifest struct {
+	Status string `json:"status"`
+	Path   string `json:"path,omitempty"`
+	Edit   string `json:"edit,omitempty"`
+	// Detail explains not-found, helm (which release) and refusals.
+	Detail string `json:"detail,omitempty"`
+	// Candidates are the paths an ambiguous workload may come from.
+	Candidates []string `json:"candidates,omitempty"`
+}
+
+// Skipped is a drifted top-level owner (or bare pod) kedge will not act on.
+type Skipped struct {
+	Namespace string     `json:"namespace"`
+	Kind      string     `json:"kind"`
+	Name      string     `json:"name"`
+	Reason    SkipReason `json:"reason"`
+	// Detail is human-readable context, e.g. the conflicting revisions.
+	Detail string `json:"detail,omitempty"`
+}

@@ -1,0 +1,129 @@
+// Package objects holds the cluster objects kedge reads, as plain values.
+//
+// Every source (a snapshot directory or the live cluster) produces a Set; the
+// pure core (mesh model, drift plan, manifest location) consumes one. Keeping
+// the set free of clients and caches is what lets the core be tested with
+// literals.
+package objects
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Set is every object kedge reads from one cluster.
+type Set struct {
+	Namespaces                    []corev1.Namespace
+	Pods                          []corev1.Pod
+	ConfigMaps                    []corev1.ConfigMap
+	ReplicaSets                   []appsv1.ReplicaSet
+	Deployments                   []appsv1.Deployment
+	StatefulSets                  []appsv1.StatefulSet
+	DaemonSets                    []appsv1.DaemonSet
+	Jobs                          []batchv1.Job
+	CronJobs                      []batchv1.CronJob
+	Rollouts                      []Rollout
+	MutatingWebhookConfigurations []admissionregistrationv1.MutatingWebhookConfiguration
+	Applications                  []Application
+	Kustomizations                []Kustomization
+	GitRepositories               []GitRepository
+}
+
+// Rollout is the part of an argoproj.io/v1alpha1 Rollout kedge needs. Only
+// the fields read are declared, so the CRD's schema changes do not matter.
+type Rollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              RolloutSpec `json:"spec,omitempty"`
+}
+
+// RolloutSpec carries either an inline pod template or a reference to a
+// Deployment whose template the Rollout uses.
+type RolloutSpec struct {
+	Template    corev1.PodTemplateSpec `json:"template,omitempty"`
+	WorkloadRef *WorkloadRef           `json:"workloadRef,omitempty"`
+}
+
+// WorkloadRef points a Rollout at the workload holding its pod template.
+type WorkloadRef struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Name       string `json:"name,omitempty"`
+}
+
+// Application is the part of an Argo CD Application kedge needs to find the
+// Git directory an object was rendered from.
+type Application struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ApplicationSpec `json:"spec,omitempty"`
+}
+
+// ApplicationSpec holds a single source or several.
+type ApplicationSpec struct {
+	Source      *ApplicationSource     `json:"source,omitempty"`
+	Sources     []ApplicationSource    `json:"sources,omitempty"`
+	Destination ApplicationDestination `json:"destination,omitempty"`
+}
+
+// ApplicationSource is one Git (or Helm) source of an Application.
+type ApplicationSource struct {
+	RepoURL        string `json:"repoURL,omitempty"`
+	Path           string `json:"path,omitempty"`
+	TargetRevision string `json:"targetRevision,omitempty"`
+	Chart          string `json:"chart,omitempty"`
+}
+
+// ApplicationDestination is where an Application deploys.
+type ApplicationDestination struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Kustomization is the part of a Flux kustomize.toolkit.fluxcd.io
+// Kustomization kedge needs.
+type Kustomization struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              KustomizationSpec `json:"spec,omitempty"`
+}
+
+// KustomizationSpec says which directory of which source is applied, and
+// into which namespace.
+type KustomizationSpec struct {
+	Path            string         `json:"path,omitempty"`
+	TargetNamespace string         `json:"targetNamespace,omitempty"`
+	SourceRef       CrossObjectRef `json:"sourceRef,omitempty"`
+}
+
+// CrossObjectRef names a Flux source.
+type CrossObjectRef struct {
+	Kind      string `json:"kind,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// GitRepository is the part of a Flux source.toolkit.fluxcd.io GitRepository
+// kedge needs.
+type GitRepository struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              GitRepositorySpec `json:"spec,omitempty"`
+}
+
+// GitRepositorySpec is the repository URL and ref.
+type GitRepositorySpec struct {
+	URL string            `json:"url,omitempty"`
+	Ref *GitRepositoryRef `json:"ref,omitempty"`
+}
+
+// GitRepositoryRef is the branch (or tag, semver, commit) Flux follows.
+type GitRepositoryRef struct {
+	Branch string `json:"branch,omitempty"`
+	Tag    string `json:"tag,omitempty"`
+	Commit string `json:"commit,omitempty"`
+}
