@@ -84,7 +84,7 @@ func TestReadSnapshot(t *testing.T) {
 			want:  []string{"Namespace /shop"},
 		},
 		{
-			name: "multi-document stream with comments, empty documents and CRLF",
+			name:  "multi-document stream with comments, empty documents and CRLF",
 			files: map[string]string{"all.yml": "# header\r\n---\r\napiVersion: v1\r\nkind: Pod\r\nmetadata:\r\n  name: a\r\n  namespace: shop\r\n---\r\n# only a comment\r\n---\r\napiVersion: apps/v1\r\nkind: Deployment\r\nmetadata:\r\n  name: cart\r\n  namespace: shop\r\n"},
 			want:  []string{"Pod shop/a", "Deployment shop/cart"},
 		},

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/engine"
+	"github.com/kedge-io/kedge/internal/manifest"
+)
+
+var planOutputs = []string{"table", "json", "markdown", "patch"}
+
+// commonFlags are the flags every command reading a cluster shares, with
+// the configuration key each one sets.
+func commonFlags(cmd *cobra.Command, configFile *string) map[string]string {
+	cmd.Flags().StringVar(configFile, "config", "", "configuration file (see config/kedge.example.yaml)")
+	cmd.Flags().String("snapshot", "", "read this snapshot directory instead of the live cluster")
+	cmd.Flags().String("kubeconfig", "", "kubeconfig of the live cluster")
+	cmd.Flags().String("cluster", "", "name of the cluster")
+	return map[string]string{"snapshot": "source.snapshot", "kubeconfig": "source.kubeconfig", "cluster": "cluster"}
+}
+
+func newPlanCommand() *cobra.Command {
+	var configFile, repo, output string
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Print which workloads drift and what kedge would change (writes nothing)",
+		Args:  noArgs,
+	}
+	keys := commonFlags(cmd, &configFile)
+	cmd.Flags().StringVar(&repo, "repo", "", "local checkout of the GitOps repository")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(planOutputs, "|"))
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if !contains(planOutputs, output) {
+			return usageError{fmt.Errorf("--output: %q is not one of %s", output, strings.Join(planOutputs, ", "))}
+		}
+		if output == "patch" && repo == "" {
+			return usageError{fmt.Errorf("--output patch needs --repo")}
+		}
+		cfg, err := config.Load(configFile, cmd.Flags(), keys)
+		if err != nil {
+			return err
+		}
+		if err := cfg.Validate(config.ModePlan); err != nil {
+			return err
+		}
+		set, err := readCluster(cmd.Context(), cfg)
+		if err != nil {
+			return err
+		}
+		res, err := engine.Build(set, app.EngineOptions(cfg, repo))
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		switch output {
+		case "json":
+			return writeJSON(out, res.Plan)
+		case "patch":
+			_, err := io.WriteString(out, manifest.UnifiedDiff(res.Edits.All()))
+			return err
+		case "markdown":
+			renderer, err := dashboard.NewRenderer(cfg.Templates.Dir)
+			if err != nil {
+				return &config.Error{Key: "templates.dir", Msg: err.Error()}
+			}
+			summary := engine.MeshSummary(res.Mesh, set)
+			text, err := renderer.Plan(dashboard.PlanView{Plan: res.Plan, Mesh: &summary, Now: time.Now()})
+			if err != nil {
+				return err
+			}
+			_, err = io.WriteString(out, text)
+			return err
+		default:
+			return writeTable(out, res)
+		}
+	}
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeTable(w io.Writer, res *engine.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tREASONS\tPODS\tCURRENT\tDESIRED\tMANIFEST")
+	for _, wl := range res.Plan.Workloads {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
+			wl.Namespace, wl.Kind, wl.Name, joinReasons(wl.Reasons), wl.Pods.Drifted, wl.Pods.Total,
+			orDash(strings.Join(wl.Current.Revisions, ",")), orDash(wl.Desired.Revision), manifestCell(wl.Manifest))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(res.Plan.Skipped) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "SKIPPED\tKIND\tNAME\tREASON")
+		for _, s := range res.Plan.Skipped {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Namespace, s.Kind, s.Name, s.Reason)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, r := range res.Edits.Refused {
+		fmt.Fprintf(w, "refused to edit %s: %s\n", r.Path, r.Reason)
+	}
+	fmt.Fprintf(w, "\n%d drifted workloads, %d skipped, %d files to change\n",
+		len(res.Plan.Workloads), len(res.Plan.Skipped), len(res.Edits.All()))
+	return nil
+}
+
+func manifestCell(m drift.Manifest) string {
+	switch {
+	case m.Path != "" && m.Edit != "":
+		return m.Status + " " + m.Path + " (" + m.Edit + ")"
+	case len(m.Candidates) > 0:
+		return m.Status + " " + strings.Join(m.Candidates, ",")
+	case m.Detail != "":
+		return m.Status + " (" + m.Detail + ")"
+	}
+	return m.Status
+}
+
+func joinReasons(rs []drift.Reason) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = string(r)
+	}
+	return strings.Join(parts, ",")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

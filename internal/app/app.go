@@ -1,0 +1,158 @@
+// Package app assembles kedge from its configuration: the GitHub client, the
+// git repository, the renderer and the cluster source, wired into a
+// reconciler. The CLI and the demo share it.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/engine"
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/reconcile"
+)
+
+// Source reads the cluster once per cycle.
+type Source func(context.Context) (*objects.Set, error)
+
+// Options are what the configuration does not say.
+type Options struct {
+	DryRun bool
+	Log    *slog.Logger
+}
+
+// Service is an assembled kedge.
+type Service struct {
+	Reconciler *reconcile.Reconciler
+	Forge      *forge.Client
+}
+
+// EngineOptions maps the configuration onto planning options; repoRoot is
+// a checkout, or empty for none.
+func EngineOptions(cfg *config.Config, repoRoot string) engine.Options {
+	return engine.Options{
+		Drift: drift.Options{
+			Cluster:           cfg.Cluster,
+			IncludeNamespaces: cfg.Namespaces.Include,
+			ExcludeNamespaces: cfg.Namespaces.Exclude,
+			Kinds:             cfg.Workloads.Kinds,
+			OptOutAnnotation:  cfg.Workloads.OptOutAnnotation,
+		},
+		RepoRoot:    repoRoot,
+		RepoURLs:    RepoURLs(cfg),
+		Paths:       cfg.Repo.Paths,
+		Annotations: manifest.Annotations{Restart: cfg.Restart.Annotation, Target: cfg.Restart.TargetAnnotation},
+	}
+}
+
+// RepoURLs are the addresses GitOps controllers in the cluster may use for
+// the repository: its GitHub address (also github.com's, for a GitHub
+// Enterprise mirror of a public repository) and the clone URL kedge uses.
+func RepoURLs(cfg *config.Config) []string {
+	var out []string
+	if cfg.Repo.Owner != "" && cfg.Repo.Name != "" {
+		out = append(out, WebURL(cfg), "https://github.com/"+cfg.Repo.Owner+"/"+cfg.Repo.Name)
+	}
+	if cfg.Repo.URL != "" {
+		out = append(out, cfg.Repo.URL)
+	}
+	return out
+}
+
+// WebURL is the repository's web address: github.com for the public API,
+// the API's host for GitHub Enterprise Server (https://HOST/api/v3/).
+func WebURL(cfg *config.Config) string {
+	host := "https://github.com"
+	if u, err := url.Parse(cfg.GitHub.APIURL); err == nil && u.Host != "" && u.Host != "api.github.com" {
+		host = u.Scheme + "://" + u.Host
+	}
+	return host + "/" + cfg.Repo.Owner + "/" + cfg.Repo.Name
+}
+
+// CloneURL is repo.url, else the web address with .git.
+func CloneURL(cfg *config.Config) string {
+	if cfg.Repo.URL != "" {
+		return cfg.Repo.URL
+	}
+	return WebURL(cfg) + ".git"
+}
+
+// CacheDir is where the repository is cloned and reused across cycles.
+func CacheDir(cfg *config.Config) (string, error) {
+	if cfg.Git.CacheDir != "" {
+		return filepath.Join(cfg.Git.CacheDir, cfg.Cluster), nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	safe := strings.NewReplacer("/", "_", ":", "_").Replace(cfg.Repo.Owner + "_" + cfg.Repo.Name)
+	return filepath.Join(base, "kedge", cfg.Cluster, safe), nil
+}
+
+// New assembles the service. cfg must have passed Validate(ModeRun).
+func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (*Service, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	renderer, err := dashboard.NewRenderer(cfg.Templates.Dir)
+	if err != nil {
+		return nil, &config.Error{Key: "templates.dir", Msg: err.Error()}
+	}
+	client, err := forge.New(ctx, forge.Config{
+		APIURL: cfg.GitHub.APIURL, Owner: cfg.Repo.Owner, Repo: cfg.Repo.Name,
+		Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, InstallationID: cfg.GitHub.InstallationID,
+		PrivateKeyFile: cfg.GitHub.PrivateKeyFile, MinMutationGap: cfg.Limits.MutationGap,
+		MaxRetryAfter: cfg.Limits.MaxRetryAfter,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
+	}
+	dir, err := CacheDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	gitOpts := gitrepo.Options{
+		URL: CloneURL(cfg), Dir: dir, BaseBranch: cfg.Repo.BaseBranch, Auth: gitAuth{client},
+		AuthorName: cfg.Git.AuthorName, AuthorEmail: cfg.Git.AuthorEmail,
+	}
+	settings := reconcile.Settings{
+		Cluster:              cfg.Cluster,
+		Engine:               EngineOptions(cfg, ""),
+		RepoWebURL:           WebURL(cfg),
+		Labels:               cfg.PR.Labels,
+		Draft:                cfg.PR.Draft,
+		MaxOpenPRs:           cfg.Limits.MaxOpenPRs,
+		MaxNewPRsPerCycle:    cfg.Limits.MaxNewPRsPerCycle,
+		ReviewersKey:         cfg.Reviewers.NamespaceKey,
+		ReviewersByNamespace: cfg.Reviewers.ByNamespace,
+		Grace:                cfg.Rollout.Grace,
+		DryRun:               opts.DryRun,
+	}
+	rec := reconcile.New(settings, reconcile.Deps{
+		Source:   source,
+		OpenRepo: func(ctx context.Context) (*gitrepo.Repo, error) { return gitrepo.Open(ctx, gitOpts) },
+		Forge:    client,
+		Renderer: renderer,
+		Log:      log,
+	})
+	return &Service{Reconciler: rec, Forge: client}, nil
+}
+
+// gitAuth hands git a fresh installation token before each clone, fetch
+// and push (tokens live an hour).
+type gitAuth struct{ client *forge.Client }
+
+func (a gitAuth) Token(ctx context.Context) (string, error) { return a.client.GitToken(ctx) }

@@ -1,0 +1,95 @@
+// Package integration runs kedge's live cluster source against a real
+// kube-apiserver and etcd (controller-runtime's envtest), built by
+// hack/testbin.sh. Its tests are skipped when the binaries are absent,
+// unless KEDGE_REQUIRE_TESTBIN=1 says they must run.
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// KubernetesVersion is the version hack/testbin.sh builds; its binaries are
+// cached under a directory of that name.
+const KubernetesVersion = "v1.37.1"
+
+// binaries are what envtest runs; kubectl is built too but not needed here.
+var binaries = []string{"kube-apiserver", "etcd"}
+
+// Assets returns the directory holding the control plane binaries, or ""
+// and why not. KUBEBUILDER_ASSETS wins; without it, in a full (not -short)
+// run, the testbin cache is used when it is filled.
+func Assets() (dir, why string) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		if missing := missingBinaries(dir); missing != "" {
+			return "", "KUBEBUILDER_ASSETS=" + dir + " has no " + missing
+		}
+		return dir, ""
+	}
+	if testing.Short() && os.Getenv("KEDGE_REQUIRE_TESTBIN") != "1" {
+		return "", "KUBEBUILDER_ASSETS is unset in a -short run"
+	}
+	cache := os.Getenv("KEDGE_TESTBIN_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", "KUBEBUILDER_ASSETS is unset and there is no home directory to look for the testbin cache"
+		}
+		cache = filepath.Join(home, ".cache", "kedge-testbin")
+	}
+	dir = filepath.Join(cache, "bin", KubernetesVersion)
+	if missing := missingBinaries(dir); missing != "" {
+		return "", "KUBEBUILDER_ASSETS is unset and " + dir + " has no " + missing
+	}
+	return dir, ""
+}
+
+func missingBinaries(dir string) string {
+	for _, name := range binaries {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			return name
+		}
+	}
+	return ""
+}
+
+// ControlPlane starts an API server with etcd for one test, installs the
+// CRDs found in crdDirs, and stops it when the test ends. Without the
+// binaries the test is skipped, or fails when KEDGE_REQUIRE_TESTBIN=1.
+func ControlPlane(t testing.TB, crdDirs ...string) *rest.Config {
+	t.Helper()
+	assets, why := Assets()
+	if assets == "" {
+		msg := "no control plane binaries: " + why + "; run `make testbin` (hack/testbin.sh) and set KUBEBUILDER_ASSETS to the directory it prints"
+		if os.Getenv("KEDGE_REQUIRE_TESTBIN") == "1" {
+			t.Fatal(msg + " (KEDGE_REQUIRE_TESTBIN=1)")
+		}
+		t.Skip(msg)
+	}
+	useExisting := false
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		// Never a developer's real cluster, whatever USE_EXISTING_CLUSTER says.
+		UseExistingCluster:    &useExisting,
+		CRDDirectoryPaths:     crdDirs,
+		ErrorIfCRDPathMissing: true,
+	}
+	// envtest prefers KUBEBUILDER_ASSETS over BinaryAssetsDirectory; make
+	// them agree when the cache was found by default.
+	t.Setenv("KUBEBUILDER_ASSETS", assets)
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the control plane from %s: %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the control plane: %v", err)
+		}
+	})
+	return cfg
+}

@@ -1,0 +1,226 @@
+package integration_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/integration"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// names lists a set's objects as "Kind namespace/name", the shape cases
+// state what they expect in.
+func names(set *objects.Set) []string {
+	var out []string
+	add := func(kind string, m metav1.Object) {
+		out = append(out, kind+" "+m.GetNamespace()+"/"+m.GetName())
+	}
+	for i := range set.Namespaces {
+		add("Namespace", &set.Namespaces[i])
+	}
+	for i := range set.Pods {
+		add("Pod", &set.Pods[i])
+	}
+	for i := range set.ConfigMaps {
+		add("ConfigMap", &set.ConfigMaps[i])
+	}
+	for i := range set.ReplicaSets {
+		add("ReplicaSet", &set.ReplicaSets[i])
+	}
+	for i := range set.Deployments {
+		add("Deployment", &set.Deployments[i])
+	}
+	for i := range set.StatefulSets {
+		add("StatefulSet", &set.StatefulSets[i])
+	}
+	for i := range set.DaemonSets {
+		add("DaemonSet", &set.DaemonSets[i])
+	}
+	for i := range set.Jobs {
+		add("Job", &set.Jobs[i])
+	}
+	for i := range set.CronJobs {
+		add("CronJob", &set.CronJobs[i])
+	}
+	for i := range set.MutatingWebhookConfigurations {
+		add("MutatingWebhookConfiguration", &set.MutatingWebhookConfigurations[i])
+	}
+	for i := range set.Rollouts {
+		add("Rollout", &set.Rollouts[i])
+	}
+	for i := range set.Applications {
+		add("Application", &set.Applications[i])
+	}
+	for i := range set.Kustomizations {
+		add("Kustomization", &set.Kustomizations[i])
+	}
+	for i := range set.GitRepositories {
+		add("GitRepository", &set.GitRepositories[i])
+	}
+	return out
+}
+
+// seededObjects is what every live source sees of seedCluster's objects,
+// besides ConfigMaps, which depend on the options.
+var seededObjects = []string{
+	"Namespace /batch", "Namespace /billing", "Namespace /default", "Namespace /istio-canary",
+	"Namespace /istio-system", "Namespace /kube-node-lease", "Namespace /kube-public", "Namespace /kube-system",
+	"Namespace /shop",
+	"Pod batch/nightly-29000000-5kq9z", "Pod batch/node-agent-7rj2k", "Pod billing/payments-0",
+	"Pod shop/cart-7d9c8b6f5d-q8w4n", "Pod shop/cart-7d9c8b6f5d-x2kqp", "Pod shop/debug",
+	"ReplicaSet shop/cart-7d9c8b6f5d",
+	"Deployment shop/cart",
+	"StatefulSet billing/payments",
+	"DaemonSet batch/node-agent",
+	"Job batch/nightly-29000000",
+	"CronJob batch/nightly",
+	"MutatingWebhookConfiguration /istio-sidecar-injector-1-24-0", "MutatingWebhookConfiguration /widgets-defaulter",
+}
+
+func TestLiveReadsTrimmedObjects(t *testing.T) {
+	cfg := integration.ControlPlane(t)
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := t.Context()
+	seed := seedCluster(ctx, t, client)
+	require.NotEmpty(t, seed.cartPod.ManagedFields, "the API server records managed fields; the cache must not")
+
+	cases := []struct {
+		name            string
+		istioNamespaces []string
+		wantConfigMaps  []string
+	}{
+		{
+			name:           "injector ConfigMaps found by label in every namespace",
+			wantConfigMaps: []string{"ConfigMap istio-canary/istio-sidecar-injector-1-25-0", "ConfigMap istio-system/istio-sidecar-injector-1-24-0"},
+		},
+		{
+			name:            "injector ConfigMaps by label or name in the named namespaces",
+			istioNamespaces: []string{"istio-system"},
+			wantConfigMaps:  []string{"ConfigMap istio-system/istio-sidecar-injector", "ConfigMap istio-system/istio-sidecar-injector-1-24-0"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			live := startLive(t, cfg, cluster.LiveOptions{IstioNamespaces: tc.istioNamespaces})
+			require.ErrorContains(t, live.Start(t.Context()), "already started")
+			set := live.Set()
+
+			want := append(append([]string{}, seededObjects...), tc.wantConfigMaps...)
+			assert.ElementsMatch(t, want, names(set))
+			// No CRDs are served here: the custom kinds are skipped, not
+			// an error.
+			assert.Nil(t, set.Rollouts)
+			assert.Nil(t, set.Kustomizations)
+			assertTrimmed(t, set, seed)
+
+			dir := t.TempDir()
+			require.NoError(t, cluster.WriteSnapshot(set, dir))
+			read, err := cluster.ReadSnapshot(dir)
+			require.NoError(t, err)
+			assert.Equal(t, set, read, "a written snapshot reads back as the live set")
+
+			// What Set returns is the caller's: changing it must not reach
+			// the cache.
+			set.Pods[0].Labels["changed"] = "by-caller"
+			set.Namespaces[0].Labels["changed"] = "by-caller"
+			again := live.Set()
+			assert.NotContains(t, again.Pods[0].Labels, "changed")
+			assert.NotContains(t, again.Namespaces[0].Labels, "changed")
+		})
+	}
+}
+
+func assertTrimmed(t *testing.T, set *objects.Set, seed seeded) {
+	t.Helper()
+	cart := findPod(t, set, "shop", "cart-7d9c8b6f5d-x2kqp")
+	assert.Equal(t, seed.cartPod.UID, cart.UID)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, cart.TypeMeta)
+	assert.Empty(t, cart.ManagedFields)
+	assert.Equal(t, map[string]string{"app": "cart", "security.istio.io/tlsMode": "istio"}, cart.Labels)
+	assert.Equal(t, map[string]string{
+		"istio.io/rev":            "1-24-0",
+		"kedge.io/restartedAt":    "rev-1-24-0",
+		"sidecar.istio.io/status": seed.cartPod.Annotations["sidecar.istio.io/status"],
+	}, cart.Annotations)
+	assert.Equal(t, seed.cartPod.OwnerReferences, cart.OwnerReferences)
+	assert.Nil(t, cart.Spec.Containers)
+	assert.Equal(t, []corev1.Container{{
+		Name: "istio-proxy", Image: proxyImage124, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+	}}, cart.Spec.InitContainers)
+	assert.Equal(t, corev1.PodRunning, cart.Status.Phase)
+	require.NotNil(t, cart.Status.StartTime)
+	assert.True(t, seed.cartPod.Status.StartTime.Equal(cart.Status.StartTime))
+	assert.Equal(t, seed.cartPod.CreationTimestamp, cart.CreationTimestamp)
+
+	payments := findPod(t, set, "billing", "payments-0")
+	assert.Equal(t, []corev1.Container{{Name: "istio-proxy", Image: proxyImage123}}, payments.Spec.Containers)
+	assert.Nil(t, payments.Spec.InitContainers)
+
+	agent := findPod(t, set, "batch", "node-agent-7rj2k")
+	assert.True(t, agent.Spec.HostNetwork)
+	assert.Nil(t, agent.Spec.Containers)
+	assert.Equal(t, map[string]string{"kedge.io/restartedAt": "rev-1-24-0"}, agent.Annotations)
+
+	require.Len(t, set.ReplicaSets, 1)
+	rs := set.ReplicaSets[0]
+	assert.Equal(t, "Deployment", rs.OwnerReferences[0].Kind)
+	assert.Equal(t, "7d9c8b6f5d", rs.Labels["pod-template-hash"])
+	assert.Empty(t, rs.Annotations)
+	assert.Zero(t, rs.Spec.Replicas, "a ReplicaSet is kept as metadata and owners only")
+	assert.Empty(t, rs.Spec.Template.Spec.Containers)
+
+	require.Len(t, set.Deployments, 1)
+	assert.NotContains(t, set.Deployments[0].Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	assert.Equal(t, "cart", set.Deployments[0].Spec.Template.Spec.Containers[0].Name, "workload templates are kept whole")
+
+	for _, mwc := range set.MutatingWebhookConfigurations {
+		assert.Empty(t, mwc.ManagedFields)
+		for _, w := range mwc.Webhooks {
+			assert.Empty(t, w.ClientConfig.CABundle)
+		}
+	}
+	for _, ns := range set.Namespaces {
+		assert.Empty(t, ns.ManagedFields, ns.Name)
+	}
+}
+
+func findPod(t *testing.T, set *objects.Set, ns, name string) corev1.Pod {
+	t.Helper()
+	for _, p := range set.Pods {
+		if p.Namespace == ns && p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("pod %s/%s not in the set", ns, name)
+	return corev1.Pod{}
+}
+
+func TestLiveWaitForSyncSaysWhyCachesDoNotFill(t *testing.T) {
+	cfg := integration.ControlPlane(t)
+	// A user with no RBAC grants: every list is forbidden.
+	restricted := rest.CopyConfig(cfg)
+	restricted.Impersonate = rest.ImpersonationConfig{UserName: "nobody"}
+
+	live, err := cluster.NewLive(cluster.LiveOptions{Config: restricted})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	require.NoError(t, live.Start(ctx))
+	syncCtx, syncCancel := context.WithTimeout(ctx, 3*time.Second)
+	defer syncCancel()
+	err = live.WaitForSync(syncCtx)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "forbidden")
+	assert.Contains(t, err.Error(), "pods")
+}

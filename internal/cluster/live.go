@@ -1,0 +1,383 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// LiveOptions configures the live cluster source.
+type LiveOptions struct {
+	// Config reaches the API server (kubeconfig or in-cluster).
+	Config *rest.Config
+	// IstioNamespaces are where the injector ConfigMaps live. Empty means
+	// cluster-wide, selecting ConfigMaps by their istio.io/rev label, which
+	// Istio's charts put on every injector ConfigMap.
+	IstioNamespaces []string
+	// Resync replays every cached object to the handlers at this period;
+	// 0 disables it. Replays never count as mesh changes.
+	Resync time.Duration
+}
+
+// Live keeps the objects kedge reads in informer caches, trimmed to what
+// kedge needs, and tells its user when the mesh (not a pod) changed.
+type Live struct {
+	opts      LiveOptions
+	discovery discovery.DiscoveryInterface
+	dynamic   dynamic.Interface
+	trim      *trimmer
+
+	core       informers.SharedInformerFactory
+	configMaps []informers.SharedInformerFactory
+	custom     dynamicinformer.DynamicSharedInformerFactory
+
+	namespaces, pods, replicaSets, deployments, statefulSets, daemonSets cache.SharedIndexInformer
+	jobs, cronJobs, webhooks                                             cache.SharedIndexInformer
+	configMapInformers                                                   []cache.SharedIndexInformer
+	customInformers                                                      map[string]cache.SharedIndexInformer // by kind
+
+	mu        sync.Mutex
+	started   bool
+	listeners []func(reason string)
+	// listErrors holds the last list/watch error per resource, so a cache
+	// that never syncs (RBAC, a missing API) says why.
+	listErrors map[string]error
+}
+
+// customResource is a GitOps or rollout kind kedge reads when its CRD is
+// served.
+type customResource struct {
+	group, resource, kind string
+}
+
+var customResources = []customResource{
+	{group: "argoproj.io", resource: "rollouts", kind: "Rollout"},
+	{group: "argoproj.io", resource: "applications", kind: "Application"},
+	{group: "kustomize.toolkit.fluxcd.io", resource: "kustomizations", kind: "Kustomization"},
+	{group: "source.toolkit.fluxcd.io", resource: "gitrepositories", kind: "GitRepository"},
+}
+
+// NewLive prepares the informers; nothing is contacted until Start.
+func NewLive(opts LiveOptions) (*Live, error) {
+	if opts.Config == nil {
+		return nil, errors.New("live cluster source: no API server configuration")
+	}
+	if opts.Resync < 0 {
+		return nil, fmt.Errorf("live cluster source: negative resync period %s", opts.Resync)
+	}
+
+	typedConfig := rest.CopyConfig(opts.Config)
+	typedConfig.UserAgent = cmp.Or(typedConfig.UserAgent, "kedge")
+	// Protobuf halves decode time and garbage for the bulk of the objects
+	// (pods); the dynamic client below cannot use it.
+	typedConfig.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	typedConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := kubernetes.NewForConfig(typedConfig)
+	if err != nil {
+		return nil, fmt.Errorf("live cluster source: %w", err)
+	}
+	dynamicConfig := rest.CopyConfig(opts.Config)
+	dynamicConfig.UserAgent = typedConfig.UserAgent
+	dyn, err := dynamic.NewForConfig(dynamicConfig)
+	if err != nil {
+		return nil, fmt.Errorf("live cluster source: %w", err)
+	}
+
+	l := &Live{
+		opts:            opts,
+		discovery:       client.Discovery(),
+		dynamic:         dyn,
+		trim:            newTrimmer(),
+		customInformers: map[string]cache.SharedIndexInformer{},
+		listErrors:      map[string]error{},
+	}
+	l.core = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(l.trim.transform))
+	l.namespaces = l.core.Core().V1().Namespaces().Informer()
+	l.pods = l.core.Core().V1().Pods().Informer()
+	l.replicaSets = l.core.Apps().V1().ReplicaSets().Informer()
+	l.deployments = l.core.Apps().V1().Deployments().Informer()
+	l.statefulSets = l.core.Apps().V1().StatefulSets().Informer()
+	l.daemonSets = l.core.Apps().V1().DaemonSets().Informer()
+	l.jobs = l.core.Batch().V1().Jobs().Informer()
+	l.cronJobs = l.core.Batch().V1().CronJobs().Informer()
+	l.webhooks = l.core.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+
+	if len(opts.IstioNamespaces) == 0 {
+		f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
+			informers.WithTransform(l.trim.transform),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelIstioRev }))
+		l.configMaps = append(l.configMaps, f)
+	} else {
+		for _, ns := range slices.Compact(slices.Sorted(slices.Values(opts.IstioNamespaces))) {
+			f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
+				informers.WithTransform(l.trim.transform), informers.WithNamespace(ns))
+			l.configMaps = append(l.configMaps, f)
+		}
+	}
+	for _, f := range l.configMaps {
+		l.configMapInformers = append(l.configMapInformers, f.Core().V1().ConfigMaps().Informer())
+	}
+
+	named := map[string]cache.SharedIndexInformer{
+		"namespaces": l.namespaces, "pods": l.pods, "replicasets": l.replicaSets,
+		"deployments": l.deployments, "statefulsets": l.statefulSets, "daemonsets": l.daemonSets,
+		"jobs": l.jobs, "cronjobs": l.cronJobs, "mutatingwebhookconfigurations": l.webhooks,
+	}
+	for resource, inf := range named {
+		if err := l.watchErrors(resource, inf); err != nil {
+			return nil, err
+		}
+	}
+	for _, inf := range l.configMapInformers {
+		if err := l.watchErrors("configmaps", inf); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.addMeshHandlers(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// OnMeshChange registers fn to be called when an injector webhook
+// configuration or injector ConfigMap is added, changed or deleted, or a
+// namespace's labels change. Pod events never call it, nor do the objects
+// listed when the caches first fill. fn runs on an informer goroutine and
+// must not block.
+func (l *Live) OnMeshChange(fn func(reason string)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listeners = append(l.listeners, fn)
+}
+
+// Start discovers which custom resources are served and starts every
+// informer. It returns at once; the informers stop when ctx ends.
+func (l *Live) Start(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started {
+		return errors.New("live cluster source: already started")
+	}
+	served, err := servedCustomResources(l.discovery)
+	if err != nil {
+		return fmt.Errorf("live cluster source: discovery: %w", err)
+	}
+	if len(served) > 0 {
+		l.custom = dynamicinformer.NewDynamicSharedInformerFactory(l.dynamic, l.opts.Resync)
+		for kind, gvr := range served {
+			inf := l.custom.ForResource(gvr).Informer()
+			if err := inf.SetTransform(l.trim.transform); err != nil {
+				return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
+			}
+			if err := l.watchErrors(gvr.Resource, inf); err != nil {
+				return err
+			}
+			l.customInformers[kind] = inf
+		}
+	}
+	l.started = true
+
+	l.core.Start(ctx.Done())
+	for _, f := range l.configMaps {
+		f.Start(ctx.Done())
+	}
+	if l.custom != nil {
+		l.custom.Start(ctx.Done())
+	}
+	go func() {
+		<-ctx.Done()
+		l.core.Shutdown()
+		for _, f := range l.configMaps {
+			f.Shutdown()
+		}
+		if l.custom != nil {
+			l.custom.Shutdown()
+		}
+	}()
+	return nil
+}
+
+// WaitForSync blocks until every cache holds a full list, or ctx ends.
+func (l *Live) WaitForSync(ctx context.Context) error {
+	l.mu.Lock()
+	if !l.started {
+		l.mu.Unlock()
+		return errors.New("live cluster source: not started")
+	}
+	synced := []cache.InformerSynced{
+		l.namespaces.HasSynced, l.pods.HasSynced, l.replicaSets.HasSynced, l.deployments.HasSynced,
+		l.statefulSets.HasSynced, l.daemonSets.HasSynced, l.jobs.HasSynced, l.cronJobs.HasSynced,
+		l.webhooks.HasSynced,
+	}
+	for _, inf := range l.configMapInformers {
+		synced = append(synced, inf.HasSynced)
+	}
+	for _, inf := range l.customInformers {
+		synced = append(synced, inf.HasSynced)
+	}
+	l.mu.Unlock()
+
+	if cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var causes []error
+	for _, resource := range slices.Sorted(maps.Keys(l.listErrors)) {
+		causes = append(causes, fmt.Errorf("%s: %w", resource, l.listErrors[resource]))
+	}
+	if len(causes) > 0 {
+		return fmt.Errorf("live cluster source: caches not synced: %w: %w", ctx.Err(), errors.Join(causes...))
+	}
+	return fmt.Errorf("live cluster source: caches not synced: %w", ctx.Err())
+}
+
+// Set copies the cached objects into a new Set, sorted by namespace and
+// name. The copy shares nothing with the caches, so callers may keep or
+// change it.
+func (l *Live) Set() *objects.Set {
+	l.mu.Lock()
+	custom := maps.Clone(l.customInformers)
+	l.mu.Unlock()
+
+	set := &objects.Set{
+		Namespaces:                    copyTyped[corev1.Namespace](l.namespaces, "v1", "Namespace"),
+		ReplicaSets:                   copyTyped[appsv1.ReplicaSet](l.replicaSets, "apps/v1", "ReplicaSet"),
+		Deployments:                   copyTyped[appsv1.Deployment](l.deployments, "apps/v1", "Deployment"),
+		StatefulSets:                  copyTyped[appsv1.StatefulSet](l.statefulSets, "apps/v1", "StatefulSet"),
+		DaemonSets:                    copyTyped[appsv1.DaemonSet](l.daemonSets, "apps/v1", "DaemonSet"),
+		Jobs:                          copyTyped[batchv1.Job](l.jobs, "batch/v1", "Job"),
+		CronJobs:                      copyTyped[batchv1.CronJob](l.cronJobs, "batch/v1", "CronJob"),
+		MutatingWebhookConfigurations: copyTyped[admissionregistrationv1.MutatingWebhookConfiguration](l.webhooks, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+	}
+	for _, obj := range l.pods.GetStore().List() {
+		if p, ok := obj.(*trimmedPod); ok {
+			set.Pods = append(set.Pods, p.pod())
+		}
+	}
+	sortByKey(set.Pods, func(p *corev1.Pod) *metav1.ObjectMeta { return &p.ObjectMeta })
+	for _, inf := range l.configMapInformers {
+		for _, cm := range copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap") {
+			if isInjectorConfigMap(&cm) {
+				set.ConfigMaps = append(set.ConfigMaps, cm)
+			}
+		}
+	}
+	sortByKey(set.ConfigMaps, func(c *corev1.ConfigMap) *metav1.ObjectMeta { return &c.ObjectMeta })
+	set.Rollouts = copyCustom[objects.Rollout](custom["Rollout"])
+	set.Applications = copyCustom[objects.Application](custom["Application"])
+	set.Kustomizations = copyCustom[objects.Kustomization](custom["Kustomization"])
+	set.GitRepositories = copyCustom[objects.GitRepository](custom["GitRepository"])
+	return set
+}
+
+// servedCustomResources maps each kind of customResources the API server
+// serves to the resource in its preferred version.
+func servedCustomResources(d discovery.DiscoveryInterface) (map[string]schema.GroupVersionResource, error) {
+	groups, err := d.ServerGroups()
+	if err != nil {
+		return nil, err
+	}
+	served := map[string]schema.GroupVersionResource{}
+	for _, cr := range customResources {
+		i := slices.IndexFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == cr.group })
+		if i < 0 {
+			continue
+		}
+		group := groups.Groups[i]
+		// The preferred version first; a CRD may serve the resource only
+		// in an older one.
+		versions := []string{group.PreferredVersion.GroupVersion}
+		for _, v := range group.Versions {
+			if v.GroupVersion != group.PreferredVersion.GroupVersion {
+				versions = append(versions, v.GroupVersion)
+			}
+		}
+		for _, gv := range versions {
+			list, err := d.ServerResourcesForGroupVersion(gv)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == cr.resource }) {
+				parsed, err := schema.ParseGroupVersion(gv)
+				if err != nil {
+					return nil, err
+				}
+				served[cr.kind] = parsed.WithResource(cr.resource)
+				break
+			}
+		}
+	}
+	return served, nil
+}
+
+func (l *Live) watchErrors(resource string, inf cache.SharedIndexInformer) error {
+	return inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		l.mu.Lock()
+		l.listErrors[resource] = err
+		l.mu.Unlock()
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+}
+
+// deepCopier is every typed API object: DeepCopy returns a *T.
+type deepCopier[T any] interface {
+	*T
+	DeepCopy() *T
+	SetGroupVersionKind(schema.GroupVersionKind)
+	GetNamespace() string
+	GetName() string
+}
+
+// copyTyped copies an informer's objects, with apiVersion and kind set as a
+// snapshot file has them (typed clients strip them).
+func copyTyped[T any, P deepCopier[T]](inf cache.SharedIndexInformer, apiVersion, kind string) []T {
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+	var out []T
+	for _, obj := range inf.GetStore().List() {
+		typed, ok := obj.(P)
+		if !ok {
+			continue
+		}
+		c := P(typed.DeepCopy())
+		c.SetGroupVersionKind(gvk)
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b T) int {
+		pa, pb := P(&a), P(&b)
+		return cmp.Or(cmp.Compare(pa.GetNamespace(), pb.GetNamespace()), cmp.Compare(pa.GetName(), pb.GetName()))
+	})
+	return out
+}
+
+func sortByKey[T any](items []T, meta func(*T) *metav1.ObjectMeta) {
+	slices.SortFunc(items, func(a, b T) int {
+		ma, mb := meta(&a), meta(&b)
+		return cmp.Or(cmp.Compare(ma.Namespace, mb.Namespace), cmp.Compare(ma.Name, mb.Name))
+	})
+}

@@ -1,0 +1,295 @@
+package cluster
+
+import (
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// Names kedge reads on pods and injector objects. They are Istio's, not
+// kedge's choice (DESIGN §2).
+const (
+	proxyContainerName = "istio-proxy"
+
+	annotationSidecarStatus = "sidecar.istio.io/status"
+	annotationProxyImage    = "sidecar.istio.io/proxyImage"
+	labelSidecarInject      = "sidecar.istio.io/inject"
+	labelIstioRev           = "istio.io/rev"
+
+	injectorConfigMapPrefix = "istio-sidecar-injector"
+	injectorWebhookSuffix   = "sidecar-injector.istio.io"
+
+	kedgeAnnotationPrefix = "kedge.io/"
+
+	// lastAppliedAnnotation holds a full copy of the object as last
+	// applied by kubectl: often the biggest part of an object, and never
+	// read by kedge.
+	lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+)
+
+// podAnnotationsKept are the only pod annotations kedge reads. Pods are the
+// bulk of a cluster, so everything else is dropped from the cache.
+var podAnnotationsKept = map[string]bool{
+	annotationSidecarStatus: true,
+	labelIstioRev:           true,
+	labelSidecarInject:      true,
+	annotationProxyImage:    true,
+}
+
+// trimmer is the transform every informer runs before an object reaches
+// its cache. Its methods must be idempotent: client-go may hand them objects
+// they have already trimmed.
+type trimmer struct {
+	strings *interner
+}
+
+func newTrimmer() *trimmer {
+	return &trimmer{strings: newInterner(maxInternedStrings)}
+}
+
+func (t *trimmer) transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return t.trimPod(o), nil
+	case *trimmedPod:
+		return o, nil
+	case *appsv1.ReplicaSet:
+		return t.trimReplicaSet(o), nil
+	case *corev1.Namespace:
+		trimMeta(&o.ObjectMeta)
+		// Finalizers and conditions say nothing about injection.
+		o.Spec = corev1.NamespaceSpec{}
+		o.Status.Conditions = nil
+		return o, nil
+	case *corev1.ConfigMap:
+		trimMeta(&o.ObjectMeta)
+		if !isInjectorConfigMap(o) {
+			// Kept in the cache only so the informer can track it; its
+			// content is never read.
+			o.Data, o.BinaryData = nil, nil
+		}
+		return o, nil
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		trimMeta(&o.ObjectMeta)
+		for i := range o.Webhooks {
+			// Istio rotates the CA bundle on its own; it is large and
+			// has no bearing on which revision injects.
+			o.Webhooks[i].ClientConfig.CABundle = nil
+		}
+		return o, nil
+	case *appsv1.Deployment:
+		trimMeta(&o.ObjectMeta)
+		o.Status.Conditions = nil
+		return o, nil
+	case *appsv1.StatefulSet:
+		trimMeta(&o.ObjectMeta)
+		o.Spec.VolumeClaimTemplates = nil
+		o.Status.Conditions = nil
+		return o, nil
+	case *appsv1.DaemonSet:
+		trimMeta(&o.ObjectMeta)
+		o.Status.Conditions = nil
+		return o, nil
+	case *batchv1.Job:
+		trimMeta(&o.ObjectMeta)
+		return o, nil
+	case *batchv1.CronJob:
+		trimMeta(&o.ObjectMeta)
+		return o, nil
+	case *unstructured.Unstructured:
+		return trimUnstructured(o)
+	}
+	// Tombstones (cache.DeletedFinalStateUnknown) and anything else pass
+	// through: their objects were trimmed when they entered the cache.
+	return obj, nil
+}
+
+// trimMeta drops what no part of kedge reads and what would double an
+// object's size in memory.
+func trimMeta(meta *metav1.ObjectMeta) {
+	meta.ManagedFields = nil
+	if _, ok := meta.Annotations[lastAppliedAnnotation]; ok {
+		delete(meta.Annotations, lastAppliedAnnotation)
+		if len(meta.Annotations) == 0 {
+			meta.Annotations = nil
+		}
+	}
+}
+
+// trimPod keeps only what kedge reads of a pod, in a compact form: pods are
+// the bulk of a cluster, and a corev1.Pod value alone is over a kilobyte.
+// Strings that repeat across the pods of a workload (labels, the injection
+// status, the proxy image, the owner) are shared.
+func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
+	out := &trimmedPod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              in.Name,
+			Namespace:         t.strings.get(in.Namespace),
+			UID:               in.UID,
+			ResourceVersion:   in.ResourceVersion,
+			CreationTimestamp: in.CreationTimestamp,
+			DeletionTimestamp: in.DeletionTimestamp,
+			Labels:            t.internMap(in.Labels, nil),
+			Annotations:       t.internMap(in.Annotations, keepPodAnnotation),
+			OwnerReferences:   t.internOwners(in.OwnerReferences),
+		},
+		Phase:       in.Status.Phase,
+		HostNetwork: in.Spec.HostNetwork,
+	}
+	if in.Status.StartTime != nil {
+		out.StartTime = *in.Status.StartTime
+	}
+	if image, ok := proxyImage(in.Spec.Containers, false); ok {
+		out.Proxy = &trimmedProxy{Image: t.strings.get(image)}
+	} else if image, ok := proxyImage(in.Spec.InitContainers, true); ok {
+		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Native: true}
+	}
+	return out
+}
+
+// internMap copies the entries of in accepted by keep (all when nil) into a
+// map sized for them, sharing keys and values with other pods.
+func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[string]string {
+	n := 0
+	for k := range in {
+		if keep == nil || keep(k) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(map[string]string, n)
+	for k, v := range in {
+		if keep == nil || keep(k) {
+			out[t.strings.get(k)] = t.strings.get(v)
+		}
+	}
+	return out
+}
+
+func (t *trimmer) internOwners(in []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]metav1.OwnerReference, len(in))
+	for i, ref := range in {
+		out[i] = metav1.OwnerReference{
+			APIVersion:         t.strings.get(ref.APIVersion),
+			Kind:               t.strings.get(ref.Kind),
+			Name:               t.strings.get(ref.Name),
+			UID:                types.UID(t.strings.get(string(ref.UID))),
+			Controller:         ref.Controller,
+			BlockOwnerDeletion: ref.BlockOwnerDeletion,
+		}
+	}
+	return out
+}
+
+func keepPodAnnotation(key string) bool {
+	return podAnnotationsKept[key] || strings.HasPrefix(key, kedgeAnnotationPrefix)
+}
+
+// proxyImage finds the istio-proxy container. Among init containers only a
+// native sidecar (restartPolicy Always) counts as the proxy.
+func proxyImage(containers []corev1.Container, init bool) (string, bool) {
+	for _, c := range containers {
+		if c.Name != proxyContainerName {
+			continue
+		}
+		if init && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+			continue
+		}
+		return c.Image, true
+	}
+	return "", false
+}
+
+// trimReplicaSet keeps identity and ownership: a ReplicaSet is only the
+// link from a pod to its Deployment (or Rollout).
+func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              in.Name,
+			Namespace:         t.strings.get(in.Namespace),
+			UID:               in.UID,
+			ResourceVersion:   in.ResourceVersion,
+			CreationTimestamp: in.CreationTimestamp,
+			DeletionTimestamp: in.DeletionTimestamp,
+			Labels:            t.internMap(in.Labels, nil),
+			OwnerReferences:   t.internOwners(in.OwnerReferences),
+		},
+	}
+}
+
+// isInjectorConfigMap tells the ConfigMaps Istio's injector reads from the
+// other ConfigMaps of an Istio namespace.
+func isInjectorConfigMap(cm *corev1.ConfigMap) bool {
+	if _, ok := cm.Labels[labelIstioRev]; ok {
+		return true
+	}
+	return strings.HasPrefix(cm.Name, injectorConfigMapPrefix)
+}
+
+// isInjectorWebhookConfiguration tells an Istio injector (revision or tag)
+// from any other mutating webhook configuration.
+func isInjectorWebhookConfiguration(mwc *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+	for _, w := range mwc.Webhooks {
+		if strings.HasSuffix(w.Name, injectorWebhookSuffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// trimUnstructured reduces a custom resource to the fields the matching
+// objects type declares, by a round trip through that type. Fields the CRD
+// adds later cannot grow the cache.
+func trimUnstructured(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var typed any
+	switch u.GetKind() {
+	case "Rollout":
+		typed = &objects.Rollout{}
+	case "Application":
+		typed = &objects.Application{}
+	case "Kustomization":
+		typed = &objects.Kustomization{}
+	case "GitRepository":
+		typed = &objects.GitRepository{}
+	default:
+		return u, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+		return nil, err
+	}
+	meta := typedMeta(typed)
+	trimMeta(meta)
+	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: out}, nil
+}
+
+func typedMeta(typed any) *metav1.ObjectMeta {
+	switch t := typed.(type) {
+	case *objects.Rollout:
+		return &t.ObjectMeta
+	case *objects.Application:
+		return &t.ObjectMeta
+	case *objects.Kustomization:
+		return &t.ObjectMeta
+	case *objects.GitRepository:
+		return &t.ObjectMeta
+	}
+	return &metav1.ObjectMeta{}
+}

@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite golden files under testdata")
+
+// TestTrim runs every testdata/trim/<case>/input.{yaml,json} through the
+// informer transform and compares the object kedge would see with
+// want.yaml.
+func TestTrim(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "trim", "*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			trim := newTrimmer()
+			obj := decodeTrimInput(t, dir)
+			trimmed, err := trim.transform(obj)
+			require.NoError(t, err)
+			got := renderTrimmed(t, trimmed)
+
+			wantPath := filepath.Join(dir, "want.yaml")
+			if *updateGolden {
+				require.NoError(t, os.WriteFile(wantPath, got, 0o644))
+			}
+			want, err := os.ReadFile(wantPath)
+			require.NoError(t, err, "run go test -update to create it")
+			assert.Equal(t, string(want), string(got))
+			assert.NotContains(t, string(got), "managedFields")
+			assert.NotContains(t, string(got), "last-applied-configuration")
+
+			// client-go may pass an object through the transform twice.
+			again, err := trim.transform(trimmed)
+			require.NoError(t, err)
+			assert.Equal(t, string(got), string(renderTrimmed(t, again)), "transform is not idempotent")
+		})
+	}
+}
+
+func decodeTrimInput(t *testing.T, dir string) any {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(dir, "input.*"))
+	require.NoError(t, err)
+	require.Len(t, matches, 1, "one input file per case")
+	data, err := os.ReadFile(matches[0])
+	require.NoError(t, err)
+	raw, err := yaml.YAMLToJSON(data)
+	require.NoError(t, err)
+
+	u := &unstructured.Unstructured{}
+	require.NoError(t, u.UnmarshalJSON(raw))
+	if slicesContainGroup(u.GroupVersionKind().Group) {
+		// Custom resources reach kedge through the dynamic client.
+		return u
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	require.NoError(t, err)
+	return obj
+}
+
+func slicesContainGroup(group string) bool {
+	for _, cr := range customResources {
+		if cr.group == group {
+			return true
+		}
+	}
+	return false
+}
+
+// renderTrimmed shows an object as a Set would hold it.
+func renderTrimmed(t *testing.T, obj any) []byte {
+	t.Helper()
+	var out []byte
+	var err error
+	switch o := obj.(type) {
+	case *trimmedPod:
+		out, err = yaml.Marshal(o.pod())
+	case *unstructured.Unstructured:
+		out, err = yaml.Marshal(o.Object)
+	case runtime.Object:
+		copied := o.DeepCopyObject()
+		gvks, _, kindErr := scheme.Scheme.ObjectKinds(copied)
+		require.NoError(t, kindErr)
+		copied.GetObjectKind().SetGroupVersionKind(gvks[0])
+		out, err = yaml.Marshal(copied)
+	default:
+		t.Fatalf("unexpected transform result %T", obj)
+	}
+	require.NoError(t, err)
+	return []byte(strings.TrimSpace(string(out)) + "\n")
+}

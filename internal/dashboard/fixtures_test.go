@@ -1,0 +1,331 @@
+package dashboard
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kedge-io/kedge/internal/drift"
+)
+
+// fixture is one golden case: the data of every template.
+type fixture struct {
+	pr        NamespacePR
+	dashboard ClusterDashboard
+	comments  map[string]CommentData
+	plan      PlanView
+}
+
+const (
+	repo      = "https://github.com/acme/gitops"
+	dashURL   = repo + "/issues/1"
+	img1232   = "docker.io/istio/proxyv2:1.23.2"
+	img1240   = "docker.io/istio/proxyv2:1.24.0"
+	imgDigest = "registry.acme.io:5000/istio/proxyv2@sha256:4f2a9c0b7d1e5f3a8b6c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c"
+)
+
+var now = time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
+
+func ago(d time.Duration) *time.Time {
+	t := now.Add(-d)
+	return &t
+}
+
+func pullURL(n int) string { return fmt.Sprintf("%s/pull/%d", repo, n) }
+
+func workload(ns, kind, name string, reasons []drift.Reason, drifted, total int, from []string, fromImages []string, toRev, toImage string, m drift.Manifest, oldest *time.Time) drift.Workload {
+	return drift.Workload{
+		Namespace: ns, Kind: kind, Name: name, Reasons: reasons,
+		Pods:                  drift.PodCount{Total: total, Drifted: drifted},
+		Current:               drift.Current{Revisions: from, Images: fromImages},
+		Desired:               drift.Desired{Revision: toRev, Image: toImage},
+		Manifest:              m,
+		OldestDriftedPodStart: oldest,
+	}
+}
+
+func found(path, edit string) drift.Manifest {
+	return drift.Manifest{Status: drift.ManifestFound, Path: path, Edit: edit}
+}
+
+func mesh() Mesh {
+	return Mesh{
+		Revisions: []Revision{
+			{Name: "1-24-0", Image: img1240, Tags: []string{"stable", "default"}, Namespaces: []string{"web", "shop", "payments"}},
+			{Name: "1-23-2", Image: img1232, Tags: []string{"previous"}, Namespaces: []string{"legacy"}},
+		},
+		Tags: map[string]string{"default": "1-24-0", "stable": "1-24-0", "previous": "1-23-2"},
+	}
+}
+
+func prFor(ns string, ws []drift.Workload, versions map[string]int) NamespacePR {
+	return NamespacePR{
+		Cluster: "prod-eu-1", Namespace: ns, Branch: "kedge/prod-eu-1/" + ns, BaseBranch: "main",
+		RepoWebURL: repo, Workloads: ws, ProxyVersions: versions,
+		Applier:          "Flux Kustomization flux-system/apps",
+		OptOutAnnotation: "kedge.io/ignore", RestartAnnotation: "kedge.io/restartedAt",
+		DashboardURL: dashURL,
+		State:        NewState("prod-eu-1", ns, fixable(ws)),
+		Now:          now,
+	}
+}
+
+func fixable(ws []drift.Workload) []drift.Workload {
+	fix, _ := splitFixable(ws)
+	return fix
+}
+
+func commentsFor(pr NamespacePR, stragglers []drift.Workload) map[string]CommentData {
+	base := CommentData{
+		Cluster: pr.Cluster, Namespace: pr.Namespace, Branch: pr.Branch,
+		Targets: pr.State.Targets, MergedAt: now.Add(-47 * time.Minute), Grace: 30 * time.Minute,
+		Now: now, DashboardURL: dashURL,
+	}
+	edited := base
+	edited.Authors = []string{"jane-doe", "ops-bot"}
+	stalled := base
+	stalled.Stragglers = stragglers
+	return map[string]CommentData{
+		CommentClosed: base, CommentEdited: edited, CommentRolledOut: base, CommentStalled: stalled,
+	}
+}
+
+// typical is a namespace with three workloads drifting for different
+// reasons, on a dashboard with a namespace in each interesting state.
+func typical() fixture {
+	shop := []drift.Workload{
+		workload("shop", "Deployment", "cart", []drift.Reason{drift.ReasonRevision}, 3, 3,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/shop/cart.yaml", drift.EditInPlace), ago(12*24*time.Hour+3*time.Hour)),
+		workload("shop", "Rollout", "checkout", []drift.Reason{drift.ReasonProxyImage}, 2, 4,
+			[]string{"1-24-0"}, []string{imgDigest}, "1-24-0", img1240, found("apps/shop/overlays/prod/kustomization.yaml", drift.EditOverlayPatch), ago(26*time.Hour)),
+		workload("shop", "StatefulSet", "orders-db", []drift.Reason{drift.ReasonMissingSidecar, drift.ReasonRevision}, 1, 2,
+			nil, nil, "1-24-0", img1240, found("apps/shop/orders db.yaml", drift.EditInPlace), ago(40*time.Minute)),
+	}
+	pr := prFor("shop", shop, map[string]int{"1.24.0": 7, "1.23.2": 3, "sha256:4f2a9c0b7d1e": 2, "": 1})
+	payments := []drift.Workload{
+		workload("payments", "Deployment", "ledger", []drift.Reason{drift.ReasonRevision}, 2, 5,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/payments/ledger.yaml", drift.EditInPlace), ago(3*time.Hour)),
+	}
+	monitoring := []drift.Workload{
+		workload("monitoring", "DaemonSet", "node-exporter", []drift.Reason{drift.ReasonUnwantedSidecar}, 6, 6,
+			[]string{"1-23-2"}, []string{img1232}, "", "", drift.Manifest{Status: drift.ManifestHelm, Detail: "HelmRelease monitoring/prometheus"}, ago(9*24*time.Hour)),
+		workload("monitoring", "Deployment", "grafana", []drift.Reason{drift.ReasonRevision}, 1, 1,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, drift.Manifest{Status: drift.ManifestAmbiguous, Detail: "defined in two overlays", Candidates: []string{"apps/monitoring/prod/grafana.yaml", "apps/monitoring/base/grafana.yaml"}}, ago(5*time.Hour)),
+	}
+	legacy := []drift.Workload{
+		workload("legacy", "Deployment", "billing", []drift.Reason{drift.ReasonProxyImage}, 2, 2,
+			[]string{"1-23-2"}, []string{"docker.io/istio/proxyv2:1.23.1"}, "1-23-2", img1232, found("apps/legacy/billing.yaml", drift.EditInPlace), ago(2*time.Hour)),
+	}
+	search := []drift.Workload{
+		workload("search", "Deployment", "indexer", []drift.Reason{drift.ReasonRevision}, 4, 4,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/search/indexer.yaml", drift.EditInPlace), ago(time.Hour)),
+	}
+	dashboard := ClusterDashboard{
+		Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+		Namespaces: []NamespaceStatus{
+			{Namespace: "shop", State: PROpen, PRNumber: 12, PRURL: pullURL(12), Workloads: shop},
+			{Namespace: "payments", State: PRMergedRollingOut, PRNumber: 9, PRURL: pullURL(9), Workloads: payments},
+			{Namespace: "monitoring", State: PRRefused, Workloads: monitoring, Detail: "no workload kedge can edit"},
+			{Namespace: "legacy", State: PREdited, PRNumber: 7, PRURL: pullURL(7), Workloads: legacy},
+			{Namespace: "search", State: PRRateLimited, Workloads: search, Detail: "10 PRs open, the limit"},
+		},
+		Skipped: []drift.Skipped{
+			{Namespace: "batch", Kind: "CronJob", Name: "nightly-report", Reason: drift.SkipNotRestartable},
+			{Namespace: "shop", Kind: "Pod", Name: "debug-shell", Reason: drift.SkipNoOwner},
+			{Namespace: "edge", Kind: "Deployment", Name: "gateway", Reason: drift.SkipConflict, Detail: "revisions 1-23-2 and 1-24-0 both match"},
+		},
+		Refused:    []RefusedFile{{Namespace: "legacy", Path: "apps/legacy/billing.yaml", Reason: "YAML anchors would change", Workloads: []string{"Deployment/billing"}}},
+		Stragglers: []Straggler{{Namespace: "payments", PRNumber: 9, PRURL: pullURL(9), MergedAt: now.Add(-95 * time.Minute), Workloads: payments}},
+		LastCycle:  now, LastCycleDuration: 4200 * time.Millisecond,
+	}
+	all := append(append(append(append(append([]drift.Workload{}, shop...), payments...), monitoring...), legacy...), search...)
+	m := mesh()
+	return fixture{
+		pr: pr, dashboard: dashboard,
+		comments: commentsFor(pr, shop[1:]),
+		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: all, Skipped: dashboard.Skipped}, Mesh: &m, Now: now},
+	}
+}
+
+// noDrift has nothing to show anywhere.
+func noDrift() fixture {
+	pr := prFor("shop", nil, map[string]int{"1.24.0": 12})
+	m := mesh()
+	return fixture{
+		pr:        pr,
+		dashboard: ClusterDashboard{Cluster: "prod-eu-1", Mesh: m, RepoWebURL: repo, BaseBranch: "main", LastCycle: now, LastCycleDuration: 850 * time.Millisecond},
+		comments:  commentsFor(pr, nil),
+		plan:      PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: []drift.Workload{}, Skipped: []drift.Skipped{}}, Mesh: &m, Now: now},
+	}
+}
+
+// oneWorkload is the smallest real PR.
+func oneWorkload() fixture {
+	ws := []drift.Workload{
+		workload("web", "Deployment", "frontend", []drift.Reason{drift.ReasonRevision}, 2, 2,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("clusters/prod/web/frontend.yaml", drift.EditInPlace), ago(4*24*time.Hour)),
+	}
+	pr := prFor("web", ws, map[string]int{"1.23.2": 2})
+	pr.Applier = "Argo CD Application web"
+	return fixture{
+		pr: pr,
+		dashboard: ClusterDashboard{
+			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
+			LastCycle:  now, LastCycleDuration: 1500 * time.Millisecond,
+		},
+		comments: commentsFor(pr, ws),
+		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now},
+	}
+}
+
+// hundreds is a namespace with more workloads than a body can list, and a
+// dashboard with more namespaces than it can list.
+func hundreds() fixture {
+	var ws []drift.Workload
+	for i := 0; i < 300; i++ {
+		ws = append(ws, workload("bulk", "Deployment", fmt.Sprintf("service-%03d", i), []drift.Reason{drift.ReasonRevision}, 2, 2,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found(fmt.Sprintf("apps/bulk/service-%03d.yaml", i), drift.EditInPlace), ago(time.Duration(i+1)*time.Hour)))
+	}
+	pr := prFor("bulk", ws, map[string]int{"1.23.2": 600, "1.24.0": 40})
+	var namespaces []NamespaceStatus
+	var skipped []drift.Skipped
+	for i := 0; i < 250; i++ {
+		ns := fmt.Sprintf("team-%03d", i)
+		namespaces = append(namespaces, NamespaceStatus{
+			Namespace: ns, State: PROpen, PRNumber: 100 + i, PRURL: pullURL(100 + i),
+			Workloads: []drift.Workload{
+				workload(ns, "Deployment", "api", []drift.Reason{drift.ReasonRevision}, 1, 2,
+					[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/"+ns+"/api.yaml", drift.EditInPlace), ago(time.Hour)),
+				workload(ns, "Deployment", "cache", []drift.Reason{drift.ReasonRevision}, 1, 1,
+					[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, drift.Manifest{Status: drift.ManifestNotFound, Detail: "no kustomization builds it"}, ago(time.Hour)),
+			},
+		})
+		skipped = append(skipped, drift.Skipped{Namespace: ns, Kind: "CronJob", Name: "cleanup", Reason: drift.SkipNotRestartable})
+	}
+	return fixture{
+		pr: pr,
+		dashboard: ClusterDashboard{
+			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+			Namespaces: namespaces, Skipped: skipped, LastCycle: now, LastCycleDuration: 61 * time.Second,
+		},
+		comments: commentsFor(pr, ws),
+		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now},
+	}
+}
+
+// Strings a hostile cluster (or repository) could hold.
+const (
+	hPipe    = "a|b"
+	hScript  = "<script>alert(1)</script>"
+	hTick    = "`x`"
+	hMention = "@org/team"
+	hLink    = "[x](http://evil)"
+)
+
+// hostile puts hostile strings everywhere the cluster controls text.
+func hostile() fixture {
+	w1 := workload(hPipe, "Deployment", hScript, []drift.Reason{drift.ReasonRevision, "<b>new</b>"}, 1, 2,
+		[]string{hTick, hMention}, []string{"evil.io/proxy:" + hTick, "evil.io/proxy@sha256:" + hLink}, hLink, "evil.io/proxy:1.0|x",
+		found("apps/a|b/[x](y) <z>.yaml", drift.EditInPlace), ago(time.Hour))
+	w2 := workload(hPipe, "StatefulSet", hMention, []drift.Reason{drift.ReasonProxyImage}, 1, 1,
+		[]string{"r\nnew line"}, []string{"www.evil.com/p:1"}, "#12", "img:v1 #12",
+		found("apps/@org/team.yaml", drift.EditOverlayPatch), ago(time.Hour))
+	w3 := workload(hPipe, "Deployment", hLink, []drift.Reason{drift.ReasonRevision}, 1, 1,
+		[]string{"1"}, []string{"i:1"}, "2", "i:2",
+		drift.Manifest{Status: drift.ManifestAmbiguous, Detail: hMention + " " + hScript, Candidates: []string{"x|y.yaml", hLink}}, nil)
+	ws := []drift.Workload{w1, w2, w3}
+	pr := prFor(hPipe, ws, map[string]int{hScript: 1, hTick: 2, "\"quoted\" # x": 3, "```": 4})
+	pr.Cluster = hMention
+	pr.Branch = "kedge/" + hPipe
+	pr.Applier = hLink + " " + hMention
+	pr.OptOutAnnotation = hTick
+	pr.RestartAnnotation = hScript
+	pr.Migration = &Migration{From: hMention, To: hScript, NamespacePath: "ns/" + hLink + ".yaml"}
+	pr.State = NewState(hMention, hPipe, fixable(ws))
+	comments := commentsFor(pr, ws)
+	edited := comments[CommentEdited]
+	edited.Authors = []string{hMention, hScript, "@octocat"}
+	comments[CommentEdited] = edited
+	m := Mesh{
+		Revisions: []Revision{{Name: hPipe, Image: hTick, Tags: []string{hMention, hLink}, Namespaces: []string{hScript, hPipe}}},
+		Tags:      map[string]string{hMention: hPipe, hLink: hScript},
+	}
+	dashboard := ClusterDashboard{
+		Cluster: hScript, Mesh: m, RepoWebURL: repo, BaseBranch: "main",
+		Namespaces: []NamespaceStatus{{Namespace: hPipe, State: PROpen, PRNumber: 5, PRURL: pullURL(5), Workloads: ws, Detail: hMention},
+			{Namespace: hTick, State: PRState(hScript), Workloads: []drift.Workload{w2}}},
+		Skipped:    []drift.Skipped{{Namespace: hTick, Kind: hPipe, Name: hMention, Reason: drift.SkipReason(hLink), Detail: hScript}},
+		Refused:    []RefusedFile{{Namespace: hPipe, Path: "apps/a|b/[x](y) <z>.yaml", Reason: hMention + " " + hTick, Workloads: []string{hScript}}},
+		Stragglers: []Straggler{{Namespace: hPipe, PRNumber: 5, PRURL: "javascript:alert(1)", MergedAt: now.Add(-time.Hour), Workloads: ws[:1]}},
+		LastCycle:  now, LastCycleDuration: time.Second,
+	}
+	return fixture{
+		pr: pr, dashboard: dashboard, comments: comments,
+		plan: PlanView{Plan: drift.Plan{Cluster: hLink, Workloads: ws, Skipped: dashboard.Skipped}, Mesh: &m, Now: now},
+	}
+}
+
+// migration moves a namespace to a new revision along with its restarts.
+func migration() fixture {
+	ws := []drift.Workload{
+		workload("web", "Deployment", "frontend", []drift.Reason{drift.ReasonRevision}, 3, 3,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/web/frontend.yaml", drift.EditInPlace), ago(30*24*time.Hour)),
+		workload("web", "Deployment", "api", []drift.Reason{drift.ReasonRevision}, 2, 2,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/web/api.yaml", drift.EditInPlace), ago(30*24*time.Hour)),
+	}
+	pr := prFor("web", ws, map[string]int{"1.23.2": 5})
+	pr.Migration = &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "namespaces/web.yaml"}
+	return fixture{
+		pr: pr,
+		dashboard: ClusterDashboard{
+			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: PRNotYetOpened, Workloads: ws}},
+			LastCycle:  now, LastCycleDuration: 2 * time.Second,
+		},
+		comments: commentsFor(pr, ws[:1]),
+		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now},
+	}
+}
+
+var cases = []struct {
+	name    string
+	fixture func() fixture
+}{
+	{"typical", typical},
+	{"no-drift", noDrift},
+	{"one-workload", oneWorkload},
+	{"hundreds", hundreds},
+	{"hostile", hostile},
+	{"migration", migration},
+}
+
+// policyOf allows links to every file the fixture's workloads, migration
+// and refused files name, on the PR and base branches, and to its PRs and
+// dashboard.
+func policyOf(f fixture) linkPolicy {
+	p := linkPolicy{repo: repo, branches: []string{f.pr.Branch, "main"}, paths: map[string]bool{}, exact: map[string]bool{dashURL: true}}
+	addWorkloads := func(ws []drift.Workload) {
+		for _, w := range ws {
+			for _, file := range manifestFiles(w) {
+				p.paths[file] = true
+			}
+		}
+	}
+	addWorkloads(f.pr.Workloads)
+	if f.pr.Migration != nil {
+		p.paths[f.pr.Migration.NamespacePath] = true
+	}
+	for _, ns := range f.dashboard.Namespaces {
+		addWorkloads(ns.Workloads)
+		if ns.PRURL != "" {
+			p.exact[ns.PRURL] = true
+		}
+	}
+	for _, s := range f.dashboard.Stragglers {
+		p.exact[s.PRURL] = true
+	}
+	for _, r := range f.dashboard.Refused {
+		p.paths[r.Path] = true
+	}
+	return p
+}

@@ -1,0 +1,217 @@
+package dashboard
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kedge-io/kedge/internal/drift"
+)
+
+// noSidecar is how an empty revision or image (no sidecar) reads.
+const noSidecar = "no sidecar"
+
+// ProxyVersion is the short version of a proxy image: its tag, else the
+// first 12 hex digits of its digest, else "latest" (what a bare name
+// pulls). The empty image (no sidecar) gives "".
+func ProxyVersion(image string) string {
+	image = strings.TrimSpace(image)
+	if image == "" {
+		return ""
+	}
+	name, digest, hasDigest := strings.Cut(image, "@")
+	// A registry port ("host:5000/proxyv2") is not a tag: only a ':'
+	// after the last '/' is.
+	lastSlash := strings.LastIndexByte(name, '/')
+	if i := strings.LastIndexByte(name, ':'); i > lastSlash && i < len(name)-1 {
+		return name[i+1:]
+	}
+	if hasDigest {
+		algo, hexDigits, ok := strings.Cut(digest, ":")
+		if !ok {
+			return digest
+		}
+		if len(hexDigits) > 12 {
+			hexDigits = hexDigits[:12]
+		}
+		return algo + ":" + hexDigits
+	}
+	return "latest"
+}
+
+// proxyVersions is the distinct versions of images, sorted.
+func proxyVersions(images []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, img := range images {
+		v := ProxyVersion(img)
+		if v == "" {
+			v = noSidecar
+		}
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// age is how long ago start was, in its two largest units ("3d 4h",
+// "5h 12m", "7m"); "–" when either time is unknown.
+func age(now time.Time, start *time.Time) string {
+	if start == nil || start.IsZero() || now.IsZero() {
+		return "–"
+	}
+	return span(now.Sub(*start))
+}
+
+// since is age for a non-pointer time.
+func since(now, t time.Time) string {
+	return age(now, &t)
+}
+
+// span writes a duration the way people read ages, in its two largest
+// units; anything under a minute is "under 1m".
+func span(d time.Duration) string {
+	if d < time.Minute {
+		return "under 1m"
+	}
+	days := int(d / (24 * time.Hour))
+	hours := int(d % (24 * time.Hour) / time.Hour)
+	minutes := int(d % time.Hour / time.Minute)
+	switch {
+	case days > 0 && hours > 0:
+		return fmt.Sprintf("%dd %dh", days, hours)
+	case days > 0:
+		return fmt.Sprintf("%dd", days)
+	case hours > 0 && minutes > 0:
+		return fmt.Sprintf("%dh %dm", hours, minutes)
+	case hours > 0:
+		return fmt.Sprintf("%dh", hours)
+	default:
+		return fmt.Sprintf("%dm", minutes)
+	}
+}
+
+// took formats how long a cycle ran: sub-second precision matters for
+// short cycles, not for long ones.
+func took(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// utc formats a timestamp unambiguously for readers in any time zone.
+func utc(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// plural writes "1 workload" or "3 workloads".
+func plural(n int, singular string) string {
+	if n == 1 {
+		return "1 " + singular
+	}
+	return fmt.Sprintf("%d %ss", n, singular)
+}
+
+// revisionName reads "" as no sidecar.
+func revisionName(rev string) string {
+	if rev == "" {
+		return noSidecar
+	}
+	return rev
+}
+
+var reasonMeaning = map[drift.Reason]string{
+	drift.ReasonRevision:        "injected by another revision than the one that injects the namespace now",
+	drift.ReasonProxyImage:      "the proxy image differs from the one its revision injects now",
+	drift.ReasonMissingSidecar:  "a sidecar would be injected now, but the pods have none",
+	drift.ReasonUnwantedSidecar: "the pods have a sidecar, but none would be injected now",
+}
+
+var skipMeaning = map[drift.SkipReason]string{
+	drift.SkipNotRestartable: "owned by a Job or CronJob: its pods pick up the mesh on their next run",
+	drift.SkipNoOwner:        "a bare pod: nothing recreates it, so delete it when convenient",
+	drift.SkipConflict:       "several revisions would inject it: fix the webhooks first",
+	drift.SkipOptedOut:       "opted out by annotation",
+}
+
+var manifestMeaning = map[string]string{
+	drift.ManifestNotFound:  "no manifest in the repository defines it",
+	drift.ManifestHelm:      "rendered by a Helm release: bump a pod annotation through the chart's values",
+	drift.ManifestAmbiguous: "several files could define it",
+	drift.ManifestNoRepo:    "no GitOps repository configured",
+}
+
+var editMeaning = map[string]string{
+	drift.EditInPlace:       "annotation in place",
+	drift.EditOverlayPatch:  "patch in the namespace's overlay",
+	drift.EditAlreadyBumped: "already bumped, waiting for the rollout",
+}
+
+var stateMeaning = map[PRState]string{
+	PROpen:             "open, awaiting review",
+	PRMergedRollingOut: "merged, rolling out",
+	PRRolledOut:        "merged and rolled out",
+	PRClosedIgnored:    "closed unmerged: kedge leaves this target alone",
+	PREdited:           "edited by someone else: kedge stopped updating it",
+	PRRateLimited:      "waiting: PR limits reached",
+	PRNotYetOpened:     "not opened yet",
+	PRRefused:          "refused: kedge will not edit its files",
+}
+
+var stateLabel = map[PRState]string{
+	PROpen:             "open",
+	PRMergedRollingOut: "rolling out",
+	PRRolledOut:        "rolled out",
+	PRClosedIgnored:    "closed unmerged",
+	PREdited:           "edited by someone else",
+	PRRateLimited:      "rate-limited",
+	PRNotYetOpened:     "not opened yet",
+	PRRefused:          "refused",
+}
+
+// short is a PR state's label for counts.
+func short(s PRState) string {
+	if l, ok := stateLabel[s]; ok {
+		return l
+	}
+	return string(s)
+}
+
+// meaning looks a code up in one of the tables above; unknown codes show
+// as themselves, so a new value is never hidden.
+func meaning(code any) string {
+	var (
+		m  string
+		ok bool
+	)
+	switch c := code.(type) {
+	case drift.Reason:
+		m, ok = reasonMeaning[c]
+	case drift.SkipReason:
+		m, ok = skipMeaning[c]
+	case PRState:
+		m, ok = stateMeaning[c]
+	case string:
+		if m, ok = manifestMeaning[c]; !ok {
+			m, ok = editMeaning[c]
+		}
+	}
+	if !ok {
+		return fmt.Sprint(code)
+	}
+	return m
+}

@@ -1,0 +1,73 @@
+package dashboard
+
+import (
+	"time"
+
+	"github.com/kedge-io/kedge/internal/drift"
+)
+
+// sample is data every template is rendered with at load time.
+type sample struct {
+	pr        NamespacePR
+	dashboard ClusterDashboard
+	comment   CommentData
+	plan      PlanView
+}
+
+// samples are a full case, touching every field and branch the built-in
+// templates have, and an empty one.
+func samples() []sample {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	started := now.Add(-50 * time.Hour)
+	workloads := []drift.Workload{
+		{
+			Namespace: "shop", Kind: "Deployment", Name: "cart",
+			Reasons: []drift.Reason{drift.ReasonRevision}, Pods: drift.PodCount{Total: 3, Drifted: 3},
+			Current:               drift.Current{Revisions: []string{"1-23-2"}, Images: []string{"docker.io/istio/proxyv2:1.23.2"}},
+			Desired:               drift.Desired{Revision: "1-24-0", Image: "docker.io/istio/proxyv2:1.24.0"},
+			Manifest:              drift.Manifest{Status: drift.ManifestFound, Path: "apps/shop/cart.yaml", Edit: drift.EditInPlace},
+			OldestDriftedPodStart: &started,
+		},
+		{
+			Namespace: "shop", Kind: "StatefulSet", Name: "db",
+			Reasons: []drift.Reason{drift.ReasonMissingSidecar}, Pods: drift.PodCount{Total: 2, Drifted: 1},
+			Desired:  drift.Desired{Revision: "1-24-0", Image: "docker.io/istio/proxyv2:1.24.0"},
+			Manifest: drift.Manifest{Status: drift.ManifestAmbiguous, Detail: "two overlays", Candidates: []string{"a.yaml", "b.yaml"}},
+		},
+	}
+	full := sample{
+		pr: NamespacePR{
+			Cluster: "c", Namespace: "shop", Branch: "kedge/shop", BaseBranch: "main",
+			RepoWebURL: "https://github.com/o/r", Workloads: workloads,
+			ProxyVersions: map[string]int{"1.23.2": 3, "": 1}, Applier: "Flux Kustomization flux-system/apps",
+			OptOutAnnotation: "kedge.io/ignore", RestartAnnotation: "kedge.io/restartedAt",
+			DashboardURL: "https://github.com/o/r/issues/1",
+			Migration:    &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "ns/shop.yaml"},
+			Now:          now,
+		},
+		dashboard: ClusterDashboard{
+			Cluster: "c", RepoWebURL: "https://github.com/o/r", BaseBranch: "main",
+			Mesh: Mesh{
+				Revisions: []Revision{{Name: "1-24-0", Image: "docker.io/istio/proxyv2:1.24.0", Tags: []string{"default"}, Namespaces: []string{"shop"}}},
+				Tags:      map[string]string{"default": "1-24-0", "old": "1-22-0"},
+			},
+			Namespaces: []NamespaceStatus{{Namespace: "shop", State: PROpen, PRNumber: 7, PRURL: "https://github.com/o/r/pull/7", Workloads: workloads, Detail: "d"}},
+			Skipped:    []drift.Skipped{{Namespace: "batch", Kind: "CronJob", Name: "nightly", Reason: drift.SkipNotRestartable}},
+			Refused:    []RefusedFile{{Namespace: "shop", Path: "apps/shop/cart.yaml", Reason: "anchors", Workloads: []string{"Deployment/cart"}}},
+			Stragglers: []Straggler{{Namespace: "shop", PRNumber: 6, PRURL: "https://github.com/o/r/pull/6", MergedAt: now.Add(-time.Hour), Workloads: workloads[:1]}},
+			LastCycle:  now, LastCycleDuration: 3 * time.Second,
+		},
+		comment: CommentData{
+			Cluster: "c", Namespace: "shop", Branch: "kedge/shop",
+			Targets:    NewState("c", "shop", workloads).Targets,
+			Stragglers: workloads, Authors: []string{"someone"},
+			MergedAt: now.Add(-time.Hour), Grace: 30 * time.Minute, Now: now,
+			DashboardURL: "https://github.com/o/r/issues/1",
+		},
+	}
+	full.plan = PlanView{
+		Plan: drift.Plan{Cluster: "c", Workloads: workloads, Skipped: full.dashboard.Skipped},
+		Mesh: &full.dashboard.Mesh, Now: now,
+	}
+	return []sample{full, {}}
+}

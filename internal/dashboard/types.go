@@ -1,0 +1,166 @@
+// Package dashboard renders what kedge writes for people to read: pull
+// request titles, bodies and commit messages, the cluster dashboard issue,
+// PR comments and `kedge plan --output markdown`. It is pure: callers build
+// the data from a drift.Plan and the forge's state, and nothing here reads a
+// clock, the cluster or the network.
+package dashboard
+
+import (
+	"time"
+
+	"github.com/kedge-io/kedge/internal/drift"
+)
+
+// Mesh summarises the Istio control plane the data plane drifts from.
+type Mesh struct {
+	Revisions []Revision
+	// Tags maps a revision tag to the revision it points at. A tag whose
+	// revision is not in Revisions is shown as dangling.
+	Tags map[string]string
+}
+
+// Revision is one injecting revision of the mesh.
+type Revision struct {
+	Name       string
+	Image      string   // proxy image it injects now
+	Tags       []string // tags pointing at it
+	Namespaces []string // namespaces it injects
+}
+
+// Migration says a namespace PR also moves the namespace from one revision
+// (or tag) to another by relabelling it.
+type Migration struct {
+	From string
+	To   string
+	// NamespacePath is the repository file that defines the namespace and
+	// carries the label the PR changes.
+	NamespacePath string
+}
+
+// NamespacePR is everything the pull request of one namespace shows.
+type NamespacePR struct {
+	Cluster    string
+	Namespace  string
+	Branch     string
+	BaseBranch string
+	// RepoWebURL is the repository's web address (https://github.com/o/r);
+	// files link to {RepoWebURL}/blob/{Branch}/{path}.
+	RepoWebURL string
+	// Workloads are the namespace's drifted workloads. Those whose manifest
+	// was found are what the PR restarts; the others are listed as what it
+	// cannot fix.
+	Workloads []drift.Workload
+	// ProxyVersions counts every pod of the namespace by proxy version (see
+	// ProxyVersion); the key "" counts pods without a sidecar.
+	ProxyVersions map[string]int
+	// Applier names who applies a merge, e.g. "Flux Kustomization
+	// flux-system/apps", "Argo CD Application shop" or "your GitOps
+	// controller".
+	Applier           string
+	OptOutAnnotation  string
+	RestartAnnotation string
+	DashboardURL      string
+	Migration         *Migration
+	// State is written into the body's hidden block; see NewState.
+	State State
+	// Now is the reference time for pod ages.
+	Now time.Time
+}
+
+// PRState is where a namespace's pull request stands.
+type PRState string
+
+const (
+	PROpen             PRState = "open"
+	PRMergedRollingOut PRState = "merged-rolling-out"
+	PRRolledOut        PRState = "rolled-out"
+	PRClosedIgnored    PRState = "closed-ignored"
+	PREdited           PRState = "edited-by-someone-else"
+	PRRateLimited      PRState = "rate-limited"
+	PRNotYetOpened     PRState = "not-yet-opened"
+	PRRefused          PRState = "refused"
+)
+
+// NamespaceStatus is one drifted namespace on the dashboard.
+type NamespaceStatus struct {
+	Namespace string
+	State     PRState
+	PRNumber  int // 0 when there is no PR
+	PRURL     string
+	// Workloads are all drifted workloads of the namespace, those kedge can
+	// fix and those it cannot.
+	Workloads []drift.Workload
+	// Detail says more about the state: why it was refused, when the rate
+	// limit lifts.
+	Detail string
+}
+
+// RefusedFile is a manifest kedge found but would not edit safely.
+type RefusedFile struct {
+	Namespace string
+	Path      string
+	Reason    string
+	// Workloads names the workloads ("Kind/name") the file defines.
+	Workloads []string
+}
+
+// Straggler is a merged PR whose workloads still drift after the grace time.
+type Straggler struct {
+	Namespace string
+	PRNumber  int
+	PRURL     string
+	MergedAt  time.Time
+	Workloads []drift.Workload
+}
+
+// ClusterDashboard is the content of the cluster's dashboard issue.
+type ClusterDashboard struct {
+	Cluster string
+	Mesh    Mesh
+	// RepoWebURL and BaseBranch link files kedge cannot edit to the base
+	// branch; empty leaves them unlinked.
+	RepoWebURL string
+	BaseBranch string
+	Namespaces []NamespaceStatus
+	Skipped    []drift.Skipped
+	Refused    []RefusedFile
+	Stragglers []Straggler
+	LastCycle  time.Time
+	// LastCycleDuration is how long the last cycle took.
+	LastCycleDuration time.Duration
+}
+
+// PlanView is what `kedge plan --output markdown` prints.
+type PlanView struct {
+	Plan drift.Plan
+	Mesh *Mesh // optional
+	// Now is the reference time for pod ages; zero hides them.
+	Now time.Time
+}
+
+// Comment kinds; each renders comment-<kind>.tmpl.
+const (
+	CommentClosed    = "closed"     // drift gone without a merge
+	CommentEdited    = "edited"     // someone else pushed to the branch
+	CommentRolledOut = "rolled-out" // merged and every workload rolled out
+	CommentStalled   = "stalled"    // merged, still drifting after the grace time
+)
+
+// CommentData is what the default comment templates expect.
+type CommentData struct {
+	Cluster   string
+	Namespace string
+	Branch    string
+	// Targets are what the PR set out to do, as read back from its body
+	// with ParseState.
+	Targets []Target
+	// Stragglers are the workloads still drifted (stalled).
+	Stragglers []drift.Workload
+	// Authors are who else pushed to the branch (edited).
+	Authors  []string
+	MergedAt time.Time
+	// Grace is how long workloads may drift after a merge (stalled).
+	Grace        time.Duration
+	Now          time.Time
+	DashboardURL string
+}

@@ -1,0 +1,418 @@
+package dashboard
+
+import (
+	"sort"
+	"time"
+
+	"github.com/kedge-io/kedge/internal/drift"
+)
+
+// The views below are the data the templates receive. Each embeds what the
+// caller gave and adds what every template would otherwise compute itself:
+// sorted lists, totals, and lists cut to fit GitHub's body limit.
+
+// Listing is a list as shown: Items may be cut, Omitted says by how many.
+type Listing[T any] struct {
+	Items   []T
+	Omitted int
+}
+
+func listing[T any](all []T, limit int) Listing[T] {
+	if limit < 0 || limit >= len(all) {
+		return Listing[T]{Items: all}
+	}
+	return Listing[T]{Items: all[:limit], Omitted: len(all) - limit}
+}
+
+// WorkloadTable is one table of drifted workloads (the shared partial
+// "kedge/workload-table"). Files link to RepoWebURL on Branch when both
+// are set.
+type WorkloadTable struct {
+	Listing[drift.Workload]
+	Now        time.Time
+	RepoWebURL string
+	Branch     string
+}
+
+// PieSlice is one proxy version's share of a namespace's pods.
+type PieSlice struct {
+	Label string
+	Pods  int
+}
+
+// Totals counts drifted workloads and their pods.
+type Totals struct {
+	// Count is the number of workloads.
+	Count       int
+	DriftedPods int
+	TotalPods   int
+	// Targets are the distinct desired revisions ("" for no sidecar) and
+	// TargetVersions their proxy versions, sorted.
+	Targets        []string
+	TargetVersions []string
+	// Reasons are the distinct reasons, sorted.
+	Reasons []drift.Reason
+}
+
+func totalsOf(ws []drift.Workload) Totals {
+	t := Totals{Count: len(ws)}
+	revs, vers, reasons := map[string]bool{}, map[string]bool{}, map[drift.Reason]bool{}
+	for _, w := range ws {
+		t.DriftedPods += w.Pods.Drifted
+		t.TotalPods += w.Pods.Total
+		revs[w.Desired.Revision] = true
+		vers[ProxyVersion(w.Desired.Image)] = true
+		for _, r := range w.Reasons {
+			reasons[r] = true
+		}
+	}
+	t.Targets = sortedKeys(revs)
+	t.TargetVersions = sortedKeys(vers)
+	t.Reasons = sortedKeys(reasons)
+	return t
+}
+
+// PRView is what pr-title, pr-body and commit-message receive.
+type PRView struct {
+	NamespacePR
+	// Fix is every workload the PR restarts (manifest found), sorted;
+	// Table is the same list as the body shows it.
+	Fix   []drift.Workload
+	Table WorkloadTable
+	Totals
+	// Unfixable are the namespace's drifted workloads this PR cannot
+	// restart (manifest not found, Helm, ambiguous, no repository).
+	Unfixable Listing[UnfixableRow]
+	Pie       []PieSlice
+	PiePods   int
+	// StateBlock is the hidden state comment; it must end the body.
+	StateBlock string
+}
+
+func newPRView(pr NamespacePR, limit int) PRView {
+	fix, unfixable := splitFixable(pr.Workloads)
+	if pr.State.Cluster == "" && pr.State.Namespace == "" && len(pr.State.Targets) == 0 {
+		// No state given: the PR's target is what it restarts.
+		pr.State = NewState(pr.Cluster, pr.Namespace, fix)
+	}
+	v := PRView{
+		NamespacePR: pr,
+		Fix:         fix,
+		Table: WorkloadTable{
+			Listing:    listing(fix, limit),
+			Now:        pr.Now,
+			RepoWebURL: pr.RepoWebURL,
+			Branch:     pr.Branch,
+		},
+		Totals:     totalsOf(fix),
+		Unfixable:  listing(unfixableRows(unfixable), limit),
+		StateBlock: pr.State.Block(),
+	}
+	v.Pie, v.PiePods = pieOf(pr.ProxyVersions)
+	return v
+}
+
+// splitFixable sorts workloads and separates those the PR can edit.
+func splitFixable(ws []drift.Workload) (fix, unfixable []drift.Workload) {
+	sorted := sortWorkloads(ws)
+	for _, w := range sorted {
+		if w.Manifest.Status == drift.ManifestFound {
+			fix = append(fix, w)
+		} else {
+			unfixable = append(unfixable, w)
+		}
+	}
+	return fix, unfixable
+}
+
+// pieOf orders slices by pod count, largest first, then by label, and
+// drops empty ones (mermaid draws nothing for them anyway).
+func pieOf(versions map[string]int) ([]PieSlice, int) {
+	var slices []PieSlice
+	total := 0
+	for k, n := range versions {
+		if n <= 0 {
+			continue
+		}
+		label := k
+		if label == "" {
+			label = noSidecar
+		}
+		slices = append(slices, PieSlice{Label: label, Pods: n})
+		total += n
+	}
+	sort.Slice(slices, func(i, j int) bool {
+		if slices[i].Pods != slices[j].Pods {
+			return slices[i].Pods > slices[j].Pods
+		}
+		return slices[i].Label < slices[j].Label
+	})
+	return slices, total
+}
+
+// MeshView is the mesh as the dashboard and the plan show it.
+type MeshView struct {
+	Revisions []Revision
+	// DanglingTags are tags pointing at a revision that does not exist.
+	DanglingTags []TagRef
+}
+
+// TagRef is a revision tag and the revision it points at.
+type TagRef struct {
+	Tag      string
+	Revision string
+}
+
+func newMeshView(m Mesh) MeshView {
+	v := MeshView{}
+	known := map[string]bool{}
+	for _, r := range m.Revisions {
+		r.Tags = sortedCopy(r.Tags)
+		r.Namespaces = sortedCopy(r.Namespaces)
+		v.Revisions = append(v.Revisions, r)
+		known[r.Name] = true
+	}
+	sort.Slice(v.Revisions, func(i, j int) bool { return v.Revisions[i].Name < v.Revisions[j].Name })
+	for _, tag := range sortedKeys(m.Tags) {
+		if !known[m.Tags[tag]] {
+			v.DanglingTags = append(v.DanglingTags, TagRef{Tag: tag, Revision: m.Tags[tag]})
+		}
+	}
+	return v
+}
+
+// NamespaceRow is one namespace on the dashboard.
+type NamespaceRow struct {
+	NamespaceStatus
+	Totals
+	// Fixable and Unfixable count its workloads kedge can and cannot edit.
+	Fixable   int
+	Unfixable int
+}
+
+// UnfixableRow is a drifted workload kedge cannot edit.
+type UnfixableRow struct {
+	drift.Workload
+	// Files are the files it is defined in or may come from.
+	Files []string
+}
+
+// StragglerRow is one workload still drifted after its PR merged.
+type StragglerRow struct {
+	drift.Workload
+	PRNumber int
+	PRURL    string
+	MergedAt time.Time
+}
+
+// StateCount is how many namespaces are in one PR state.
+type StateCount struct {
+	State PRState
+	Count int
+}
+
+// DashboardView is what dashboard-issue receives.
+type DashboardView struct {
+	ClusterDashboard
+	MeshView
+	// Now is the reference time for ages: the last cycle.
+	Now time.Time
+	Totals
+	NamespaceCount int
+	StateCounts    []StateCount
+	Rows           Listing[NamespaceRow]
+	UnfixableRows  Listing[UnfixableRow]
+	SkippedRows    Listing[drift.Skipped]
+	RefusedRows    Listing[RefusedFile]
+	StragglerRows  Listing[StragglerRow]
+}
+
+// stateOrder is the order states are counted in: what needs a person
+// first.
+var stateOrder = []PRState{PREdited, PRRefused, PRMergedRollingOut, PROpen, PRRateLimited, PRNotYetOpened, PRClosedIgnored, PRRolledOut}
+
+func newDashboardView(d ClusterDashboard, limit int) DashboardView {
+	v := DashboardView{ClusterDashboard: d, MeshView: newMeshView(d.Mesh), Now: d.LastCycle}
+
+	namespaces := append([]NamespaceStatus(nil), d.Namespaces...)
+	sort.Slice(namespaces, func(i, j int) bool { return namespaces[i].Namespace < namespaces[j].Namespace })
+	var rows []NamespaceRow
+	var all []drift.Workload
+	var unfixable []UnfixableRow
+	counts := map[PRState]int{}
+	for _, ns := range namespaces {
+		fix, unfix := splitFixable(ns.Workloads)
+		ns.Workloads = append(fix, unfix...)
+		rows = append(rows, NamespaceRow{NamespaceStatus: ns, Totals: totalsOf(ns.Workloads), Fixable: len(fix), Unfixable: len(unfix)})
+		all = append(all, ns.Workloads...)
+		unfixable = append(unfixable, unfixableRows(unfix)...)
+		counts[ns.State]++
+	}
+	v.Totals = totalsOf(all)
+	v.NamespaceCount = len(namespaces)
+	for _, s := range stateOrder {
+		if counts[s] > 0 {
+			v.StateCounts = append(v.StateCounts, StateCount{State: s, Count: counts[s]})
+			delete(counts, s)
+		}
+	}
+	for _, s := range sortedKeys(counts) {
+		v.StateCounts = append(v.StateCounts, StateCount{State: s, Count: counts[s]})
+	}
+	v.Rows = listing(rows, limit)
+	v.UnfixableRows = listing(unfixable, limit)
+	v.SkippedRows = listing(sortSkipped(d.Skipped), limit)
+
+	refused := append([]RefusedFile(nil), d.Refused...)
+	for i := range refused {
+		refused[i].Workloads = sortedCopy(refused[i].Workloads)
+	}
+	sort.Slice(refused, func(i, j int) bool {
+		if refused[i].Namespace != refused[j].Namespace {
+			return refused[i].Namespace < refused[j].Namespace
+		}
+		return refused[i].Path < refused[j].Path
+	})
+	v.RefusedRows = listing(refused, limit)
+
+	var stragglers []StragglerRow
+	for _, s := range d.Stragglers {
+		for _, w := range sortWorkloads(s.Workloads) {
+			if w.Namespace == "" {
+				w.Namespace = s.Namespace
+			}
+			stragglers = append(stragglers, StragglerRow{Workload: w, PRNumber: s.PRNumber, PRURL: s.PRURL, MergedAt: s.MergedAt})
+		}
+	}
+	sort.SliceStable(stragglers, func(i, j int) bool { return lessWorkload(stragglers[i].Workload, stragglers[j].Workload) })
+	v.StragglerRows = listing(stragglers, limit)
+	return v
+}
+
+func unfixableRows(ws []drift.Workload) []UnfixableRow {
+	rows := make([]UnfixableRow, 0, len(ws))
+	for _, w := range ws {
+		rows = append(rows, UnfixableRow{Workload: w, Files: manifestFiles(w)})
+	}
+	return rows
+}
+
+// manifestFiles are the files a workload kedge cannot edit is defined in
+// or may come from.
+func manifestFiles(w drift.Workload) []string {
+	files := sortedCopy(w.Manifest.Candidates)
+	if w.Manifest.Path != "" {
+		files = append([]string{w.Manifest.Path}, files...)
+	}
+	return files
+}
+
+// PlanNamespace is one namespace of the plan.
+type PlanNamespace struct {
+	Namespace string
+	Table     WorkloadTable
+	Totals
+	Unfixable int
+}
+
+// PlanDoc is what plan.tmpl receives.
+type PlanDoc struct {
+	PlanView
+	MeshView
+	HasMesh bool
+	Totals
+	Namespaces    []PlanNamespace
+	UnfixableRows []UnfixableRow
+	SkippedRows   []drift.Skipped
+}
+
+func newPlanDoc(p PlanView) PlanDoc {
+	doc := PlanDoc{PlanView: p, HasMesh: p.Mesh != nil}
+	if p.Mesh != nil {
+		doc.MeshView = newMeshView(*p.Mesh)
+	}
+	byNS := map[string][]drift.Workload{}
+	for _, w := range p.Plan.Workloads {
+		byNS[w.Namespace] = append(byNS[w.Namespace], w)
+	}
+	doc.Totals = totalsOf(p.Plan.Workloads)
+	for _, ns := range sortedKeys(byNS) {
+		fix, unfix := splitFixable(byNS[ns])
+		doc.Namespaces = append(doc.Namespaces, PlanNamespace{
+			Namespace: ns,
+			Table:     WorkloadTable{Listing: listing(fix, -1), Now: p.Now},
+			Totals:    totalsOf(byNS[ns]),
+			Unfixable: len(unfix),
+		})
+		doc.UnfixableRows = append(doc.UnfixableRows, unfixableRows(unfix)...)
+	}
+	doc.SkippedRows = sortSkipped(p.Plan.Skipped)
+	return doc
+}
+
+// CommentView is what the comment templates receive when given
+// CommentData.
+type CommentView struct {
+	CommentData
+	TargetRows    Listing[Target]
+	StragglerRows Listing[drift.Workload]
+	// StragglerTotals counts the stragglers and their pods.
+	StragglerTotals Totals
+}
+
+func newCommentView(c CommentData, limit int) CommentView {
+	targets := State{Targets: c.Targets}.normalized().Targets
+	stragglers := sortWorkloads(c.Stragglers)
+	return CommentView{
+		CommentData:     c,
+		TargetRows:      listing(targets, limit),
+		StragglerRows:   listing(stragglers, limit),
+		StragglerTotals: totalsOf(stragglers),
+	}
+}
+
+func lessWorkload(a, b drift.Workload) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	return a.Name < b.Name
+}
+
+func sortWorkloads(ws []drift.Workload) []drift.Workload {
+	out := append([]drift.Workload(nil), ws...)
+	sort.SliceStable(out, func(i, j int) bool { return lessWorkload(out[i], out[j]) })
+	return out
+}
+
+func sortSkipped(s []drift.Skipped) []drift.Skipped {
+	out := append([]drift.Skipped(nil), s...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Name < b.Name
+	})
+	return out
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,259 @@
+package demodata
+
+import "time"
+
+// The story of prod-eu-1, oldest first (all times UTC):
+//
+//	2024-06-12  Istio installed with Helm (default revision); tag "stable" points at it.
+//	2025-03-04  08:30  default revision upgraded in place 1.23.2 -> 1.24.1.
+//	2025-03-05         some teams restart (fraud-check, currency, analytics);
+//	                   search turns on native sidecars (indexer rolls).
+//	2025-03-06  10:02  canary revision 1-25-0 (istiod-1-25-0) installed.
+//	2025-03-07  09:00  search moves from istio-injection=enabled to istio.io/rev=1-25-0;
+//	                   orders briefly carries only istio.io/rev=1-25-0 (orders-api restarted,
+//	                   orders-db-0 recreated by a node drain),
+//	2025-03-10         then istio-injection=enabled is back next to it (orders-worker restarted).
+//	2025-03-11  14:02  tag "stable" moved to 1-25-0 (payments uses the tag).
+//	2025-03-12  09:00  analytics switches to ambient; ledger restarted onto 1-25-0.
+//	2025-03-13  09:00  catalog labelled istio-injection=enabled.
+//	            09:37  checkout restarted; its last old pod is still terminating.
+//	            09:40  snapshot taken.
+const clusterName = "prod-eu-1"
+
+var snapshotTime = mustTime("2025-03-13T09:40:00Z")
+
+var (
+	defaultRevision = istioRevision{
+		Name: "", Version: "1.24.1",
+		Installed: mustTime("2024-06-12T09:14:27Z"),
+	}
+	canaryRevision = istioRevision{
+		Name: "1-25-0", Version: "1.25.0",
+		Installed: mustTime("2025-03-06T10:02:51Z"),
+	}
+	stableTagMoved = mustTime("2025-03-11T14:02:09Z")
+)
+
+// What injected a pod: the revision that injected it and its version then.
+var (
+	defaultBeforeUpgrade = &injection{Revision: "default", Version: "1.23.2"}
+	defaultAfterUpgrade  = &injection{Revision: "default", Version: "1.24.1"}
+	canary               = &injection{Revision: "1-25-0", Version: "1.25.0"}
+)
+
+// podPlan is one live pod of a workload.
+type podPlan struct {
+	Started     time.Time
+	Sidecar     *injection // nil: created without a sidecar
+	Terminating bool       // deletionTimestamp set, still running
+	Succeeded   bool
+}
+
+// templateRevision is one pod template a workload has had (a ReplicaSet,
+// a controller revision) and the pods still running from it.
+type templateRevision struct {
+	// RestartedAt is the kubectl.kubernetes.io/restartedAt annotation
+	// `kubectl rollout restart` put on the template; zero if none.
+	RestartedAt time.Time
+	Pods        []podPlan
+}
+
+// story is what happened to one workload: when it was created, how many
+// template revisions it went through, and the pods it has now.
+type story struct {
+	Created  time.Time
+	Revision int64 // number of the newest template revision
+	// Templates are the revisions that still have pods, oldest first; the
+	// last one is the current template.
+	Templates []templateRevision
+	// Scheduled is when a CronJob's running Job was scheduled.
+	Scheduled time.Time
+}
+
+func pods(n int, first string, sidecar *injection) []podPlan {
+	start := mustTime(first)
+	out := make([]podPlan, n)
+	for i := range out {
+		out[i] = podPlan{Started: start.Add(time.Duration(i) * 41 * time.Second), Sidecar: sidecar}
+	}
+	return out
+}
+
+func restarted(at string, n int, sidecar *injection) templateRevision {
+	t := mustTime(at)
+	return templateRevision{RestartedAt: t, Pods: pods(n, t.Add(3*time.Second).Format(time.RFC3339), sidecar)}
+}
+
+func current(p ...podPlan) []templateRevision {
+	return []templateRevision{{Pods: p}}
+}
+
+// stories is keyed by namespace/kind/name. Every workload in the snapshot
+// must have one, so nothing about a pod is left to chance.
+var stories = map[string]story{
+	"kube-system/Deployment/coredns": {
+		Created: mustTime("2024-06-10T08:03:15Z"), Revision: 3,
+		Templates: current(pods(2, "2025-02-03T06:12:40Z", nil)...),
+	},
+	"istio-system/Deployment/istiod": {
+		Created: defaultRevision.Installed, Revision: 9,
+		Templates: current(pods(2, "2025-03-04T08:30:25Z", nil)...),
+	},
+	"istio-system/Deployment/istiod-1-25-0": {
+		Created: canaryRevision.Installed, Revision: 1,
+		Templates: current(pods(2, "2025-03-06T10:03:01Z", nil)...),
+	},
+	"istio-ingress/Deployment/istio-ingressgateway": {
+		Created: mustTime("2024-06-12T09:40:11Z"), Revision: 6,
+		Templates: current(pods(2, "2025-02-18T13:20:07Z", defaultBeforeUpgrade)...),
+	},
+
+	"shop/Deployment/frontend": {
+		Created: mustTime("2024-07-01T10:00:04Z"), Revision: 14,
+		Templates: current(pods(3, "2025-02-25T10:02:13Z", defaultBeforeUpgrade)...),
+	},
+	"shop/Deployment/cart": {
+		Created: mustTime("2024-07-01T10:00:04Z"), Revision: 9,
+		Templates: current(pods(2, "2025-02-27T15:44:31Z", defaultBeforeUpgrade)...),
+	},
+	"shop/Deployment/checkout": {
+		Created: mustTime("2024-07-01T10:00:05Z"), Revision: 12,
+		Templates: []templateRevision{
+			{Pods: []podPlan{{Started: mustTime("2025-02-20T11:05:52Z"), Sidecar: defaultBeforeUpgrade, Terminating: true}}},
+			restarted("2025-03-13T09:37:41Z", 2, defaultAfterUpgrade),
+		},
+	},
+	"shop/Deployment/currency": {
+		Created: mustTime("2024-07-01T10:00:05Z"), Revision: 5,
+		Templates: []templateRevision{restarted("2025-03-05T11:20:00Z", 1, defaultAfterUpgrade)},
+	},
+	"shop/Deployment/oauth2-proxy": {
+		Created: mustTime("2024-08-19T13:31:40Z"), Revision: 4,
+		Templates: current(pods(2, "2025-02-10T09:31:18Z", defaultBeforeUpgrade)...),
+	},
+	"shop/Deployment/recommendations": {
+		Created: mustTime("2024-10-02T08:45:00Z"), Revision: 7,
+		Templates: current(pods(2, "2025-02-12T02:15:44Z", defaultBeforeUpgrade)...),
+	},
+	"shop/Deployment/podinfo": {
+		Created: mustTime("2024-11-20T15:00:33Z"), Revision: 3,
+		Templates: current(pods(2, "2025-02-14T16:48:09Z", defaultBeforeUpgrade)...),
+	},
+	"shop/Deployment/legacy-admin": {
+		Created: mustTime("2024-09-17T14:22:05Z"), Revision: 2,
+		Templates: current(pods(1, "2025-01-28T12:03:55Z", defaultBeforeUpgrade)...),
+	},
+	"shop/Pod/debug-shell": {
+		Templates: current(pods(1, "2025-03-03T16:45:12Z", defaultBeforeUpgrade)...),
+	},
+
+	"payments/Rollout/payments-api": {
+		Created: mustTime("2024-07-15T12:00:10Z"), Revision: 23,
+		Templates: current(pods(3, "2025-02-24T13:10:26Z", defaultBeforeUpgrade)...),
+	},
+	"payments/Deployment/fraud-check": {
+		Created: mustTime("2024-07-15T12:00:11Z"), Revision: 8,
+		Templates: []templateRevision{restarted("2025-03-05T09:10:00Z", 2, defaultAfterUpgrade)},
+	},
+	"payments/Deployment/oauth2-proxy": {
+		Created: mustTime("2024-08-19T13:33:02Z"), Revision: 5,
+		Templates: []templateRevision{restarted("2025-03-06T14:30:00Z", 2, defaultAfterUpgrade)},
+	},
+	"payments/StatefulSet/ledger": {
+		Created: mustTime("2024-07-15T12:00:11Z"), Revision: 6,
+		Templates: []templateRevision{restarted("2025-03-12T07:30:00Z", 3, canary)},
+	},
+
+	"orders/Deployment/orders-api": {
+		Created: mustTime("2024-06-20T09:12:44Z"), Revision: 11,
+		Templates: []templateRevision{restarted("2025-03-07T10:15:00Z", 2, canary)},
+	},
+	"orders/Deployment/orders-worker": {
+		Created: mustTime("2024-06-20T09:12:44Z"), Revision: 10,
+		Templates: []templateRevision{restarted("2025-03-10T16:00:00Z", 2, defaultAfterUpgrade)},
+	},
+	// orders-db-0 was recreated by a node drain while orders carried only
+	// istio.io/rev=1-25-0; orders-db-1 has run since before the upgrade.
+	"orders/StatefulSet/orders-db": {
+		Created: mustTime("2024-06-20T09:12:45Z"), Revision: 3,
+		Templates: current(
+			podPlan{Started: mustTime("2025-03-07T11:42:10Z"), Sidecar: canary},
+			podPlan{Started: mustTime("2025-02-19T04:13:14Z"), Sidecar: defaultBeforeUpgrade},
+		),
+	},
+	"orders/Job/db-migrate-20250303": {
+		Created: mustTime("2025-03-03T07:00:01Z"),
+		Templates: current(podPlan{
+			Started: mustTime("2025-03-03T07:00:04Z"), Sidecar: defaultBeforeUpgrade, Succeeded: true,
+		}),
+	},
+
+	"analytics/Deployment/events-collector": {
+		Created: mustTime("2024-09-02T10:20:00Z"), Revision: 6,
+		Templates: []templateRevision{restarted("2025-03-05T13:00:00Z", 2, defaultAfterUpgrade)},
+	},
+	"analytics/Deployment/reporting": {
+		Created: mustTime("2024-09-02T10:20:00Z"), Revision: 4,
+		Templates: []templateRevision{restarted("2025-03-12T09:30:00Z", 1, nil)},
+	},
+	"analytics/DaemonSet/metrics-agent": {
+		Created: mustTime("2024-09-02T10:20:01Z"), Revision: 5,
+		Templates: []templateRevision{restarted("2025-03-05T13:05:00Z", 3, defaultAfterUpgrade)},
+	},
+
+	"search/Deployment/search-api": {
+		Created: mustTime("2024-08-05T07:55:21Z"), Revision: 8,
+		Templates: []templateRevision{restarted("2025-03-07T09:05:00Z", 2, canary)},
+	},
+	"search/Deployment/indexer": {
+		Created: mustTime("2024-08-05T07:55:21Z"), Revision: 6,
+		Templates: current(pods(2, "2025-03-05T15:40:12Z", defaultAfterUpgrade)...),
+	},
+	"search/Deployment/synonyms": {
+		Created: mustTime("2024-08-05T07:55:22Z"), Revision: 3,
+		Templates: []templateRevision{restarted("2025-03-07T09:06:00Z", 1, canary)},
+	},
+
+	"catalog/Deployment/catalog-api": {
+		Created: mustTime("2025-03-01T10:11:40Z"), Revision: 1,
+		Templates: current(pods(2, "2025-03-01T10:11:45Z", nil)...),
+	},
+	"catalog/Deployment/catalog-image-resizer": {
+		Created: mustTime("2025-03-01T10:11:40Z"), Revision: 1,
+		Templates: current(
+			podPlan{Started: mustTime("2025-03-01T10:12:30Z")},
+			podPlan{Started: mustTime("2025-03-13T09:21:14Z"), Sidecar: defaultAfterUpgrade},
+			podPlan{Started: mustTime("2025-03-13T09:21:16Z"), Sidecar: defaultAfterUpgrade},
+		),
+	},
+	"catalog/Deployment/catalog-sync": {
+		Created: mustTime("2025-03-01T10:11:40Z"), Revision: 1,
+		Templates: current(pods(1, "2025-03-01T10:12:02Z", nil)...),
+	},
+	"catalog/CronJob/catalog-price-import": {
+		Created:   mustTime("2025-03-01T10:11:40Z"),
+		Scheduled: mustTime("2025-03-13T08:00:00Z"),
+		Templates: current(pods(1, "2025-03-13T08:00:03Z", nil)...),
+	},
+}
+
+// namespaceCreated is when each namespace was created; the system ones
+// come with the cluster.
+var namespaceCreated = map[string]time.Time{
+	"default":         mustTime("2024-06-10T07:58:02Z"),
+	"kube-node-lease": mustTime("2024-06-10T07:58:02Z"),
+	"kube-public":     mustTime("2024-06-10T07:58:02Z"),
+	"kube-system":     mustTime("2024-06-10T07:58:02Z"),
+	"flux-system":     mustTime("2024-06-11T16:20:48Z"),
+	"istio-system":    mustTime("2024-06-12T09:10:03Z"),
+	"istio-ingress":   mustTime("2024-06-12T09:10:03Z"),
+	"orders":          mustTime("2024-06-20T09:12:40Z"),
+	"shop":            mustTime("2024-07-01T09:59:58Z"),
+	"payments":        mustTime("2024-07-15T12:00:02Z"),
+	"search":          mustTime("2024-08-05T07:55:15Z"),
+	"analytics":       mustTime("2024-09-02T10:19:51Z"),
+	"catalog":         mustTime("2025-03-01T10:11:33Z"),
+}
+
+// gitRevision is the commit of the GitOps repository Flux last applied.
+const gitRevision = "main@sha1:9b2e4c7a1f0d3b6e8c5a2f7d4e1b0a9c8d7e6f5a"

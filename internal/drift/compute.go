@@ -1,0 +1,373 @@
+// Package drift compares what every pod runs with what Istio would inject
+// into it now, and groups the differences by the workload a template
+// annotation can restart.
+package drift
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// Compute builds the plan for one cluster. It reads nothing but its
+// arguments.
+func Compute(set *objects.Set, m *mesh.Model, opts Options) Plan {
+	c := &computation{
+		model:      m,
+		index:      newIndex(set),
+		filter:     newNamespaceFilter(opts),
+		kinds:      opts.kindSet(),
+		optOut:     opts.optOutAnnotation(),
+		namespaces: map[string]*namespaceInfo{},
+		groups:     map[groupKey]*group{},
+		statuses:   map[string]string{},
+	}
+	for i := range set.Pods {
+		c.addPod(&set.Pods[i])
+	}
+	return c.plan(opts.Cluster)
+}
+
+type computation struct {
+	model      *mesh.Model
+	index      *index
+	filter     *namespaceFilter
+	kinds      map[string]bool
+	optOut     string
+	namespaces map[string]*namespaceInfo
+	groups     map[groupKey]*group
+	// statuses memoises the revision parsed from identical status
+	// annotations, which most pods of a revision share.
+	statuses map[string]string
+}
+
+type namespaceInfo struct {
+	labels   map[string]string
+	optedOut bool
+}
+
+type groupKey struct {
+	namespace, kind, name string
+}
+
+// reasonBits keeps a workload's reasons in sorted order for free.
+type reasonBits uint8
+
+var reasonOrder = []Reason{ReasonMissingSidecar, ReasonProxyImage, ReasonRevision, ReasonUnwantedSidecar}
+
+func bitOf(r Reason) reasonBits {
+	for i, v := range reasonOrder {
+		if v == r {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+type group struct {
+	owner    *owner
+	total    int
+	drifted  int
+	reasons  reasonBits
+	conflict []string
+	// conflictFrom is the pod the conflict was read from; the smallest
+	// name wins so the detail does not depend on pod order.
+	conflictFrom string
+	optedOut     bool
+
+	revisions []string
+	images    []string
+	// desired comes from the drifted pod with the smallest name, so owners
+	// decided pod by pod still get a stable answer.
+	desired     Desired
+	desiredFrom string
+	oldest      time.Time
+}
+
+func (c *computation) namespace(name string) *namespaceInfo {
+	if info, ok := c.namespaces[name]; ok {
+		return info
+	}
+	info := &namespaceInfo{}
+	if ns, ok := c.index.namespaces[name]; ok {
+		info.labels = ns.Labels
+		info.optedOut = ns.Annotations[c.optOut] == "true"
+	}
+	c.namespaces[name] = info
+	return info
+}
+
+func isRestartableKind(kind string) bool {
+	return canonicalKind(kind) == kind
+}
+
+func (c *computation) addPod(p *corev1.Pod) {
+	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	if !c.filter.allows(p.Namespace) {
+		return
+	}
+	// istiod renders and rolls these gateways itself.
+	if _, ok := p.Labels[mesh.LabelGatewayManaged]; ok {
+		return
+	}
+	o := c.index.ownerOf(p)
+	switch {
+	case isRestartableKind(o.kind):
+		if !c.kinds[o.kind] {
+			return
+		}
+	case o.kind == KindJob || o.kind == KindCronJob || o.kind == KindPod:
+	default:
+		// Pods of other controllers (bare ReplicaSets, operators' own
+		// kinds) cannot be restarted through a template kedge edits.
+		return
+	}
+
+	ns := c.namespace(p.Namespace)
+	key := groupKey{o.namespace, o.kind, o.name}
+	g, ok := c.groups[key]
+	if !ok {
+		g = &group{owner: o}
+		c.groups[key] = g
+	}
+	g.total++
+	if ns.optedOut || o.annotations[c.optOut] == "true" {
+		g.optedOut = true
+	}
+
+	var d mesh.Decision
+	if o.template != nil {
+		if o.template.Annotations[c.optOut] == "true" {
+			g.optedOut = true
+		}
+		d = c.decideOwner(o, ns)
+	} else {
+		if p.Annotations[c.optOut] == "true" {
+			g.optedOut = true
+		}
+		d = c.model.Decide(p.Namespace, ns.labels, mesh.TemplateOfPod(p))
+	}
+	if len(d.Conflict) > 0 {
+		if g.conflict == nil || p.Name < g.conflictFrom {
+			g.conflict, g.conflictFrom = d.Conflict, p.Name
+		}
+		return
+	}
+
+	sc := c.sidecarOf(p)
+	reasons := c.compare(sc, d)
+	if reasons == 0 {
+		return
+	}
+	g.drifted++
+	g.reasons |= reasons
+	if sc.present {
+		g.revisions = addDistinct(g.revisions, sc.revision)
+		g.images = addDistinct(g.images, sc.image)
+	}
+	if g.desiredFrom == "" || p.Name < g.desiredFrom {
+		g.desiredFrom = p.Name
+		g.desired = Desired{Revision: d.Revision, Image: d.Image}
+	}
+	if start := startOf(p); !start.IsZero() && (g.oldest.IsZero() || start.Before(g.oldest)) {
+		g.oldest = start
+	}
+}
+
+// decideOwner evaluates a workload's template once; all its pods share it.
+func (c *computation) decideOwner(o *owner, ns *namespaceInfo) mesh.Decision {
+	if !o.decided {
+		o.decision = c.model.Decide(o.namespace, ns.labels, mesh.TemplateOf(o.template))
+		o.decided = true
+	}
+	return o.decision
+}
+
+type sidecar struct {
+	present  bool
+	revision string
+	image    string
+}
+
+func (c *computation) sidecarOf(p *corev1.Pod) sidecar {
+	image, ok := mesh.RunningProxy(p)
+	if !ok {
+		return sidecar{}
+	}
+	return sidecar{present: true, image: image, revision: c.injectedRevision(p.Annotations)}
+}
+
+// injectedRevision reads the real revision the injector recorded; a status
+// without one predates named revisions and means the default revision.
+func (c *computation) injectedRevision(annotations map[string]string) string {
+	if status, ok := annotations[mesh.AnnotationStatus]; ok {
+		rev, seen := c.statuses[status]
+		if !seen {
+			rev = parseStatusRevision(status)
+			c.statuses[status] = rev
+		}
+		if rev != "" {
+			return rev
+		}
+	}
+	return annotations[mesh.AnnotationRev]
+}
+
+// parseStatusRevision returns "" when the status is unreadable.
+func parseStatusRevision(status string) string {
+	var s struct {
+		Revision string `json:"revision"`
+	}
+	if err := json.Unmarshal([]byte(status), &s); err != nil {
+		return ""
+	}
+	if s.Revision == "" {
+		return mesh.DefaultRevision
+	}
+	return s.Revision
+}
+
+func (c *computation) compare(sc sidecar, d mesh.Decision) reasonBits {
+	switch {
+	case sc.present && d.Inject:
+		current := sc.revision
+		if !c.model.HasRevision(current) {
+			if rev, ok := c.model.ResolveTag(current); ok {
+				current = rev
+			}
+		}
+		if current != "" && current != d.Revision {
+			return bitOf(ReasonRevision)
+		}
+		if d.Image != "" && !sameImage(sc.image, d.Image) {
+			return bitOf(ReasonProxyImage)
+		}
+		return 0
+	case !sc.present && d.Inject:
+		return bitOf(ReasonMissingSidecar)
+	case sc.present && !d.Inject:
+		return bitOf(ReasonUnwantedSidecar)
+	}
+	return 0
+}
+
+// sameImage treats Docker Hub's implicit registry and library path as
+// spelled out, since runtimes and humans write both forms.
+func sameImage(a, b string) bool {
+	return a == b || normalizeImage(a) == normalizeImage(b)
+}
+
+func normalizeImage(ref string) string {
+	for _, prefix := range []string{"docker.io/", "index.docker.io/", "registry-1.docker.io/"} {
+		if rest, ok := strings.CutPrefix(ref, prefix); ok {
+			ref = rest
+			break
+		}
+	}
+	return strings.TrimPrefix(ref, "library/")
+}
+
+func startOf(p *corev1.Pod) time.Time {
+	if p.Status.StartTime != nil && !p.Status.StartTime.IsZero() {
+		return p.Status.StartTime.Time
+	}
+	return p.CreationTimestamp.Time
+}
+
+func addDistinct(list []string, v string) []string {
+	if v == "" {
+		return list
+	}
+	for _, s := range list {
+		if s == v {
+			return list
+		}
+	}
+	return append(list, v)
+}
+
+func (c *computation) plan(cluster string) Plan {
+	p := Plan{Cluster: cluster, Workloads: make([]Workload, 0, len(c.groups)), Skipped: []Skipped{}}
+	for key, g := range c.groups {
+		if g.drifted == 0 && g.conflict == nil {
+			continue
+		}
+		skip := Skipped{Namespace: key.namespace, Kind: key.kind, Name: key.name}
+		switch {
+		case g.optedOut:
+			skip.Reason = SkipOptedOut
+			skip.Detail = "annotation " + c.optOut + "=true"
+		case g.conflict != nil:
+			skip.Reason = SkipConflict
+			skip.Detail = "several revisions would inject: " + strings.Join(g.conflict, ", ")
+		case key.kind == KindJob || key.kind == KindCronJob:
+			skip.Reason = SkipNotRestartable
+		case key.kind == KindPod:
+			skip.Reason = SkipNoOwner
+		}
+		if skip.Reason != "" {
+			p.Skipped = append(p.Skipped, skip)
+			continue
+		}
+		p.Workloads = append(p.Workloads, g.workload(key))
+	}
+	sort.Slice(p.Workloads, func(i, j int) bool {
+		a, b := p.Workloads[i], p.Workloads[j]
+		return less(a.Namespace, a.Kind, a.Name, b.Namespace, b.Kind, b.Name)
+	})
+	sort.Slice(p.Skipped, func(i, j int) bool {
+		a, b := p.Skipped[i], p.Skipped[j]
+		return less(a.Namespace, a.Kind, a.Name, b.Namespace, b.Kind, b.Name)
+	})
+	return p
+}
+
+func less(ans, akind, aname, bns, bkind, bname string) bool {
+	if ans != bns {
+		return ans < bns
+	}
+	if akind != bkind {
+		return akind < bkind
+	}
+	return aname < bname
+}
+
+func (g *group) workload(key groupKey) Workload {
+	reasons := make([]Reason, 0, len(reasonOrder))
+	for i, r := range reasonOrder {
+		if g.reasons&(1<<i) != 0 {
+			reasons = append(reasons, r)
+		}
+	}
+	var oldest *time.Time
+	if !g.oldest.IsZero() {
+		t := g.oldest
+		oldest = &t
+	}
+	revisions := append([]string{}, g.revisions...)
+	images := append([]string{}, g.images...)
+	sort.Strings(revisions)
+	sort.Strings(images)
+	return Workload{
+		Namespace:             key.namespace,
+		Kind:                  key.kind,
+		Name:                  key.name,
+		Reasons:               reasons,
+		Pods:                  PodCount{Total: g.total, Drifted: g.drifted},
+		Current:               Current{Revisions: revisions, Images: images},
+		Desired:               g.desired,
+		Manifest:              Manifest{Status: ManifestNoRepo},
+		OldestDriftedPodStart: oldest,
+		Labels:                g.owner.labels,
+		Annotations:           g.owner.annotations,
+		APIVersion:            g.owner.apiVersion,
+	}
+}

@@ -1,0 +1,274 @@
+package drift
+
+import (
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+const (
+	apiVersionApps   = "apps/v1"
+	apiVersionBatch  = "batch/v1"
+	apiVersionArgo   = "argoproj.io/v1alpha1"
+	argoGroup        = "argoproj.io"
+	labelPodHash     = "pod-template-hash"
+	labelRolloutHash = "rollouts-pod-template-hash"
+)
+
+// owner is the top-level object a pod belongs to, shared by all its pods.
+type owner struct {
+	namespace  string
+	kind       string
+	name       string
+	apiVersion string
+	// labels and annotations are the owner object's; nil when it is not in
+	// the set.
+	labels      map[string]string
+	annotations map[string]string
+	// template is the pod template new pods are made from; nil when
+	// unknown, and each pod then stands in for it.
+	template *corev1.PodTemplateSpec
+
+	// decision is the mesh's answer for template, computed on first use.
+	decided  bool
+	decision mesh.Decision
+}
+
+type objectKey struct {
+	namespace string
+	name      string
+}
+
+func keyOf(m *metav1.ObjectMeta) objectKey { return objectKey{m.Namespace, m.Name} }
+
+// index finds owners by namespace and name; a UID recorded on both sides
+// must agree, so a recreated object is not mistaken for the old one.
+type index struct {
+	replicaSets  map[objectKey]*appsv1.ReplicaSet
+	deployments  map[objectKey]*appsv1.Deployment
+	statefulSets map[objectKey]*appsv1.StatefulSet
+	daemonSets   map[objectKey]*appsv1.DaemonSet
+	jobs         map[objectKey]*batchv1.Job
+	cronJobs     map[objectKey]*batchv1.CronJob
+	rollouts     map[objectKey]*objects.Rollout
+	namespaces   map[string]*corev1.Namespace
+
+	// owners caches resolution per (namespace, controller reference).
+	owners map[ownerRefKey]*owner
+}
+
+type ownerRefKey struct {
+	namespace string
+	kind      string
+	name      string
+	uid       types.UID
+}
+
+func newIndex(set *objects.Set) *index {
+	ix := &index{
+		replicaSets:  make(map[objectKey]*appsv1.ReplicaSet, len(set.ReplicaSets)),
+		deployments:  make(map[objectKey]*appsv1.Deployment, len(set.Deployments)),
+		statefulSets: make(map[objectKey]*appsv1.StatefulSet, len(set.StatefulSets)),
+		daemonSets:   make(map[objectKey]*appsv1.DaemonSet, len(set.DaemonSets)),
+		jobs:         make(map[objectKey]*batchv1.Job, len(set.Jobs)),
+		cronJobs:     make(map[objectKey]*batchv1.CronJob, len(set.CronJobs)),
+		rollouts:     make(map[objectKey]*objects.Rollout, len(set.Rollouts)),
+		namespaces:   make(map[string]*corev1.Namespace, len(set.Namespaces)),
+		owners:       map[ownerRefKey]*owner{},
+	}
+	for i := range set.ReplicaSets {
+		ix.replicaSets[keyOf(&set.ReplicaSets[i].ObjectMeta)] = &set.ReplicaSets[i]
+	}
+	for i := range set.Deployments {
+		ix.deployments[keyOf(&set.Deployments[i].ObjectMeta)] = &set.Deployments[i]
+	}
+	for i := range set.StatefulSets {
+		ix.statefulSets[keyOf(&set.StatefulSets[i].ObjectMeta)] = &set.StatefulSets[i]
+	}
+	for i := range set.DaemonSets {
+		ix.daemonSets[keyOf(&set.DaemonSets[i].ObjectMeta)] = &set.DaemonSets[i]
+	}
+	for i := range set.Jobs {
+		ix.jobs[keyOf(&set.Jobs[i].ObjectMeta)] = &set.Jobs[i]
+	}
+	for i := range set.CronJobs {
+		ix.cronJobs[keyOf(&set.CronJobs[i].ObjectMeta)] = &set.CronJobs[i]
+	}
+	for i := range set.Rollouts {
+		ix.rollouts[keyOf(&set.Rollouts[i].ObjectMeta)] = &set.Rollouts[i]
+	}
+	for i := range set.Namespaces {
+		ix.namespaces[set.Namespaces[i].Name] = &set.Namespaces[i]
+	}
+	return ix
+}
+
+// lookup returns the object if present and, when both sides record a UID,
+// the same incarnation.
+func lookup[T any](m map[objectKey]*T, meta func(*T) *metav1.ObjectMeta, ns string, ref *metav1.OwnerReference) *T {
+	obj, ok := m[objectKey{ns, ref.Name}]
+	if !ok {
+		return nil
+	}
+	if uid := meta(obj).UID; uid != "" && ref.UID != "" && uid != ref.UID {
+		return nil
+	}
+	return obj
+}
+
+// controllerRef is the managing owner; objects written without the
+// controller flag fall back to their first owner.
+func controllerRef(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	for i := range refs {
+		if refs[i].Controller != nil && *refs[i].Controller {
+			return &refs[i]
+		}
+	}
+	if len(refs) > 0 {
+		return &refs[0]
+	}
+	return nil
+}
+
+func groupOf(apiVersion string) string {
+	if i := strings.Index(apiVersion, "/"); i >= 0 {
+		return apiVersion[:i]
+	}
+	return ""
+}
+
+// ownerOf resolves the pod's top-level owner. Pods without a controller get
+// their own owner of kind Pod.
+func (ix *index) ownerOf(p *corev1.Pod) *owner {
+	ref := controllerRef(p.OwnerReferences)
+	if ref == nil {
+		return &owner{
+			namespace: p.Namespace, kind: KindPod, name: p.Name, apiVersion: "v1",
+			labels: p.Labels, annotations: p.Annotations,
+		}
+	}
+	k := ownerRefKey{p.Namespace, ref.Kind, ref.Name, ref.UID}
+	if o, ok := ix.owners[k]; ok {
+		return o
+	}
+	o := ix.resolve(p, ref)
+	ix.owners[k] = o
+	return o
+}
+
+func (ix *index) resolve(p *corev1.Pod, ref *metav1.OwnerReference) *owner {
+	ns := p.Namespace
+	switch {
+	case ref.Kind == "ReplicaSet" && groupOf(ref.APIVersion) == "apps":
+		rs := lookup(ix.replicaSets, func(r *appsv1.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta }, ns, ref)
+		if rs == nil {
+			return ix.ownerOfMissingReplicaSet(p, ref)
+		}
+		rsRef := controllerRef(rs.OwnerReferences)
+		if rsRef == nil {
+			return &owner{
+				namespace: ns, kind: "ReplicaSet", name: rs.Name, apiVersion: apiVersionApps,
+				labels: rs.Labels, annotations: rs.Annotations, template: &rs.Spec.Template,
+			}
+		}
+		return ix.resolveTop(ns, rsRef)
+	case ref.Kind == KindJob && groupOf(ref.APIVersion) == "batch":
+		job := lookup(ix.jobs, func(j *batchv1.Job) *metav1.ObjectMeta { return &j.ObjectMeta }, ns, ref)
+		if job == nil {
+			return &owner{namespace: ns, kind: KindJob, name: ref.Name, apiVersion: ref.APIVersion}
+		}
+		if jobRef := controllerRef(job.OwnerReferences); jobRef != nil && jobRef.Kind == KindCronJob {
+			return ix.resolveTop(ns, jobRef)
+		}
+		return &owner{
+			namespace: ns, kind: KindJob, name: job.Name, apiVersion: apiVersionBatch,
+			labels: job.Labels, annotations: job.Annotations, template: &job.Spec.Template,
+		}
+	default:
+		return ix.resolveTop(ns, ref)
+	}
+}
+
+// resolveTop turns a reference to a top-level owner into an owner, with or
+// without the object.
+func (ix *index) resolveTop(ns string, ref *metav1.OwnerReference) *owner {
+	o := &owner{namespace: ns, kind: ref.Kind, name: ref.Name, apiVersion: ref.APIVersion}
+	group := groupOf(ref.APIVersion)
+	switch {
+	case ref.Kind == KindDeployment && group == "apps":
+		if d := lookup(ix.deployments, func(d *appsv1.Deployment) *metav1.ObjectMeta { return &d.ObjectMeta }, ns, ref); d != nil {
+			o.fill(&d.ObjectMeta, apiVersionApps, &d.Spec.Template)
+		}
+	case ref.Kind == KindStatefulSet && group == "apps":
+		if s := lookup(ix.statefulSets, func(s *appsv1.StatefulSet) *metav1.ObjectMeta { return &s.ObjectMeta }, ns, ref); s != nil {
+			o.fill(&s.ObjectMeta, apiVersionApps, &s.Spec.Template)
+		}
+	case ref.Kind == KindDaemonSet && group == "apps":
+		if d := lookup(ix.daemonSets, func(d *appsv1.DaemonSet) *metav1.ObjectMeta { return &d.ObjectMeta }, ns, ref); d != nil {
+			o.fill(&d.ObjectMeta, apiVersionApps, &d.Spec.Template)
+		}
+	case ref.Kind == KindRollout && group == argoGroup:
+		if r := lookup(ix.rollouts, func(r *objects.Rollout) *metav1.ObjectMeta { return &r.ObjectMeta }, ns, ref); r != nil {
+			o.fill(&r.ObjectMeta, apiVersionArgo, ix.rolloutTemplate(r))
+		}
+	case ref.Kind == KindCronJob && group == "batch":
+		if c := lookup(ix.cronJobs, func(c *batchv1.CronJob) *metav1.ObjectMeta { return &c.ObjectMeta }, ns, ref); c != nil {
+			o.fill(&c.ObjectMeta, apiVersionBatch, &c.Spec.JobTemplate.Spec.Template)
+		}
+	}
+	return o
+}
+
+func (o *owner) fill(meta *metav1.ObjectMeta, apiVersion string, template *corev1.PodTemplateSpec) {
+	o.labels = meta.Labels
+	o.annotations = meta.Annotations
+	o.apiVersion = apiVersion
+	o.template = template
+}
+
+// rolloutTemplate is the Rollout's own template, or with spec.workloadRef
+// the referenced Deployment's.
+func (ix *index) rolloutTemplate(r *objects.Rollout) *corev1.PodTemplateSpec {
+	ref := r.Spec.WorkloadRef
+	if ref == nil {
+		return &r.Spec.Template
+	}
+	if ref.Kind != "" && ref.Kind != KindDeployment {
+		return nil
+	}
+	if d, ok := ix.deployments[objectKey{r.Namespace, ref.Name}]; ok {
+		return &d.Spec.Template
+	}
+	return nil
+}
+
+// ownerOfMissingReplicaSet names the owner of a ReplicaSet absent from the
+// set. Deployments and Rollouts name their ReplicaSets <owner>-<hash> and
+// stamp the hash on the pods, so the owner is recoverable; otherwise the
+// ReplicaSet itself is reported.
+func (ix *index) ownerOfMissingReplicaSet(p *corev1.Pod, ref *metav1.OwnerReference) *owner {
+	for _, c := range []struct {
+		label, kind, apiVersion string
+	}{
+		{labelRolloutHash, KindRollout, apiVersionArgo},
+		{labelPodHash, KindDeployment, apiVersionApps},
+	} {
+		hash := p.Labels[c.label]
+		if hash == "" {
+			continue
+		}
+		name, ok := strings.CutSuffix(ref.Name, "-"+hash)
+		if !ok || name == "" {
+			continue
+		}
+		return ix.resolveTop(p.Namespace, &metav1.OwnerReference{APIVersion: c.apiVersion, Kind: c.kind, Name: name})
+	}
+	return &owner{namespace: p.Namespace, kind: ref.Kind, name: ref.Name, apiVersion: ref.APIVersion}
+}

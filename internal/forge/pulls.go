@@ -1,0 +1,222 @@
+package forge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// PR is a pull request as kedge needs it.
+type PR struct {
+	Number int
+	// Head and Base are branch names.
+	Head, Base  string
+	Title, Body string
+	// State is "open" or "closed"; a merged pull request is closed with
+	// Merged set.
+	State    string
+	Merged   bool
+	MergedAt *time.Time
+	Labels   []string
+	HTMLURL  string
+	HeadSHA  string
+}
+
+// NewPR is a pull request to open.
+type NewPR struct {
+	Title string
+	// Head is the branch with the changes, in the same repository.
+	Head                string
+	Base                string
+	Body                string
+	Draft               bool
+	MaintainerCanModify bool
+}
+
+// listPageSize is GitHub's largest page: fewer requests per listing.
+const listPageSize = 100
+
+// FindPRs lists kedge's pull requests: every pull request, open or closed,
+// whose head branch is in this repository and starts with headPrefix,
+// ordered by number. GitHub cannot filter by a branch prefix, so all
+// pull requests are listed; the ETag cache keeps an unchanged listing free.
+func (c *Client) FindPRs(ctx context.Context, headPrefix string) ([]PR, error) {
+	opts := &github.PullRequestListOptions{State: "all", ListOptions: github.ListOptions{PerPage: listPageSize}}
+	var out []PR
+	for {
+		var page []*github.PullRequest
+		var resp *github.Response
+		err := c.call(ctx, op{name: "list pull requests", idempotent: true}, func(ctx context.Context) (*github.Response, error) {
+			var err error
+			page, resp, err = c.gh.PullRequests.List(ctx, c.cfg.Owner, c.cfg.Repo, opts)
+			return resp, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range page {
+			if c.ownHead(pr) && strings.HasPrefix(pr.GetHead().GetRef(), headPrefix) {
+				out = append(out, toPR(pr))
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	slices.SortFunc(out, func(a, b PR) int { return a.Number - b.Number })
+	return out, nil
+}
+
+// ownHead is true when the head branch lives in kedge's repository, not in
+// a fork that happens to use the same branch name.
+func (c *Client) ownHead(pr *github.PullRequest) bool {
+	owner, _, ok := strings.Cut(pr.GetHead().GetLabel(), ":")
+	return ok && strings.EqualFold(owner, c.cfg.Owner)
+}
+
+// CreatePR opens a pull request. When GitHub answers that one already
+// exists for the branch (a previous cycle created it but did not learn the
+// answer, or a person did), that one is returned instead.
+func (c *Client) CreatePR(ctx context.Context, n NewPR) (PR, error) {
+	var created *github.PullRequest
+	err := c.call(ctx, op{name: "create pull request", mutating: true, idempotent: true}, func(ctx context.Context) (*github.Response, error) {
+		var resp *github.Response
+		var err error
+		created, resp, err = c.gh.PullRequests.Create(ctx, c.cfg.Owner, c.cfg.Repo, &github.NewPullRequest{
+			Title:               github.String(n.Title),
+			Head:                github.String(n.Head),
+			Base:                github.String(n.Base),
+			Body:                github.String(n.Body),
+			Draft:               github.Bool(n.Draft),
+			MaintainerCanModify: github.Bool(n.MaintainerCanModify),
+		})
+		return resp, err
+	})
+	if err == nil {
+		return toPR(created), nil
+	}
+	if !alreadyExists(err) {
+		return PR{}, err
+	}
+	existing, findErr := c.findOpenPR(ctx, n.Head, n.Base)
+	if findErr != nil {
+		return PR{}, findErr
+	}
+	if existing == nil {
+		// Closed between the two calls: report the original answer.
+		return PR{}, err
+	}
+	return *existing, nil
+}
+
+// alreadyExists recognises GitHub's 422 for a second open pull request on
+// the same head and base.
+func alreadyExists(err error) bool {
+	var ghErr *github.ErrorResponse
+	if !errors.As(err, &ghErr) || ghErr.Response == nil || ghErr.Response.StatusCode != http.StatusUnprocessableEntity {
+		return false
+	}
+	for _, e := range ghErr.Errors {
+		if strings.Contains(e.Message, "already exists") {
+			return true
+		}
+	}
+	return strings.Contains(ghErr.Message, "already exists")
+}
+
+func (c *Client) findOpenPR(ctx context.Context, head, base string) (*PR, error) {
+	var page []*github.PullRequest
+	err := c.call(ctx, op{name: "find pull request", idempotent: true}, func(ctx context.Context) (*github.Response, error) {
+		var resp *github.Response
+		var err error
+		page, resp, err = c.gh.PullRequests.List(ctx, c.cfg.Owner, c.cfg.Repo, &github.PullRequestListOptions{
+			State: "open",
+			Head:  c.cfg.Owner + ":" + head,
+			Base:  base,
+		})
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, pr := range page {
+		if c.ownHead(pr) && pr.GetHead().GetRef() == head {
+			found := toPR(pr)
+			return &found, nil
+		}
+	}
+	return nil, nil
+}
+
+// UpdatePR changes the title, body or state ("open", "closed") of a pull
+// request; nil leaves a field alone.
+func (c *Client) UpdatePR(ctx context.Context, number int, title, body, state *string) error {
+	if title == nil && body == nil && state == nil {
+		return nil
+	}
+	return c.call(ctx, op{name: "update pull request", mutating: true, idempotent: true}, func(ctx context.Context) (*github.Response, error) {
+		_, resp, err := c.gh.PullRequests.Edit(ctx, c.cfg.Owner, c.cfg.Repo, number, &github.PullRequest{
+			Title: title, Body: body, State: state,
+		})
+		return resp, err
+	})
+}
+
+// AddLabels adds labels to a pull request or issue; GitHub creates labels
+// that do not exist yet.
+func (c *Client) AddLabels(ctx context.Context, number int, labels ...string) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	return c.call(ctx, op{name: "add labels", mutating: true, idempotent: true}, func(ctx context.Context) (*github.Response, error) {
+		_, resp, err := c.gh.Issues.AddLabelsToIssue(ctx, c.cfg.Owner, c.cfg.Repo, number, labels)
+		return resp, err
+	})
+}
+
+// RequestReviewers asks users and teams for a review. Teams may be given
+// as "org/team" (the config form) or as the bare slug GitHub wants.
+func (c *Client) RequestReviewers(ctx context.Context, number int, users, teams []string) error {
+	if len(users) == 0 && len(teams) == 0 {
+		return nil
+	}
+	slugs := make([]string, 0, len(teams))
+	for _, t := range teams {
+		slugs = append(slugs, t[strings.LastIndex(t, "/")+1:])
+	}
+	return c.call(ctx, op{name: "request reviewers", mutating: true, idempotent: true}, func(ctx context.Context) (*github.Response, error) {
+		_, resp, err := c.gh.PullRequests.RequestReviewers(ctx, c.cfg.Owner, c.cfg.Repo, number, github.ReviewersRequest{
+			Reviewers: users, TeamReviewers: slugs,
+		})
+		return resp, err
+	})
+}
+
+func toPR(pr *github.PullRequest) PR {
+	out := PR{
+		Number:  pr.GetNumber(),
+		Head:    pr.GetHead().GetRef(),
+		Base:    pr.GetBase().GetRef(),
+		Title:   pr.GetTitle(),
+		Body:    pr.GetBody(),
+		State:   pr.GetState(),
+		HTMLURL: pr.GetHTMLURL(),
+		HeadSHA: pr.GetHead().GetSHA(),
+		// Listings carry merged_at but not merged.
+		Merged: pr.GetMerged() || pr.MergedAt != nil,
+	}
+	if pr.MergedAt != nil {
+		t := pr.MergedAt.Time
+		out.MergedAt = &t
+	}
+	for _, l := range pr.Labels {
+		out.Labels = append(out.Labels, l.GetName())
+	}
+	return out
+}

@@ -1,0 +1,423 @@
+package manifest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/yamledit"
+)
+
+// Default annotation keys (DESIGN §3: kedge's own key, not kubectl's, so a
+// manual rollout restart is not reverted by the GitOps controller).
+const (
+	DefaultRestartAnnotation = "kedge.io/restartedAt"
+	DefaultTargetAnnotation  = "kedge.io/restart-target"
+)
+
+// Annotations are the pod template annotation keys kedge writes.
+type Annotations struct {
+	// Restart is the key whose change rolls the pods.
+	Restart string
+	// Target records what the restart was for (revision@image), so a
+	// workload already bumped for the same target is left alone.
+	Target string
+}
+
+func (a Annotations) withDefaults() Annotations {
+	if a.Restart == "" {
+		a.Restart = DefaultRestartAnnotation
+	}
+	if a.Target == "" {
+		a.Target = DefaultTargetAnnotation
+	}
+	return a
+}
+
+// TargetValue is what a restart answers: the desired revision and image,
+// e.g. "1-25-0@docker.io/istio/proxyv2:1.25.0"; "no-sidecar" when no sidecar
+// is wanted any more.
+func TargetValue(d drift.Desired) string {
+	if d.Revision == "" && d.Image == "" {
+		return "no-sidecar"
+	}
+	if d.Image == "" {
+		return d.Revision
+	}
+	return d.Revision + "@" + d.Image
+}
+
+// RestartValue is the restart annotation's value for a workload and target.
+// It is derived from them, never from the clock, so that a rerun for the
+// same drift writes the same bytes and makes no new commit.
+func RestartValue(w drift.Workload, target string) string {
+	sum := sha256.Sum256([]byte(w.Namespace + "/" + w.Kind + "/" + w.Name + "\n" + target))
+	return hex.EncodeToString(sum[:6])
+}
+
+// WorkloadID names a workload of the plan.
+type WorkloadID struct {
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+}
+
+func (id WorkloadID) String() string { return id.Kind + " " + id.Namespace + "/" + id.Name }
+
+// FileEdit is one file's change: Before is nil when the file is created.
+type FileEdit struct {
+	Path      string // repo-relative, slash-separated
+	Before    []byte
+	After     []byte
+	Created   bool
+	Workloads []WorkloadID
+}
+
+// Refusal is a file kedge will not touch, and why; the workloads it would
+// have restarted stay drifted and are reported.
+type Refusal struct {
+	Namespace string       `json:"namespace"`
+	Path      string       `json:"path"`
+	Reason    string       `json:"reason"`
+	Workloads []WorkloadID `json:"workloads"`
+}
+
+// EditSet is every change for one plan, by namespace (one branch and pull
+// request each, all branched from the same base).
+type EditSet struct {
+	Namespaces map[string][]FileEdit
+	Refused    []Refusal
+}
+
+// NamespaceNames returns the namespaces with edits, sorted.
+func (s EditSet) NamespaceNames() []string { return sortedKeys(s.Namespaces) }
+
+// All returns every edit of every namespace, in namespace then path order.
+func (s EditSet) All() []FileEdit {
+	var out []FileEdit
+	for _, ns := range s.NamespaceNames() {
+		out = append(out, s.Namespaces[ns]...)
+	}
+	return out
+}
+
+type podTemplateEdit struct {
+	target yamledit.Target
+	set    map[string]string
+	id     WorkloadID
+	// apiVersion is written in a new patch document.
+	apiVersion string
+}
+
+// pendingFile collects the edits of one file in one namespace.
+type pendingFile struct {
+	path    string
+	inPlace []podTemplateEdit
+	// patchRoot is set for kedge's patch file in an overlay.
+	patchRoot string
+	patches   []podTemplateEdit
+}
+
+// Edits computes the edits restarting every found workload of the plan, as
+// located by the last Locate (or LocateAll) call for it. Workloads already
+// restarted for their target get the edit "already-bumped" in the plan and
+// no change. Nothing is written to the checkout.
+func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
+	ann = ann.withDefaults()
+	set := EditSet{Namespaces: map[string][]FileEdit{}}
+	pending := map[string]map[string]*pendingFile{} // namespace → path → edits
+	intended := map[string]map[WorkloadID]map[string]string{}
+	add := func(ns, p string) *pendingFile {
+		if pending[ns] == nil {
+			pending[ns] = map[string]*pendingFile{}
+		}
+		if pending[ns][p] == nil {
+			pending[ns][p] = &pendingFile{path: p}
+		}
+		return pending[ns][p]
+	}
+	for i := range plan.Workloads {
+		w := &plan.Workloads[i]
+		if w.Manifest.Status != drift.ManifestFound {
+			continue
+		}
+		ix.mu.Lock()
+		loc, ok := ix.located[keyOf(*w)]
+		ix.mu.Unlock()
+		if !ok {
+			loc = ix.Locate(*w, Hints{})
+		}
+		if loc.Manifest.Status != drift.ManifestFound {
+			continue
+		}
+		id := WorkloadID{w.Namespace, w.Kind, w.Name}
+		target := TargetValue(w.Desired)
+		if loc.TemplateAnnotations[ann.Target] == target {
+			w.Manifest.Edit = drift.EditAlreadyBumped
+			continue
+		}
+		e := podTemplateEdit{
+			set:        map[string]string{ann.Restart: RestartValue(*w, target), ann.Target: target},
+			id:         id,
+			apiVersion: loc.Source.APIVersion,
+		}
+		if intended[w.Namespace] == nil {
+			intended[w.Namespace] = map[WorkloadID]map[string]string{}
+		}
+		intended[w.Namespace][id] = e.set
+		switch loc.Manifest.Edit {
+		case drift.EditInPlace:
+			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: loc.Source.Document}
+			f := add(w.Namespace, loc.Source.Path)
+			f.inPlace = append(f.inPlace, e)
+		case drift.EditOverlayPatch:
+			if loc.Root == "" {
+				set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
+				continue
+			}
+			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: yamledit.AnyDocument}
+			f := add(w.Namespace, path.Join(loc.Root, restartPatchFile))
+			f.patchRoot = loc.Root
+			f.patches = append(f.patches, e)
+		}
+	}
+
+	verifier := newVerifier(ix)
+	for _, ns := range sortedKeys(pending) {
+		var edits []FileEdit
+		for _, p := range sortedKeys(pending[ns]) {
+			f := pending[ns][p]
+			fe, refusal, err := ix.applyFile(f)
+			if err != nil {
+				return EditSet{}, err
+			}
+			if refusal != nil {
+				refusal.Namespace = ns
+				set.Refused = append(set.Refused, *refusal)
+				continue
+			}
+			edits = append(edits, fe...)
+		}
+		edits, refused := verifier.check(edits, intended[ns])
+		for _, r := range refused {
+			r.Namespace = ns
+			set.Refused = append(set.Refused, r)
+		}
+		sort.Slice(edits, func(i, j int) bool { return edits[i].Path < edits[j].Path })
+		if len(edits) > 0 {
+			set.Namespaces[ns] = edits
+		}
+	}
+	for _, r := range set.Refused {
+		for _, id := range r.Workloads {
+			for i := range plan.Workloads {
+				w := &plan.Workloads[i]
+				if (WorkloadID{w.Namespace, w.Kind, w.Name}) == id && w.Manifest.Detail == "" {
+					w.Manifest.Detail = "edit refused: " + r.Path + ": " + r.Reason
+				}
+			}
+		}
+	}
+	sort.SliceStable(set.Refused, func(i, j int) bool {
+		a, b := set.Refused[i], set.Refused[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Path < b.Path
+	})
+	return set, nil
+}
+
+// applyFile computes one pending file's change, plus the kustomization
+// change an overlay patch needs. A refusal leaves every file of it untouched.
+func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
+	if f.patchRoot != "" {
+		return ix.applyPatchFile(f)
+	}
+	before, err := ix.readInside(f.path)
+	if errors.Is(err, errOutsideRepo) {
+		return nil, refusalFor(f.path, f.inPlace, err), nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", f.path, err)
+	}
+	after := before
+	var ids []WorkloadID
+	sort.Slice(f.inPlace, func(i, j int) bool { return f.inPlace[i].id.String() < f.inPlace[j].id.String() })
+	for _, e := range f.inPlace {
+		ids = append(ids, e.id)
+		out, changed, err := yamledit.SetPodTemplateAnnotations(after, e.target, e.set)
+		if err != nil {
+			return nil, refusalFor(f.path, f.inPlace, err), nil
+		}
+		if changed {
+			after = out
+		}
+	}
+	if bytes.Equal(before, after) {
+		return nil, nil, nil
+	}
+	return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil, nil
+}
+
+// readInside reads a repo-relative file, refusing one that a symlink
+// places outside the checkout.
+func (ix *Index) readInside(rel string) ([]byte, error) {
+	resolved, err := filepath.EvalSymlinks(ix.abs(rel))
+	if err != nil {
+		return nil, err
+	}
+	if !within(ix.root, resolved) {
+		return nil, fmt.Errorf("%s: %w", rel, errOutsideRepo)
+	}
+	return os.ReadFile(resolved)
+}
+
+func refusalFor(p string, edits []podTemplateEdit, err error) *Refusal {
+	r := &Refusal{Path: p, Reason: err.Error()}
+	var refused *yamledit.RefusedError
+	if errors.As(err, &refused) {
+		r.Reason = refused.Reason
+	}
+	for _, e := range edits {
+		r.Workloads = append(r.Workloads, e.id)
+	}
+	return r
+}
+
+func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
+	root := ix.roots[f.patchRoot]
+	if root == nil {
+		return nil, &Refusal{Path: f.path, Reason: "unknown kustomize root " + f.patchRoot}, nil
+	}
+	before, err := ix.readInside(f.path)
+	if errors.Is(err, errOutsideRepo) {
+		return nil, refusalFor(f.path, f.patches, err), nil
+	}
+	created := errors.Is(err, os.ErrNotExist)
+	if err != nil && !created {
+		return nil, nil, fmt.Errorf("reading %s: %w", f.path, err)
+	}
+	sort.Slice(f.patches, func(i, j int) bool { return f.patches[i].id.String() < f.patches[j].id.String() })
+	after := bytes.Clone(before)
+	if created {
+		after = []byte(patchFileHeader)
+	}
+	var ids []WorkloadID
+	for _, e := range f.patches {
+		ids = append(ids, e.id)
+		docs, err := parseDocuments(after)
+		if err != nil {
+			return nil, refusalFor(f.path, f.patches, err), nil
+		}
+		exists := false
+		for _, d := range docs {
+			if d.Kind == e.target.Kind && d.Name == e.target.Name {
+				exists = true
+			}
+		}
+		if exists {
+			out, changed, err := yamledit.SetPodTemplateAnnotations(after, e.target, e.set)
+			if err != nil {
+				return nil, refusalFor(f.path, f.patches, err), nil
+			}
+			if changed {
+				after = out
+			}
+			continue
+		}
+		doc, err := patchDocument(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		after = appendDocument(after, doc, len(docs) > 0)
+	}
+	var out []FileEdit
+	if created || !bytes.Equal(before, after) {
+		fe := FileEdit{Path: f.path, After: after, Created: created, Workloads: ids}
+		if !created {
+			fe.Before = before
+		}
+		out = append(out, fe)
+	}
+	kpath := path.Join(root.Dir, root.File)
+	kbefore, err := ix.readInside(kpath)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", kpath, err)
+	}
+	kafter, changed, err := yamledit.AddKustomizationPatch(kbefore, restartPatchFile)
+	if err != nil {
+		return nil, refusalFor(kpath, f.patches, err), nil
+	}
+	if changed {
+		out = append(out, FileEdit{Path: kpath, Before: kbefore, After: kafter, Workloads: ids})
+	}
+	return out, nil, nil
+}
+
+const patchFileHeader = "# Pod template annotations by which kedge restarts workloads of this overlay\n" +
+	"# whose base is shared with other overlays.\n"
+
+// patchDocument renders one strategic-merge patch document: the identity as
+// the base writes it (kustomize matches patches against it) and the pod
+// template annotations, values double-quoted as yamledit writes them.
+func patchDocument(e podTemplateEdit) ([]byte, error) {
+	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+	quoted := func(v string) *yaml.Node {
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: v, Style: yaml.DoubleQuotedStyle}
+	}
+	mapping := func(kv ...*yaml.Node) *yaml.Node { return &yaml.Node{Kind: yaml.MappingNode, Content: kv} }
+
+	annotations := mapping()
+	keys := make([]string, 0, len(e.set))
+	for k := range e.set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		annotations.Content = append(annotations.Content, scalar(k), quoted(e.set[k]))
+	}
+	metadata := mapping(scalar("name"), scalar(e.target.Name))
+	if e.target.Namespace != "" {
+		metadata.Content = append(metadata.Content, scalar("namespace"), scalar(e.target.Namespace))
+	}
+	doc := mapping(
+		scalar("apiVersion"), scalar(e.apiVersion),
+		scalar("kind"), scalar(e.target.Kind),
+		scalar("metadata"), metadata,
+		scalar("spec"), mapping(
+			scalar("template"), mapping(
+				scalar("metadata"), mapping(
+					scalar("annotations"), annotations))),
+	)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	err := enc.Encode(doc)
+	if err == nil {
+		err = enc.Close()
+	}
+	return buf.Bytes(), err
+}
+
+// appendDocument adds a document at the end of a stream without touching
+// the bytes before it.
+func appendDocument(stream, doc []byte, separate bool) []byte {
+	out := bytes.Clone(stream)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	if separate {
+		out = append(out, "---\n"...)
+	}
+	return append(out, doc...)
+}

@@ -1,0 +1,214 @@
+package manifest
+
+import (
+	"path"
+	"strings"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// GitOps tracking metadata (DESIGN §3).
+const (
+	fluxKustomizeNameLabel      = "kustomize.toolkit.fluxcd.io/name"
+	fluxKustomizeNamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+	fluxHelmNameLabel           = "helm.toolkit.fluxcd.io/name"
+	fluxHelmNamespaceLabel      = "helm.toolkit.fluxcd.io/namespace"
+	argoTrackingIDAnnotation    = "argocd.argoproj.io/tracking-id"
+	argoInstanceLabel           = "app.kubernetes.io/instance"
+)
+
+// Hints narrow where a workload can come from, read from the GitOps tool
+// that applied it. The zero value means "no idea": every root and plain file
+// is searched.
+type Hints struct {
+	// Paths are repo-relative directories the workload is applied from (a
+	// Flux Kustomization's spec.path, an Argo CD Application's source paths).
+	Paths []string
+	// TargetNamespace is a Flux Kustomization's spec.targetNamespace: every
+	// object of the path lands there whatever the files say.
+	TargetNamespace string
+	// Helm names the Helm release (or Argo CD Application with a chart
+	// source) that renders the workload; its YAML is not in Git.
+	Helm string
+	// OtherRepo is set when the tracking object's source is another
+	// repository than the indexed one.
+	OtherRepo string
+	// Via names the tracking object, for messages.
+	Via string
+}
+
+// HintsFor returns a function reading a workload's hints from the Flux and
+// Argo CD objects of the cluster. repoURLs are the addresses the indexed
+// repository goes by (its GitHub address, a mirror kedge clones); when none
+// is given, every source is assumed to be that repository.
+func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
+	want := map[string]bool{}
+	for _, u := range repoURLs {
+		if n := normalizeRepoURL(u); n != "" {
+			want[n] = true
+		}
+	}
+	sameRepo := func(u string) bool { return len(want) == 0 || u == "" || want[normalizeRepoURL(u)] }
+	return func(w drift.Workload) Hints {
+		if set == nil {
+			return Hints{}
+		}
+		if name := w.Labels[fluxHelmNameLabel]; name != "" {
+			return Hints{Helm: "HelmRelease " + w.Labels[fluxHelmNamespaceLabel] + "/" + name}
+		}
+		if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
+			ns := w.Labels[fluxKustomizeNamespaceLabel]
+			for _, k := range set.Kustomizations {
+				if k.Name != name || k.Namespace != ns {
+					continue
+				}
+				h := Hints{
+					Paths:           []string{cleanRepoPath(k.Spec.Path)},
+					TargetNamespace: k.Spec.TargetNamespace,
+					Via:             "Flux Kustomization " + ns + "/" + name,
+				}
+				if url := gitRepositoryURL(set, k); !sameRepo(url) {
+					h.OtherRepo = url
+				}
+				return h
+			}
+		}
+		if app := argoApplication(set, w); app != nil {
+			return applicationHints(app, sameRepo)
+		}
+		return Hints{}
+	}
+}
+
+func gitRepositoryURL(set *objects.Set, k objects.Kustomization) string {
+	ref := k.Spec.SourceRef
+	if ref.Kind != "" && ref.Kind != "GitRepository" {
+		return ""
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = k.Namespace
+	}
+	for _, g := range set.GitRepositories {
+		if g.Name == ref.Name && g.Namespace == ns {
+			return g.Spec.URL
+		}
+	}
+	return ""
+}
+
+// argoApplication finds the Application tracking w: by the tracking-id
+// annotation (annotation tracking, the default since Argo CD 3) when it names
+// this very object, else by the instance label (label tracking).
+func argoApplication(set *objects.Set, w drift.Workload) *objects.Application {
+	if id := w.Annotations[argoTrackingIDAnnotation]; id != "" {
+		app, gk, nsName, ok := parseTrackingID(id)
+		_, kind, _ := strings.Cut(gk, "/")
+		if ok && kind == w.Kind && nsName == w.Namespace+"/"+w.Name {
+			if a := findApplication(set, app); a != nil {
+				return a
+			}
+		}
+	}
+	if name := w.Labels[argoInstanceLabel]; name != "" {
+		return findApplication(set, name)
+	}
+	return nil
+}
+
+// parseTrackingID splits "<app>:<group>/<Kind>:<namespace>/<name>".
+func parseTrackingID(id string) (app, groupKind, nsName string, ok bool) {
+	parts := strings.SplitN(id, ":", 3)
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
+}
+
+// findApplication resolves an Argo CD instance name: "<name>", or
+// "<namespace>_<name>" for applications outside the control plane namespace.
+func findApplication(set *objects.Set, instance string) *objects.Application {
+	for i := range set.Applications {
+		if set.Applications[i].Name == instance {
+			return &set.Applications[i]
+		}
+	}
+	if ns, name, ok := strings.Cut(instance, "_"); ok {
+		for i := range set.Applications {
+			if set.Applications[i].Name == name && set.Applications[i].Namespace == ns {
+				return &set.Applications[i]
+			}
+		}
+	}
+	return nil
+}
+
+func applicationHints(app *objects.Application, sameRepo func(string) bool) Hints {
+	via := "Argo CD Application " + app.Namespace + "/" + app.Name
+	sources := app.Spec.Sources
+	if app.Spec.Source != nil {
+		sources = append([]objects.ApplicationSource{*app.Spec.Source}, sources...)
+	}
+	h := Hints{Via: via}
+	var charts, others []string
+	for _, s := range sources {
+		switch {
+		case s.Chart != "":
+			charts = append(charts, s.Chart)
+		case !sameRepo(s.RepoURL):
+			others = append(others, s.RepoURL)
+		case s.Path != "":
+			h.Paths = append(h.Paths, cleanRepoPath(s.Path))
+		}
+	}
+	if len(h.Paths) > 0 {
+		return h
+	}
+	if len(charts) > 0 {
+		return Hints{Helm: via + " (chart " + strings.Join(charts, ", ") + ")", Via: via}
+	}
+	if len(others) > 0 {
+		h.OtherRepo = others[0]
+	}
+	return h
+}
+
+// cleanRepoPath turns a tool's path ("./apps/shop/", "apps/shop") into the
+// repo-relative form of the index ("apps/shop"; "." for the root).
+func cleanRepoPath(p string) string {
+	p = strings.TrimPrefix(strings.TrimSpace(p), "./")
+	p = strings.TrimPrefix(p, "/")
+	if p == "" {
+		return "."
+	}
+	return path.Clean(p)
+}
+
+// normalizeRepoURL reduces the spellings of one repository (https, ssh,
+// scp-like, with or without .git) to host/path.
+func normalizeRepoURL(u string) string {
+	u = strings.TrimSpace(u)
+	if u == "" {
+		return ""
+	}
+	scp := false
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	} else {
+		scp = true
+	}
+	if at := strings.LastIndex(u, "@"); at >= 0 && at < strings.IndexAny(u+"/", "/") {
+		u = u[at+1:]
+	}
+	if scp {
+		u = strings.Replace(u, ":", "/", 1)
+	}
+	host, rest, _ := strings.Cut(u, "/")
+	if h, _, ok := strings.Cut(host, ":"); ok && !scp {
+		host = h // drop a port
+	}
+	rest = strings.TrimSuffix(strings.TrimSuffix(rest, "/"), ".git")
+	// Compared without case: GitHub (and most forges) ignore it in paths.
+	return strings.ToLower(host + "/" + rest)
+}

@@ -1,0 +1,578 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// IndexOptions says which part of a checkout to index.
+type IndexOptions struct {
+	// Paths are repo-relative sub-trees (repo.paths); empty means the whole
+	// repository.
+	Paths []string
+}
+
+// ProblemKind classifies why a path was skipped.
+type ProblemKind string
+
+const (
+	ProblemBuildFailed  ProblemKind = "build-failed"
+	ProblemRemoteBase   ProblemKind = "remote-base"
+	ProblemOutsideRepo  ProblemKind = "outside-repo"
+	ProblemHelmTemplate ProblemKind = "helm-template"
+	ProblemNotYAML      ProblemKind = "not-yaml"
+	ProblemUnparsable   ProblemKind = "unparsable"
+)
+
+// Problem is a path the index skipped, and why. Problems are never fatal:
+// one broken overlay must not stop the rest of the repository from being
+// served.
+type Problem struct {
+	Path string      `json:"path"`
+	Kind ProblemKind `json:"kind"`
+	Err  string      `json:"error,omitempty"`
+}
+
+// Source is where an object is written: a file, the document in it, and the
+// identity as the file writes it (before namespace:, namePrefix: and the
+// like).
+type Source struct {
+	Path       string `json:"path"`
+	Document   int    `json:"document"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Namespace  string `json:"namespace,omitempty"`
+}
+
+// Object is one workload as it is deployed from the repository: its rendered
+// identity, the kustomize root that renders it (empty for a plain file), and
+// its source.
+type Object struct {
+	APIVersion string
+	Kind       string
+	Name       string
+	Namespace  string
+	// Root is the repo-relative kustomize root directory ("." for the
+	// repository root); empty for an object read from a plain file.
+	Root   string
+	Source Source
+	// TemplateAnnotations are the rendered pod template annotations; they
+	// tell whether a workload already carries a restart for a target.
+	TemplateAnnotations map[string]string
+	// GeneratedBy is set when a generator, not a file, produced the object;
+	// such objects cannot be edited.
+	GeneratedBy string
+}
+
+// Root is one kustomize root found in the checkout.
+type Root struct {
+	Dir  string // repo-relative
+	File string // kustomization file name
+	// Problem is set when the root was skipped (remote base, failed build).
+	Problem *Problem
+	// reads are the repo-relative files the build read.
+	reads []string
+	// includes are the repo-relative directories of the other kustomizations
+	// the build read (bases, components, nested overlays).
+	includes []string
+	// restartPatch lists "Kind/name" documents of the kedge patch file when
+	// the kustomization already lists it.
+	restartPatch map[string]bool
+}
+
+// Index maps a checkout's deployed workloads to their sources.
+type Index struct {
+	root     string // absolute, symlinks resolved
+	Problems []Problem
+
+	roots   map[string]*Root
+	objects []Object
+	// byKindName indexes objects by "Kind/name" (rendered).
+	byKindName map[string][]int
+	// byPath indexes objects by source file.
+	byPath map[string][]int
+	// includedBy maps a root dir to the roots whose builds read it.
+	includedBy map[string][]string
+	// readers maps a repo-relative file to the roots whose builds read it.
+	readers map[string][]string
+
+	mu      sync.Mutex
+	located map[workloadKey]Location
+}
+
+// Root returns the absolute path of the indexed checkout.
+func (ix *Index) Root() string { return ix.root }
+
+// Roots returns the kustomize roots, sorted by directory.
+func (ix *Index) Roots() []Root {
+	out := make([]Root, 0, len(ix.roots))
+	for _, r := range ix.roots {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
+	return out
+}
+
+// Objects returns every indexed workload object.
+func (ix *Index) Objects() []Object { return slices.Clone(ix.objects) }
+
+// Shared reports whether a repo-relative source file is deployed as several
+// workloads (several namespaces or names), so that editing it would restart
+// more than one of them. Hints can narrow it; see Locate.
+func (ix *Index) Shared(path string) bool { return ix.sharedFor(path, Hints{}) }
+
+// BuildIndex indexes the checkout at root.
+func BuildIndex(root string, opts IndexOptions) (*Index, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("repository root: %w", err)
+	}
+	ix := &Index{
+		root:       resolved,
+		roots:      map[string]*Root{},
+		byKindName: map[string][]int{},
+		byPath:     map[string][]int{},
+		includedBy: map[string][]string{},
+		located:    map[workloadKey]Location{},
+	}
+	starts, err := ix.startDirs(opts.Paths)
+	if err != nil {
+		return nil, err
+	}
+	scan := &scanResult{kustomizations: map[string]string{}}
+	for _, start := range starts {
+		if err := ix.walk(start, scan); err != nil {
+			return nil, err
+		}
+	}
+
+	kfiles := map[string]*kustomizationFile{}
+	reached := map[string]bool{}
+	dirs := sortedKeys(scan.kustomizations)
+	for _, dir := range dirs {
+		kf, err := readKustomizationFile(dir, scan.kustomizations[dir])
+		if err != nil {
+			ix.addRoot(dir, scan.kustomizations[dir], &Problem{Kind: ProblemBuildFailed, Err: err.Error()})
+			continue
+		}
+		kfiles[dir] = kf
+		for _, f := range kf.files {
+			reached[filepath.Join(dir, f)] = true
+		}
+		for _, f := range kf.refs {
+			if !isRemoteRef(f) {
+				reached[filepath.Join(dir, f)] = true
+			}
+		}
+	}
+	for _, dir := range dirs {
+		kf := kfiles[dir]
+		if kf == nil || kf.kind == "Component" {
+			continue
+		}
+		for r := range ix.buildRoot(kf, kfiles) {
+			reached[r] = true
+		}
+	}
+	for _, f := range scan.yamlFiles {
+		if reached[f] {
+			continue
+		}
+		// A file next to a kustomization that does not list it is not
+		// applied by anything: Flux applies the kustomization, not the
+		// directory.
+		if _, ok := scan.kustomizations[filepath.Dir(f)]; ok {
+			continue
+		}
+		ix.indexPlainFile(f)
+	}
+	ix.finish()
+	return ix, nil
+}
+
+func (ix *Index) startDirs(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return []string{ix.root}, nil
+	}
+	var out []string
+	for _, p := range paths {
+		clean := filepath.Clean(filepath.FromSlash(strings.TrimPrefix(p, "./")))
+		if filepath.IsAbs(clean) {
+			return nil, fmt.Errorf("index path %q must be relative to the repository", p)
+		}
+		r, err := filepath.EvalSymlinks(filepath.Join(ix.root, clean))
+		if err != nil {
+			return nil, fmt.Errorf("index path %q: %w", p, err)
+		}
+		if !within(ix.root, r) {
+			return nil, fmt.Errorf("index path %q: %w", p, errOutsideRepo)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+type scanResult struct {
+	// kustomizations maps absolute directories to their kustomization file
+	// name.
+	kustomizations map[string]string
+	yamlFiles      []string
+}
+
+func (ix *Index) walk(start string, scan *scanResult) error {
+	return filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			ix.problem(p, ProblemUnparsable, err)
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		name := d.Name()
+		if p != start && strings.HasPrefix(name, ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			// Symlinks are not followed: a target inside the checkout is
+			// indexed where it lives; one outside is refused.
+			if target, err := filepath.EvalSymlinks(p); err != nil || !within(ix.root, target) {
+				ix.problem(p, ProblemOutsideRepo, errOutsideRepo)
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if slices.Contains(kustomizationFileNames, name) {
+			dir := filepath.Dir(p)
+			if prev, ok := scan.kustomizations[dir]; !ok || kustomizationRank(name) < kustomizationRank(prev) {
+				scan.kustomizations[dir] = name
+			}
+			return nil
+		}
+		if !isYAMLName(name) {
+			ix.problem(p, ProblemNotYAML, nil)
+			return nil
+		}
+		scan.yamlFiles = append(scan.yamlFiles, p)
+		return nil
+	})
+}
+
+func kustomizationRank(name string) int { return slices.Index(kustomizationFileNames, name) }
+
+// rel turns an absolute path inside the checkout into the repo-relative,
+// slash-separated form used everywhere else.
+func (ix *Index) rel(p string) string {
+	r, err := filepath.Rel(ix.root, p)
+	if err != nil {
+		return filepath.ToSlash(p)
+	}
+	return filepath.ToSlash(r)
+}
+
+func (ix *Index) abs(rel string) string { return filepath.Join(ix.root, filepath.FromSlash(rel)) }
+
+func (ix *Index) problem(p string, kind ProblemKind, err error) {
+	pr := Problem{Path: ix.rel(p), Kind: kind}
+	if err != nil {
+		pr.Err = err.Error()
+	}
+	ix.Problems = append(ix.Problems, pr)
+}
+
+func (ix *Index) addRoot(dir, file string, pr *Problem) *Root {
+	r := &Root{Dir: ix.rel(dir), File: file}
+	if pr != nil {
+		pr.Path = r.Dir
+		r.Problem = pr
+		ix.Problems = append(ix.Problems, *pr)
+	}
+	ix.roots[r.Dir] = r
+	return r
+}
+
+// remoteRef returns the first remote entry the kustomization in dir reaches
+// through local bases and components, or "" when it reaches none. Bases
+// outside the checkout are not read here; the build refuses them.
+func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, seen map[string]bool) string {
+	if seen[dir] {
+		return ""
+	}
+	seen[dir] = true
+	kf, ok := kfiles[dir]
+	if !ok {
+		// A base outside the indexed paths is still read by the build.
+		if resolved, err := filepath.EvalSymlinks(dir); err == nil && within(ix.root, resolved) {
+			kf = loadKustomizationIn(resolved)
+		}
+		kfiles[dir] = kf
+	}
+	if kf == nil {
+		return ""
+	}
+	for _, ref := range kf.refs {
+		if isRemoteRef(ref) {
+			return ref
+		}
+		if r := ix.remoteRef(filepath.Join(kf.dir, ref), kfiles, seen); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+// loadKustomizationIn reads the kustomization of dir, or returns nil when
+// dir is not a kustomization directory (a file, or missing).
+func loadKustomizationIn(dir string) *kustomizationFile {
+	for _, name := range kustomizationFileNames {
+		if info, err := os.Stat(filepath.Join(dir, name)); err == nil && !info.IsDir() {
+			kf, err := readKustomizationFile(dir, name)
+			if err != nil {
+				return nil
+			}
+			return kf
+		}
+	}
+	return nil
+}
+
+// buildRoot renders one root and indexes its workloads; it returns the
+// absolute paths the build read.
+func (ix *Index) buildRoot(kf *kustomizationFile, kfiles map[string]*kustomizationFile) map[string]struct{} {
+	if ref := ix.remoteRef(kf.dir, kfiles, map[string]bool{}); ref != "" {
+		ix.addRoot(kf.dir, kf.name, &Problem{Kind: ProblemRemoteBase, Err: "remote base " + ref + " is not fetched"})
+		return nil
+	}
+	kpath := filepath.Join(kf.dir, kf.name)
+	data, err := os.ReadFile(kpath)
+	if err == nil {
+		data, err = withOriginAnnotations(data)
+	}
+	if err != nil {
+		ix.addRoot(kf.dir, kf.name, &Problem{Kind: ProblemBuildFailed, Err: err.Error()})
+		return nil
+	}
+	gfs := newGuardFS(ix.root, map[string][]byte{kpath: data})
+	rm, err := kustomizeBuild(gfs, kf.dir)
+	if err != nil {
+		kind := ProblemBuildFailed
+		if errors.Is(err, errOutsideRepo) || strings.Contains(err.Error(), errOutsideRepo.Error()) {
+			kind = ProblemOutsideRepo
+		}
+		ix.addRoot(kf.dir, kf.name, &Problem{Kind: kind, Err: err.Error()})
+		return gfs.reads
+	}
+	root := ix.addRoot(kf.dir, kf.name, nil)
+	for p := range gfs.reads {
+		root.reads = append(root.reads, ix.rel(p))
+		if slices.Contains(kustomizationFileNames, filepath.Base(p)) && filepath.Dir(p) != kf.dir {
+			root.includes = append(root.includes, ix.rel(filepath.Dir(p)))
+		}
+	}
+	sort.Strings(root.reads)
+	sort.Strings(root.includes)
+	root.restartPatch = ix.readRestartPatch(kf)
+
+	cache := map[string][]document{}
+	for _, res := range rm.Resources() {
+		if !isWorkloadKind(res.GetApiVersion(), res.GetKind()) {
+			continue
+		}
+		obj := Object{
+			APIVersion: res.GetApiVersion(),
+			Kind:       res.GetKind(),
+			Name:       res.GetName(),
+			Namespace:  res.GetNamespace(),
+			Root:       root.Dir,
+		}
+		if m, err := res.GetFieldValue("spec.template.metadata.annotations"); err == nil {
+			if mm, ok := m.(map[string]interface{}); ok {
+				obj.TemplateAnnotations = map[string]string{}
+				for k, v := range mm {
+					obj.TemplateAnnotations[k] = fmt.Sprint(v)
+				}
+			}
+		}
+		origin, err := res.GetOrigin()
+		switch {
+		case err != nil || origin == nil:
+			obj.GeneratedBy = "unknown origin"
+		case origin.Repo != "":
+			obj.GeneratedBy = "remote " + origin.Repo
+		case origin.Path == "":
+			obj.GeneratedBy = origin.ConfiguredIn
+		default:
+			src, err := ix.sourceFor(kf.dir, origin.Path, &obj, cache)
+			if err != nil {
+				ix.Problems = append(ix.Problems, Problem{Path: root.Dir, Kind: ProblemUnparsable, Err: err.Error()})
+				continue
+			}
+			obj.Source = src
+		}
+		ix.addObject(obj)
+	}
+	return gfs.reads
+}
+
+// sourceFor finds the document of the origin file that a rendered object
+// comes from. Origins name the file only; within a multi-document file the
+// document is the one of the same kind whose written name the rendered name
+// was built from (namePrefix/nameSuffix only add around it).
+func (ix *Index) sourceFor(rootDir, originPath string, obj *Object, cache map[string][]document) (Source, error) {
+	p, err := filepath.EvalSymlinks(filepath.Join(rootDir, filepath.FromSlash(originPath)))
+	if err != nil {
+		return Source{}, err
+	}
+	if !within(ix.root, p) {
+		return Source{}, fmt.Errorf("%s: %w", originPath, errOutsideRepo)
+	}
+	rel := ix.rel(p)
+	docs, ok := cache[rel]
+	if !ok {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return Source{}, err
+		}
+		docs, err = parseDocuments(data)
+		if err != nil {
+			return Source{}, fmt.Errorf("%s: %w", rel, err)
+		}
+		cache[rel] = docs
+	}
+	var best *document
+	var sameKind []*document
+	for i := range docs {
+		d := &docs[i]
+		if d.Kind != obj.Kind {
+			continue
+		}
+		sameKind = append(sameKind, d)
+		if d.Name == "" || !strings.Contains(obj.Name, d.Name) {
+			continue
+		}
+		switch {
+		case best == nil,
+			d.Name == obj.Name && best.Name != obj.Name,
+			len(d.Name) > len(best.Name) && best.Name != obj.Name,
+			len(d.Name) == len(best.Name) && d.Namespace == obj.Namespace && best.Namespace != obj.Namespace:
+			best = d
+		}
+	}
+	if best == nil && len(sameKind) == 1 {
+		// Renamed by a patch: the only document of that kind is the source.
+		best = sameKind[0]
+	}
+	if best == nil {
+		return Source{}, fmt.Errorf("%s: no %s document renders %s", rel, obj.Kind, obj.Name)
+	}
+	return Source{
+		Path: rel, Document: best.Index, APIVersion: best.APIVersion,
+		Kind: best.Kind, Name: best.Name, Namespace: best.Namespace,
+	}, nil
+}
+
+// restartPatchFile is the strategic-merge patch kedge writes in an overlay.
+const restartPatchFile = "kedge-restart-patch.yaml"
+
+func (ix *Index) readRestartPatch(kf *kustomizationFile) map[string]bool {
+	if !slices.Contains(kf.files, restartPatchFile) {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(kf.dir, restartPatchFile))
+	if err != nil {
+		return nil
+	}
+	docs, err := parseDocuments(data)
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, d := range docs {
+		if d.Kind != "" {
+			out[d.Kind+"/"+d.Name] = true
+		}
+	}
+	return out
+}
+
+func (ix *Index) indexPlainFile(p string) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		ix.problem(p, ProblemUnparsable, err)
+		return
+	}
+	if bytes.Contains(data, []byte("{{")) {
+		ix.problem(p, ProblemHelmTemplate, errors.New("contains template directives"))
+		return
+	}
+	docs, err := parseDocuments(data)
+	if err != nil {
+		ix.problem(p, ProblemUnparsable, err)
+		return
+	}
+	rel := ix.rel(p)
+	for _, d := range docs {
+		if !isWorkloadKind(d.APIVersion, d.Kind) || d.Name == "" {
+			continue
+		}
+		ix.addObject(Object{
+			APIVersion:          d.APIVersion,
+			Kind:                d.Kind,
+			Name:                d.Name,
+			Namespace:           d.Namespace,
+			TemplateAnnotations: d.TemplateAnnotations,
+			Source: Source{
+				Path: rel, Document: d.Index, APIVersion: d.APIVersion,
+				Kind: d.Kind, Name: d.Name, Namespace: d.Namespace,
+			},
+		})
+	}
+}
+
+func (ix *Index) addObject(o Object) {
+	ix.byKindName[o.Kind+"/"+o.Name] = append(ix.byKindName[o.Kind+"/"+o.Name], len(ix.objects))
+	if o.Source.Path != "" {
+		ix.byPath[o.Source.Path] = append(ix.byPath[o.Source.Path], len(ix.objects))
+	}
+	ix.objects = append(ix.objects, o)
+}
+
+// finish derives what needs every root built: which roots include which.
+func (ix *Index) finish() {
+	for dir, r := range ix.roots {
+		for _, inc := range r.includes {
+			ix.includedBy[inc] = append(ix.includedBy[inc], dir)
+		}
+	}
+	for _, v := range ix.includedBy {
+		sort.Strings(v)
+	}
+	ix.readers = readersOf(ix.roots)
+	sort.SliceStable(ix.Problems, func(i, j int) bool { return ix.Problems[i].Path < ix.Problems[j].Path })
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

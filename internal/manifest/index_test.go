@@ -1,0 +1,348 @@
+package manifest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/yamledit"
+)
+
+// indexed is the part of an Object the index tests pin down.
+type indexed struct {
+	Kind, Namespace, Name string
+	Root                  string
+	Source                Source
+}
+
+func objectsOf(ix *Index) []indexed {
+	var out []indexed
+	for _, o := range ix.Objects() {
+		out = append(out, indexed{o.Kind, o.Namespace, o.Name, o.Root, o.Source})
+	}
+	return out
+}
+
+func problemsOf(ix *Index) map[string]ProblemKind {
+	out := map[string]ProblemKind{}
+	for _, p := range ix.Problems {
+		out[p.Path] = p.Kind
+	}
+	return out
+}
+
+func TestBuildIndexTracesRenderedObjectsToSources(t *testing.T) {
+	deploy := func(path string, doc int, kind, name, ns string) Source {
+		return Source{Path: path, Document: doc, APIVersion: "apps/v1", Kind: kind, Name: name, Namespace: ns}
+	}
+	tests := []struct {
+		repo string
+		want []indexed
+	}{
+		{
+			repo: "kustomize-prefix",
+			want: []indexed{
+				{"Deployment", "shop", "prod-cart-v1", "apps/shop", deploy("apps/shop/deployment.yaml", 0, "Deployment", "cart", "")},
+				// The ConfigMap before it is document 0 of the file.
+				{"StatefulSet", "shop", "prod-redis-v1", "apps/shop", deploy("apps/shop/redis.yaml", 1, "StatefulSet", "redis", "")},
+				// The cluster root includes the app: same objects, rendered again.
+				{"Deployment", "shop", "prod-cart-v1", "clusters/prod", deploy("apps/shop/deployment.yaml", 0, "Deployment", "cart", "")},
+				{"StatefulSet", "shop", "prod-redis-v1", "clusters/prod", deploy("apps/shop/redis.yaml", 1, "StatefulSet", "redis", "")},
+			},
+		},
+		{
+			repo: "shared-base",
+			want: []indexed{
+				{"Deployment", "", "web", "base", deploy("base/web.yaml", 0, "Deployment", "web", "")},
+				{"Deployment", "", "worker", "base", deploy("base/worker.yaml", 0, "Deployment", "worker", "")},
+				{"Deployment", "team-a", "web", "overlays/team-a", deploy("base/web.yaml", 0, "Deployment", "web", "")},
+				{"Deployment", "team-a", "worker", "overlays/team-a", deploy("base/worker.yaml", 0, "Deployment", "worker", "")},
+				{"Deployment", "team-b", "b-web", "overlays/team-b", deploy("base/web.yaml", 0, "Deployment", "web", "")},
+				{"Deployment", "team-b", "b-worker", "overlays/team-b", deploy("base/worker.yaml", 0, "Deployment", "worker", "")},
+				{"Deployment", "team-c", "web", "overlays/team-c", deploy("base/web.yaml", 0, "Deployment", "web", "")},
+				{"Deployment", "team-c", "worker", "overlays/team-c", deploy("base/worker.yaml", 0, "Deployment", "worker", "")},
+			},
+		},
+		{
+			repo: "plain",
+			want: []indexed{
+				{"DaemonSet", "", "node-agent", "", deploy("apps/agent.yaml", 0, "DaemonSet", "node-agent", "")},
+				{"Deployment", "", "billing", "", deploy("apps/billing.yaml", 0, "Deployment", "billing", "")},
+				{"Deployment", "payments", "api", "", deploy("apps/multi.yaml", 1, "Deployment", "api", "payments")},
+				{"StatefulSet", "payments", "ledger", "", deploy("apps/multi.yaml", 2, "StatefulSet", "ledger", "payments")},
+			},
+		},
+		{
+			repo: "remote",
+			want: []indexed{
+				{"Deployment", "local", "local-app", "apps/local", deploy("apps/local/deploy.yaml", 0, "Deployment", "local-app", "")},
+			},
+		},
+		{
+			repo: "symlink",
+			want: []indexed{
+				{"Deployment", "vault", "good", "", deploy("apps/good/deploy.yaml", 0, "Deployment", "good", "vault")},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.repo, func(t *testing.T) {
+			ix, err := BuildIndex(fixtureRepo(tt.repo), IndexOptions{})
+			require.NoError(t, err)
+			assert.ElementsMatch(t, tt.want, objectsOf(ix))
+		})
+	}
+}
+
+func TestBuildIndexReportsSkippedPaths(t *testing.T) {
+	tests := []struct {
+		repo string
+		want map[string]ProblemKind
+	}{
+		{"kustomize-prefix", map[string]ProblemKind{}},
+		{"plain", map[string]ProblemKind{
+			"apps/broken.yaml": ProblemUnparsable,
+			"docs/README.md":   ProblemNotYAML,
+		}},
+		{"helm", map[string]ProblemKind{
+			"charts/podinfo/templates/deployment.yaml": ProblemHelmTemplate,
+		}},
+		{"remote", map[string]ProblemKind{
+			"apps/remote-https": ProblemRemoteBase,
+			"apps/remote-scp":   ProblemRemoteBase,
+			// Remote only through its base.
+			"apps/nested": ProblemRemoteBase,
+			"apps/broken": ProblemBuildFailed,
+		}},
+		{"symlink", map[string]ProblemKind{
+			"apps/leak.yaml":      ProblemOutsideRepo,
+			"apps/linked-base":    ProblemOutsideRepo,
+			"overlays/via-link":   ProblemOutsideRepo,
+			"overlays/via-dotdot": ProblemOutsideRepo,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.repo, func(t *testing.T) {
+			ix, err := BuildIndex(fixtureRepo(tt.repo), IndexOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, problemsOf(ix))
+		})
+	}
+}
+
+func TestBuildIndexNeverReadsOutsideTheCheckout(t *testing.T) {
+	ix, err := BuildIndex(fixtureRepo("symlink"), IndexOptions{})
+	require.NoError(t, err)
+	for _, r := range ix.Roots() {
+		for _, f := range r.reads {
+			assert.NotContains(t, f, "..", "root %s read %s", r.Dir, f)
+		}
+	}
+	for _, o := range ix.Objects() {
+		assert.NotEqual(t, "secret-app", o.Name, "an object from outside the checkout was indexed")
+	}
+}
+
+func TestBuildIndexPaths(t *testing.T) {
+	tests := []struct {
+		name    string
+		paths   []string
+		want    []string // indexed source files
+		wantErr bool
+	}{
+		{name: "whole repository", want: []string{"apps/frontend/frontend.yaml", "apps/podinfo/deployment.yaml", "staging/podinfo/deployment.yaml"}},
+		{name: "one sub-tree", paths: []string{"./staging"}, want: []string{"staging/podinfo/deployment.yaml"}},
+		{name: "two sub-trees", paths: []string{"apps/frontend", "staging/"}, want: []string{"apps/frontend/frontend.yaml", "staging/podinfo/deployment.yaml"}},
+		{name: "escaping path", paths: []string{"../.."}, wantErr: true},
+		{name: "missing path", paths: []string{"nope"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ix, err := BuildIndex(fixtureRepo("flux"), IndexOptions{Paths: tt.paths})
+			if tt.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			var got []string
+			for _, o := range ix.Objects() {
+				got = append(got, o.Source.Path)
+			}
+			assert.ElementsMatch(t, tt.want, got)
+		})
+	}
+}
+
+func TestBuildIndexRootBehindSymlinkedCheckout(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "checkout")
+	abs, err := filepath.Abs(fixtureRepo("kustomize-prefix"))
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(abs, link))
+	ix, err := BuildIndex(link, IndexOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, ix.Problems)
+	assert.Len(t, ix.Objects(), 4)
+}
+
+func TestSharedSourceFiles(t *testing.T) {
+	tests := []struct {
+		repo, path string
+		want       bool
+	}{
+		{"shared-base", "base/web.yaml", true},
+		{"kustomize-prefix", "apps/shop/deployment.yaml", false},
+		// One namespace, but two workloads (a-app, b-app) from one document.
+		{"verify-refusal", "base/app.yaml", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.repo, func(t *testing.T) {
+			ix, err := BuildIndex(fixtureRepo(tt.repo), IndexOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, ix.Shared(tt.path))
+		})
+	}
+}
+
+func TestWithOriginAnnotations(t *testing.T) {
+	tests := []struct {
+		name, in string
+	}{
+		{"absent", "resources:\n- a.yaml\n"},
+		{"other option set", "buildMetadata: [managedByLabel]\nresources:\n- a.yaml\n"},
+		{"already set", "buildMetadata:\n- originAnnotations\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := withOriginAnnotations([]byte(tt.in))
+			require.NoError(t, err)
+			docs, err := parseDocuments(out)
+			require.NoError(t, err)
+			require.Len(t, docs, 1)
+			assert.Contains(t, string(out), "originAnnotations")
+		})
+	}
+}
+
+func TestIsRemoteRef(t *testing.T) {
+	tests := []struct {
+		ref  string
+		want bool
+	}{
+		{"https://github.com/org/repo//base?ref=v1", true},
+		{"git::https://example.com/org/repo", true},
+		{"ssh://git@example.com/org/repo.git", true},
+		{"git@github.com:org/repo.git//base", true},
+		{"github.com/org/repo/base?ref=main", true},
+		{"file:///srv/repo", true},
+		{"../base", false},
+		{"deployment.yaml", false},
+		{"github-base/overlay", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			assert.Equal(t, tt.want, isRemoteRef(tt.ref))
+		})
+	}
+}
+
+func TestGuardFSConfinesToCheckout(t *testing.T) {
+	abs, err := filepath.Abs(fixtureRepo("symlink"))
+	require.NoError(t, err)
+	root, err := filepath.EvalSymlinks(abs)
+	require.NoError(t, err)
+	g := newGuardFS(root, map[string][]byte{filepath.Join(root, "apps", "new.yaml"): []byte("a: 1\n")})
+	inside := filepath.Join(root, "apps", "good", "deploy.yaml")
+	outside := []string{
+		filepath.Join(root, "apps", "leak.yaml"),
+		filepath.Join(root, "apps", "linked-base"),
+		filepath.Join(root, "..", "outside", "deploy.yaml"),
+	}
+
+	_, err = g.ReadFile(inside)
+	require.NoError(t, err)
+	assert.True(t, g.Exists(inside))
+	data, err := g.ReadFile(filepath.Join(root, "apps", "new.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, "a: 1\n", string(data), "replaced files are served from memory")
+	assert.True(t, g.IsDir(filepath.Join(root, "apps")))
+	names, err := g.ReadDir(filepath.Join(root, "apps", "good"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"deploy.yaml"}, names)
+	matches, err := g.Glob(filepath.Join(root, "apps", "*.yaml"))
+	require.NoError(t, err)
+	assert.Empty(t, matches, "the escaping symlink is not globbed")
+
+	for _, p := range outside {
+		_, err := g.ReadFile(p)
+		assert.ErrorIs(t, err, errOutsideRepo, p)
+		assert.False(t, g.Exists(p), p)
+		assert.False(t, g.IsDir(p), p)
+		_, err = g.Open(p)
+		assert.Error(t, err, p)
+		_, _, err = g.CleanedAbs(p)
+		assert.Error(t, err, p)
+		_, err = g.ReadDir(p)
+		assert.Error(t, err, p)
+		assert.Error(t, g.Walk(p, func(string, os.FileInfo, error) error { return nil }), p)
+	}
+	assert.Error(t, g.WriteFile(inside, nil), "read-only")
+	assert.Error(t, g.MkdirAll(filepath.Join(root, "x")), "read-only")
+	_, err = g.Create(inside)
+	assert.Error(t, err, "read-only")
+	assert.NotContains(t, g.reads, outside[0])
+}
+
+// TestDocumentIndicesAgreeWithYamledit pins the object numbering shared with
+// yamledit.Target.Document: empty documents are skipped, List items count.
+func TestDocumentIndicesAgreeWithYamledit(t *testing.T) {
+	src := []byte(`# header
+---
+---
+# only a comment
+---
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: in-list
+    spec:
+      template:
+        metadata:
+          annotations:
+            a: "1"
+  - apiVersion: v1
+    kind: Service
+    metadata:
+      name: svc
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: last
+spec:
+  template:
+    metadata:
+      annotations:
+        a: "2"
+`)
+	docs, err := parseDocuments(src)
+	require.NoError(t, err)
+	require.Len(t, docs, 3)
+	for _, d := range docs {
+		if !isWorkloadKind(d.APIVersion, d.Kind) {
+			continue
+		}
+		got, err := yamledit.PodTemplateAnnotations(src, yamledit.Target{Kind: d.Kind, Name: d.Name, Document: d.Index})
+		require.NoError(t, err, "%s %s at %d", d.Kind, d.Name, d.Index)
+		assert.Equal(t, d.TemplateAnnotations, got)
+	}
+	assert.Equal(t, 0, docs[0].Index)
+	assert.Equal(t, "in-list", docs[0].Name)
+	assert.Equal(t, 2, docs[2].Index)
+	assert.Equal(t, "last", docs[2].Name)
+}

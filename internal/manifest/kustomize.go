@@ -1,0 +1,280 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// kustomizationFileNames are the names kustomize recognises, in its order.
+var kustomizationFileNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// kustomizeMu serialises builds: the kustomize API keeps process-wide state
+// (the OpenAPI schema) that is not safe for concurrent builds
+// (kubernetes-sigs/kustomize#3659; Flux serialises for the same reason).
+var kustomizeMu sync.Mutex
+
+// errOutsideRepo is returned for any path that resolves outside the checkout.
+var errOutsideRepo = errors.New("path resolves outside the repository")
+
+// kustomizationFile is what kedge reads from a kustomization before building
+// it: enough to refuse remote bases (kustomize would shell out to git) and to
+// know which files it reaches even when the build fails.
+type kustomizationFile struct {
+	dir  string // absolute, symlinks resolved
+	name string
+	kind string
+	// dirRefs are resources, bases and components entries, as written.
+	refs []string
+	// files are other paths it names (patches, generators' sources are not
+	// needed: they are never workloads).
+	files []string
+}
+
+func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	var k types.Kustomization
+	if err := sigsyaml.Unmarshal(data, &k); err != nil {
+		return nil, err
+	}
+	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind}
+	kf.refs = append(kf.refs, k.Resources...)
+	kf.refs = append(kf.refs, k.Bases...) //nolint:staticcheck // old kustomizations still use bases
+	kf.refs = append(kf.refs, k.Components...)
+	kf.files = append(kf.files, k.Crds...)
+	for _, p := range k.Patches {
+		if p.Path != "" {
+			kf.files = append(kf.files, p.Path)
+		}
+	}
+	for _, p := range k.PatchesJson6902 { //nolint:staticcheck // still accepted by kustomize
+		if p.Path != "" {
+			kf.files = append(kf.files, p.Path)
+		}
+	}
+	for _, p := range k.PatchesStrategicMerge { //nolint:staticcheck // still accepted by kustomize
+		// An inline patch is YAML text, not a path.
+		if s := string(p); !strings.Contains(s, "\n") {
+			kf.files = append(kf.files, s)
+		}
+	}
+	return kf, nil
+}
+
+var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
+
+// isRemoteRef mirrors the rules by which kustomize decides that a resources
+// entry is a remote repository or URL rather than a local path: a scheme, an
+// SCP-style user@, or a bare github.com host.
+func isRemoteRef(ref string) bool {
+	r := strings.TrimPrefix(ref, "git::")
+	lower := strings.ToLower(r)
+	for _, scheme := range []string{"https://", "http://", "ssh://", "file://"} {
+		if strings.HasPrefix(lower, scheme) {
+			return true
+		}
+	}
+	if scpUser.MatchString(r) {
+		return true
+	}
+	return strings.HasPrefix(lower, "github.com/") || strings.HasPrefix(lower, "github.com:")
+}
+
+// withOriginAnnotations returns the kustomization with buildMetadata
+// originAnnotations switched on. The kustomize API has no option for it: the
+// kustomize build reads it from the top kustomization file only, and passes
+// it down to every base.
+func withOriginAnnotations(data []byte) ([]byte, error) {
+	node, err := kyaml.Parse(string(data))
+	if err != nil {
+		return nil, err
+	}
+	meta := node.Field("buildMetadata")
+	if meta != nil && meta.Value != nil {
+		for _, v := range meta.Value.YNode().Content {
+			if v.Value == types.OriginAnnotations {
+				return data, nil
+			}
+		}
+		if err := meta.Value.PipeE(kyaml.Append(kyaml.NewScalarRNode(types.OriginAnnotations).YNode())); err != nil {
+			return nil, err
+		}
+	} else if err := node.PipeE(kyaml.SetField("buildMetadata",
+		kyaml.NewListRNode(types.OriginAnnotations))); err != nil {
+		return nil, err
+	}
+	out, err := node.String()
+	return []byte(out), err
+}
+
+// guardFS is the file system a kustomize build sees: the disk, read-only,
+// confined to the checkout (symlinks resolved), with optional replaced or
+// added files, and a record of every file read.
+type guardFS struct {
+	root string // absolute, symlinks resolved
+	// replace maps absolute resolved paths to the bytes a build must see.
+	replace map[string][]byte
+	reads   map[string]struct{}
+}
+
+var _ filesys.FileSystem = (*guardFS)(nil)
+
+func newGuardFS(root string, replace map[string][]byte) *guardFS {
+	return &guardFS{root: root, replace: replace, reads: map[string]struct{}{}}
+}
+
+// within reports whether the resolved path p lies inside root.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+func (g *guardFS) resolve(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := g.replace[abs]; ok {
+		return abs, nil
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", err
+	}
+	if !within(g.root, resolved) {
+		return "", fmt.Errorf("%s: %w", p, errOutsideRepo)
+	}
+	return resolved, nil
+}
+
+func (g *guardFS) Create(string) (filesys.File, error) { return nil, errors.New("read-only") }
+func (g *guardFS) Mkdir(string) error                  { return errors.New("read-only") }
+func (g *guardFS) MkdirAll(string) error               { return errors.New("read-only") }
+func (g *guardFS) RemoveAll(string) error              { return errors.New("read-only") }
+func (g *guardFS) WriteFile(string, []byte) error      { return errors.New("read-only") }
+
+func (g *guardFS) Open(p string) (filesys.File, error) {
+	r, err := g.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := g.replace[r]; ok {
+		return nil, errors.New("open is not supported for replaced files")
+	}
+	return os.Open(r)
+}
+
+func (g *guardFS) IsDir(p string) bool {
+	r, err := g.resolve(p)
+	if err != nil {
+		return false
+	}
+	if _, ok := g.replace[r]; ok {
+		return false
+	}
+	info, err := os.Stat(r)
+	return err == nil && info.IsDir()
+}
+
+func (g *guardFS) Exists(p string) bool {
+	_, err := g.resolve(p)
+	return err == nil
+}
+
+func (g *guardFS) ReadDir(p string) ([]string, error) {
+	r, err := g.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(r)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+func (g *guardFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
+	r, err := g.resolve(p)
+	if err != nil {
+		return "", "", err
+	}
+	if g.IsDir(r) {
+		return filesys.ConfirmedDir(r), "", nil
+	}
+	return filesys.ConfirmedDir(filepath.Dir(r)), filepath.Base(r), nil
+}
+
+func (g *guardFS) Glob(pattern string) ([]string, error) {
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range filesys.RemoveHiddenFiles(matches) {
+		if _, err := g.resolve(m); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (g *guardFS) ReadFile(p string) ([]byte, error) {
+	r, err := g.resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	if data, ok := g.replace[r]; ok {
+		g.reads[r] = struct{}{}
+		return data, nil
+	}
+	data, err := os.ReadFile(r)
+	if err == nil {
+		g.reads[r] = struct{}{}
+	}
+	return data, err
+}
+
+func (g *guardFS) Walk(p string, fn filepath.WalkFunc) error {
+	r, err := g.resolve(p)
+	if err != nil {
+		return err
+	}
+	return filepath.Walk(r, fn)
+}
+
+// kustomizeBuild renders one kustomize root. Plugins are off (no exec, no Go
+// plugins) and load restrictions are the ones Flux uses: any file inside the
+// checkout, which guardFS enforces.
+func kustomizeBuild(fs *guardFS, dir string) (_ resmap.ResMap, err error) {
+	kustomizeMu.Lock()
+	defer kustomizeMu.Unlock()
+	// Malformed input has made kustomize panic before; a bad root must not
+	// take the whole index down with it.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kustomize build panicked: %v", r)
+		}
+	}()
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsNone
+	opts.PluginConfig = types.DisabledPluginConfig()
+	return krusty.MakeKustomizer(opts).Run(fs, dir)
+}

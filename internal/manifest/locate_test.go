@@ -1,0 +1,301 @@
+package manifest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+func workload(ns, kind, name string) drift.Workload {
+	apiVersion := "apps/v1"
+	if kind == "Rollout" {
+		apiVersion = "argoproj.io/v1alpha1"
+	}
+	return drift.Workload{Namespace: ns, Kind: kind, Name: name, APIVersion: apiVersion}
+}
+
+func TestLocate(t *testing.T) {
+	found := func(path, edit string) drift.Manifest {
+		return drift.Manifest{Status: drift.ManifestFound, Path: path, Edit: edit}
+	}
+	tests := []struct {
+		name     string
+		repo     string
+		workload drift.Workload
+		hints    Hints
+		want     drift.Manifest
+		wantRoot string
+	}{
+		{
+			name: "namespace and prefix/suffix from the kustomization", repo: "kustomize-prefix",
+			workload: workload("shop", "Deployment", "prod-cart-v1"),
+			// clusters/prod renders it too; the innermost root is kept.
+			want: found("apps/shop/deployment.yaml", drift.EditInPlace), wantRoot: "apps/shop",
+		},
+		{
+			name: "hinted outer root", repo: "kustomize-prefix",
+			workload: workload("shop", "Deployment", "prod-cart-v1"),
+			hints:    Hints{Paths: []string{"clusters/prod"}},
+			want:     found("apps/shop/deployment.yaml", drift.EditInPlace), wantRoot: "clusters/prod",
+		},
+		{
+			name: "second document of a multi-document file", repo: "kustomize-prefix",
+			workload: workload("shop", "StatefulSet", "prod-redis-v1"),
+			want:     found("apps/shop/redis.yaml", drift.EditInPlace), wantRoot: "apps/shop",
+		},
+		{
+			name: "the name as written is not the deployed name", repo: "kustomize-prefix",
+			workload: workload("shop", "Deployment", "cart"),
+			want:     drift.Manifest{Status: drift.ManifestNotFound, Detail: "no Deployment shop/cart in the indexed paths"},
+		},
+		{
+			name: "kind must match", repo: "kustomize-prefix",
+			workload: workload("shop", "StatefulSet", "prod-cart-v1"),
+			want:     drift.Manifest{Status: drift.ManifestNotFound, Detail: "no StatefulSet shop/prod-cart-v1 in the indexed paths"},
+		},
+		{
+			name: "shared base is patched in the workload's overlay", repo: "shared-base",
+			workload: workload("team-a", "Deployment", "web"),
+			want:     found("base/web.yaml", drift.EditOverlayPatch), wantRoot: "overlays/team-a",
+		},
+		{
+			name: "shared base under a name prefix", repo: "shared-base",
+			workload: workload("team-b", "Deployment", "b-worker"),
+			want:     found("base/worker.yaml", drift.EditOverlayPatch), wantRoot: "overlays/team-b",
+		},
+		{
+			name: "base applied on its own as well: no overlay can take the patch", repo: "shared-base",
+			workload: workload("team-z", "Deployment", "web"),
+			hints:    Hints{Paths: []string{"base"}, TargetNamespace: "team-z", Via: "Flux Kustomization flux-system/base"},
+			want: drift.Manifest{Status: drift.ManifestFound, Path: "base/web.yaml", Edit: drift.EditOverlayPatch,
+				Detail: "base/web.yaml is deployed as several workloads and no overlay renders it only as Deployment team-z/web"},
+		},
+		{
+			name: "plain multi-document file with namespaces", repo: "plain",
+			workload: workload("payments", "StatefulSet", "ledger"),
+			want:     found("apps/multi.yaml", drift.EditInPlace),
+		},
+		{
+			name: "plain file without namespace matches any", repo: "plain",
+			workload: workload("billing", "Deployment", "billing"),
+			want:     found("apps/billing.yaml", drift.EditInPlace),
+		},
+		{
+			name: "plain file namespace must match", repo: "plain",
+			workload: workload("other", "Deployment", "api"),
+			want:     drift.Manifest{Status: drift.ManifestNotFound, Detail: "no Deployment other/api in the indexed paths"},
+		},
+		{
+			name: "same workload in two directories without a hint", repo: "flux",
+			workload: workload("podinfo", "Deployment", "podinfo"),
+			want: drift.Manifest{Status: drift.ManifestAmbiguous, Detail: "2 definitions match Deployment podinfo/podinfo",
+				Candidates: []string{"apps/podinfo/deployment.yaml", "staging/podinfo/deployment.yaml"}},
+		},
+		{
+			name: "Flux path of plain files settles it", repo: "flux",
+			workload: workload("podinfo", "Deployment", "podinfo"),
+			hints:    Hints{Paths: []string{"staging/podinfo"}, TargetNamespace: "podinfo", Via: "Flux Kustomization flux-system/staging"},
+			want:     found("staging/podinfo/deployment.yaml", drift.EditInPlace),
+		},
+		{
+			name: "Flux path of a kustomize root with targetNamespace", repo: "flux",
+			workload: workload("web", "Deployment", "frontend"),
+			hints:    Hints{Paths: []string{"apps/frontend"}, TargetNamespace: "web", Via: "Flux Kustomization flux-system/frontend"},
+			want:     found("apps/frontend/frontend.yaml", drift.EditInPlace), wantRoot: "apps/frontend",
+		},
+		{
+			name: "Flux targetNamespace contradicts the workload", repo: "flux",
+			workload: workload("elsewhere", "Deployment", "frontend"),
+			hints:    Hints{Paths: []string{"apps/frontend"}, TargetNamespace: "web", Via: "Flux Kustomization flux-system/frontend"},
+			want:     drift.Manifest{Status: drift.ManifestNotFound, Detail: "no Deployment elsewhere/frontend under apps/frontend (Flux Kustomization flux-system/frontend)"},
+		},
+		{
+			name: "Flux path of a root that was skipped", repo: "remote",
+			workload: workload("nested", "Deployment", "app"),
+			hints:    Hints{Paths: []string{"apps/nested"}, Via: "Flux Kustomization flux-system/nested"},
+			want: drift.Manifest{Status: drift.ManifestNotFound,
+				Detail: "Flux Kustomization flux-system/nested applies apps/nested, which was skipped: remote base https://github.com/example/manifests//deploy?ref=v1.0.0 is not fetched"},
+		},
+		{
+			name: "Argo CD source path settles it", repo: "argo",
+			workload: workload("guestbook", "Deployment", "guestbook-ui"),
+			hints:    Hints{Paths: []string{"guestbook-dev"}, Via: "Argo CD Application argocd/guestbook-dev"},
+			want:     found("guestbook-dev/guestbook-ui.yaml", drift.EditInPlace), wantRoot: "guestbook-dev",
+		},
+		{
+			name: "Argo CD without a hint", repo: "argo",
+			workload: workload("guestbook", "Deployment", "guestbook-ui"),
+			want: drift.Manifest{Status: drift.ManifestAmbiguous, Detail: "2 definitions match Deployment guestbook/guestbook-ui",
+				Candidates: []string{"guestbook-dev/guestbook-ui.yaml", "guestbook/guestbook-ui.yaml"}},
+		},
+		{
+			name: "two plain files define it", repo: "ambiguous",
+			workload: workload("dev", "Deployment", "api"),
+			want: drift.Manifest{Status: drift.ManifestAmbiguous, Detail: "2 definitions match Deployment dev/api",
+				Candidates: []string{"team1/api.yaml", "team2/api.yaml"}},
+		},
+		{
+			name: "Flux Helm release", repo: "helm",
+			workload: workload("podinfo", "Deployment", "podinfo"),
+			hints:    Hints{Helm: "HelmRelease podinfo/podinfo"},
+			want:     drift.Manifest{Status: drift.ManifestHelm, Detail: "HelmRelease podinfo/podinfo"},
+		},
+		{
+			name: "Argo CD path holding a chart", repo: "helm",
+			workload: workload("podinfo", "Deployment", "podinfo"),
+			hints:    Hints{Paths: []string{"charts/podinfo"}, Via: "Argo CD Application argocd/podinfo"},
+			want:     drift.Manifest{Status: drift.ManifestHelm, Detail: "Argo CD Application argocd/podinfo renders the chart in charts/podinfo"},
+		},
+		{
+			name: "source in another repository", repo: "plain",
+			workload: workload("payments", "Deployment", "api"),
+			hints:    Hints{OtherRepo: "https://example.com/other.git", Via: "Flux Kustomization flux-system/payments"},
+			want: drift.Manifest{Status: drift.ManifestNotFound,
+				Detail: "Flux Kustomization flux-system/payments applies it from https://example.com/other.git, not this repository"},
+		},
+		{
+			name: "outside the checkout is never found", repo: "symlink",
+			workload: workload("vault", "Deployment", "secret-app"),
+			want:     drift.Manifest{Status: drift.ManifestNotFound, Detail: "no Deployment vault/secret-app in the indexed paths"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ix, err := BuildIndex(fixtureRepo(tt.repo), IndexOptions{})
+			require.NoError(t, err)
+			loc := ix.Locate(tt.workload, tt.hints)
+			assert.Equal(t, tt.want, loc.Manifest)
+			assert.Equal(t, tt.wantRoot, loc.Root)
+		})
+	}
+}
+
+func TestHintsFor(t *testing.T) {
+	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	set := &objects.Set{
+		Kustomizations: []objects.Kustomization{
+			{ObjectMeta: meta("flux-system", "shop"), Spec: objects.KustomizationSpec{
+				Path: "./clusters/prod/shop/", TargetNamespace: "shop",
+				SourceRef: objects.CrossObjectRef{Kind: "GitRepository", Name: "fleet"},
+			}},
+			{ObjectMeta: meta("flux-system", "vendor"), Spec: objects.KustomizationSpec{
+				Path: "./deploy", SourceRef: objects.CrossObjectRef{Kind: "GitRepository", Name: "vendor"},
+			}},
+		},
+		GitRepositories: []objects.GitRepository{
+			{ObjectMeta: meta("flux-system", "fleet"), Spec: objects.GitRepositorySpec{URL: "ssh://git@github.com/acme/fleet.git"}},
+			{ObjectMeta: meta("flux-system", "vendor"), Spec: objects.GitRepositorySpec{URL: "https://github.com/vendor/charts"}},
+		},
+		Applications: []objects.Application{
+			{ObjectMeta: meta("argocd", "guestbook"), Spec: objects.ApplicationSpec{
+				Source: &objects.ApplicationSource{RepoURL: "https://github.com/acme/fleet", Path: "apps/guestbook"},
+			}},
+			{ObjectMeta: meta("team-a", "multi"), Spec: objects.ApplicationSpec{Sources: []objects.ApplicationSource{
+				{RepoURL: "https://github.com/acme/fleet.git", Path: "./apps/multi/one"},
+				{RepoURL: "git@github.com:acme/fleet.git", Path: "apps/multi/two"},
+			}}},
+			{ObjectMeta: meta("argocd", "redis"), Spec: objects.ApplicationSpec{
+				Source: &objects.ApplicationSource{RepoURL: "https://charts.bitnami.com/bitnami", Chart: "redis", TargetRevision: "19.0.0"},
+			}},
+		},
+	}
+	w := func(labels, annotations map[string]string) drift.Workload {
+		x := workload("shop", "Deployment", "cart")
+		x.Labels, x.Annotations = labels, annotations
+		return x
+	}
+	tests := []struct {
+		name string
+		w    drift.Workload
+		want Hints
+	}{
+		{
+			name: "no GitOps metadata", w: w(nil, nil), want: Hints{},
+		},
+		{
+			name: "Flux Kustomization labels",
+			w: w(map[string]string{
+				"kustomize.toolkit.fluxcd.io/name": "shop", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+			}, nil),
+			want: Hints{Paths: []string{"clusters/prod/shop"}, TargetNamespace: "shop", Via: "Flux Kustomization flux-system/shop"},
+		},
+		{
+			name: "Flux source is another repository",
+			w: w(map[string]string{
+				"kustomize.toolkit.fluxcd.io/name": "vendor", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+			}, nil),
+			want: Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor", OtherRepo: "https://github.com/vendor/charts"},
+		},
+		{
+			name: "unknown Flux Kustomization gives no hint",
+			w: w(map[string]string{
+				"kustomize.toolkit.fluxcd.io/name": "gone", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+			}, nil),
+			want: Hints{},
+		},
+		{
+			name: "Flux Helm release",
+			w: w(map[string]string{
+				"helm.toolkit.fluxcd.io/name": "cart", "helm.toolkit.fluxcd.io/namespace": "shop",
+			}, nil),
+			want: Hints{Helm: "HelmRelease shop/cart"},
+		},
+		{
+			name: "Argo CD tracking id",
+			w:    w(nil, map[string]string{"argocd.argoproj.io/tracking-id": "guestbook:apps/Deployment:shop/cart"}),
+			want: Hints{Paths: []string{"apps/guestbook"}, Via: "Argo CD Application argocd/guestbook"},
+		},
+		{
+			name: "Argo CD tracking id of another object is ignored",
+			w:    w(nil, map[string]string{"argocd.argoproj.io/tracking-id": "guestbook:apps/Deployment:shop/other"}),
+			want: Hints{},
+		},
+		{
+			name: "Argo CD application in any namespace, several sources",
+			w:    w(nil, map[string]string{"argocd.argoproj.io/tracking-id": "team-a_multi:apps/Deployment:shop/cart"}),
+			want: Hints{Paths: []string{"apps/multi/one", "apps/multi/two"}, Via: "Argo CD Application team-a/multi"},
+		},
+		{
+			name: "Argo CD label tracking",
+			w:    w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil),
+			want: Hints{Paths: []string{"apps/guestbook"}, Via: "Argo CD Application argocd/guestbook"},
+		},
+		{
+			name: "Argo CD chart source",
+			w:    w(map[string]string{"app.kubernetes.io/instance": "redis"}, nil),
+			want: Hints{Helm: "Argo CD Application argocd/redis (chart redis)", Via: "Argo CD Application argocd/redis"},
+		},
+		{
+			name: "instance label of a Helm release without an Application",
+			w:    w(map[string]string{"app.kubernetes.io/instance": "my-release"}, nil),
+			want: Hints{},
+		},
+	}
+	hints := HintsFor(set, "https://github.com/ACME/fleet.git")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, hints(tt.w))
+		})
+	}
+}
+
+func TestNormalizeRepoURL(t *testing.T) {
+	want := "github.com/acme/fleet"
+	for _, u := range []string{
+		"https://github.com/acme/fleet",
+		"https://github.com/acme/fleet.git",
+		"https://x-access-token@github.com/acme/fleet/",
+		"ssh://git@github.com/acme/fleet.git",
+		"ssh://git@github.com:22/acme/fleet.git",
+		"git@github.com:acme/fleet.git",
+		"HTTPS://GitHub.com/acme/fleet",
+	} {
+		assert.Equal(t, want, normalizeRepoURL(u), u)
+	}
+	assert.NotEqual(t, want, normalizeRepoURL("https://github.com/acme/fleet-staging"))
+}

@@ -1,0 +1,147 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// document is one object of a source file (a YAML document, or an item of
+// a `kind: List` document), with the identity as the file writes it.
+type document struct {
+	// Index is the object's position in the file counting from 0, skipping
+	// empty documents and counting every List item: the order kyaml's readers
+	// (and yamledit's Target.Document) use.
+	Index      int
+	APIVersion string
+	Kind       string
+	Name       string
+	Namespace  string
+	// TemplateAnnotations are spec.template.metadata.annotations.
+	TemplateAnnotations map[string]string
+}
+
+// parseDocuments reads the identity of every object in a YAML (or JSON)
+// stream.
+func parseDocuments(data []byte) ([]document, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var docs []document
+	for {
+		var node yaml.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(node.Content) == 0 {
+			continue
+		}
+		root := node.Content[0]
+		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+			continue
+		}
+		kind := scalarAt(root, "kind")
+		if items := lookup(root, "items"); items != nil && items.Kind == yaml.SequenceNode && strings.HasSuffix(kind, "List") {
+			for _, item := range items.Content {
+				docs = append(docs, describeDocument(len(docs), item))
+			}
+			continue
+		}
+		docs = append(docs, describeDocument(len(docs), root))
+	}
+}
+
+func describeDocument(index int, n *yaml.Node) document {
+	d := document{Index: index}
+	if n.Kind == yaml.MappingNode {
+		d.APIVersion = scalarAt(n, "apiVersion")
+		d.Kind = scalarAt(n, "kind")
+		d.Name = scalarAt(n, "metadata", "name")
+		d.Namespace = scalarAt(n, "metadata", "namespace")
+		d.TemplateAnnotations = stringMapAt(n, "spec", "template", "metadata", "annotations")
+	}
+	return d
+}
+
+// lookup walks mapping keys; nil when any step is missing or not a mapping.
+func lookup(n *yaml.Node, path ...string) *yaml.Node {
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+	}
+	return n
+}
+
+func scalarAt(n *yaml.Node, path ...string) string {
+	v := lookup(n, path...)
+	if v == nil || v.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return v.Value
+}
+
+func stringMapAt(n *yaml.Node, path ...string) map[string]string {
+	v := lookup(n, path...)
+	if v == nil || v.Kind != yaml.MappingNode || len(v.Content) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(v.Content)/2)
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		if v.Content[i+1].Kind == yaml.ScalarNode {
+			out[v.Content[i].Value] = v.Content[i+1].Value
+		}
+	}
+	return out
+}
+
+// isWorkloadKind reports whether objects of this kind carry the pod template
+// kedge restarts. Only these are indexed: everything else is irrelevant to a
+// plan and would only cost memory on large repositories.
+func isWorkloadKind(apiVersion, kind string) bool {
+	group := apiGroup(apiVersion)
+	switch kind {
+	case "Deployment", "StatefulSet", "DaemonSet":
+		return group == "apps" || group == "extensions"
+	case "Rollout":
+		return group == "argoproj.io"
+	}
+	return false
+}
+
+func apiGroup(apiVersion string) string {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return group
+}
+
+// isYAMLName reports whether a file name is one kustomize and Flux read as
+// manifests.
+func isYAMLName(name string) bool {
+	switch strings.ToLower(pathExt(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+func pathExt(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return name[i:]
+	}
+	return ""
+}

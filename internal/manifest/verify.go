@@ -1,0 +1,215 @@
+package manifest
+
+import (
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"sort"
+)
+
+// verifier renders every kustomize root an edit reaches, before and after,
+// and accepts the edit only when the sole difference is the intended pod
+// template annotations of the intended workloads. This is what makes a
+// patch whose name kustomize resolves differently, or an in-place edit that
+// another overlay also renders, fail safe instead of restarting the wrong
+// workloads.
+type verifier struct {
+	ix     *Index
+	before map[string]renderResult
+}
+
+type renderResult struct {
+	objects []renderedObject
+	err     error
+}
+
+type renderedObject struct {
+	id   WorkloadID
+	body map[string]any
+}
+
+func newVerifier(ix *Index) *verifier {
+	return &verifier{ix: ix, before: map[string]renderResult{}}
+}
+
+func (v *verifier) render(root string, replace map[string][]byte) renderResult {
+	r := v.ix.roots[root]
+	fs := newGuardFS(v.ix.root, replace)
+	rm, err := kustomizeBuild(fs, v.ix.abs(r.Dir))
+	if err != nil {
+		return renderResult{err: err}
+	}
+	var out renderResult
+	for _, res := range rm.Resources() {
+		body, err := res.Map()
+		if err != nil {
+			return renderResult{err: err}
+		}
+		out.objects = append(out.objects, renderedObject{
+			id:   WorkloadID{Namespace: res.GetNamespace(), Kind: res.GetKind(), Name: res.GetName()},
+			body: body,
+		})
+	}
+	return out
+}
+
+// check returns the edits that verify, and refusals for the others.
+func (v *verifier) check(edits []FileEdit, intended map[WorkloadID]map[string]string) ([]FileEdit, []Refusal) {
+	replace := map[string][]byte{}
+	for _, e := range edits {
+		replace[v.ix.abs(e.Path)] = e.After
+	}
+	affected := map[string][]int{} // root → indices of edits it reads
+	for i, e := range edits {
+		readers := v.ix.readers[e.Path]
+		if e.Created {
+			readers = v.ix.readers[v.ix.kustomizationPath(path.Dir(e.Path))]
+		}
+		for _, r := range readers {
+			affected[r] = append(affected[r], i)
+		}
+	}
+	failed := map[int]string{}
+	for _, root := range sortedKeys(affected) {
+		before, ok := v.before[root]
+		if !ok {
+			before = v.render(root, nil)
+			v.before[root] = before
+		}
+		if before.err != nil {
+			continue // the index already reported this root
+		}
+		after := v.render(root, replace)
+		if err := compareRenders(before, after, intended); err != nil {
+			for _, i := range affected[root] {
+				if _, done := failed[i]; !done {
+					failed[i] = fmt.Sprintf("rendering %s with the edit: %v", root, err)
+				}
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return edits, nil
+	}
+	var kept []FileEdit
+	var refused []Refusal
+	for i, e := range edits {
+		reason, bad := failed[i]
+		if !bad {
+			kept = append(kept, e)
+			continue
+		}
+		refused = append(refused, Refusal{Path: e.Path, Reason: reason, Workloads: e.Workloads})
+	}
+	return kept, refused
+}
+
+func (ix *Index) kustomizationPath(dir string) string {
+	if r := ix.roots[dir]; r != nil {
+		return path.Join(dir, r.File)
+	}
+	return path.Join(dir, kustomizationFileNames[0])
+}
+
+func compareRenders(before, after renderResult, intended map[WorkloadID]map[string]string) error {
+	if after.err != nil {
+		return after.err
+	}
+	if len(before.objects) != len(after.objects) {
+		return fmt.Errorf("%d objects instead of %d", len(after.objects), len(before.objects))
+	}
+	for i := range before.objects {
+		b, a := before.objects[i], after.objects[i]
+		if b.id != a.id {
+			return fmt.Errorf("%s rendered where %s was", a.id, b.id)
+		}
+		if want, ok := intendedFor(intended, a.id); ok {
+			got := templateAnnotations(a.body)
+			for k, v := range want {
+				if got[k] != v {
+					return fmt.Errorf("%s: annotation %s is %q, want %q", a.id, k, got[k], v)
+				}
+			}
+			keys := make([]string, 0, len(want))
+			for k := range want {
+				keys = append(keys, k)
+			}
+			stripTemplateAnnotations(b.body, keys)
+			stripTemplateAnnotations(a.body, keys)
+		}
+		if !reflect.DeepEqual(b.body, a.body) {
+			return fmt.Errorf("%s changes beyond the restart annotations", a.id)
+		}
+	}
+	return nil
+}
+
+// intendedFor finds the intended annotations of a rendered object. A render
+// without namespace (the GitOps controller sets it) matches by kind and name.
+func intendedFor(intended map[WorkloadID]map[string]string, id WorkloadID) (map[string]string, bool) {
+	if want, ok := intended[id]; ok {
+		return want, true
+	}
+	if id.Namespace != "" {
+		return nil, false
+	}
+	for w, want := range intended {
+		if w.Kind == id.Kind && w.Name == id.Name {
+			return want, true
+		}
+	}
+	return nil, false
+}
+
+func templateMetadata(body map[string]any) map[string]any {
+	spec, _ := body["spec"].(map[string]any)
+	tpl, _ := spec["template"].(map[string]any)
+	md, _ := tpl["metadata"].(map[string]any)
+	return md
+}
+
+func templateAnnotations(body map[string]any) map[string]string {
+	out := map[string]string{}
+	ann, _ := templateMetadata(body)["annotations"].(map[string]any)
+	for k, v := range ann {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// stripTemplateAnnotations removes keys, and the mappings the edit may have
+// created to hold them once they are empty.
+func stripTemplateAnnotations(body map[string]any, keys []string) {
+	spec, _ := body["spec"].(map[string]any)
+	tpl, _ := spec["template"].(map[string]any)
+	md, _ := tpl["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	if ann == nil {
+		return
+	}
+	for _, k := range keys {
+		delete(ann, k)
+	}
+	if len(ann) == 0 {
+		delete(md, "annotations")
+	}
+	if len(md) == 0 {
+		delete(tpl, "metadata")
+	}
+}
+
+// readersOf lists, for every file a build read, the roots that read it.
+func readersOf(roots map[string]*Root) map[string][]string {
+	out := map[string][]string{}
+	for dir, r := range roots {
+		for _, f := range r.reads {
+			out[f] = append(out[f], dir)
+		}
+	}
+	for f := range out {
+		sort.Strings(out[f])
+		out[f] = slices.Compact(out[f])
+	}
+	return out
+}

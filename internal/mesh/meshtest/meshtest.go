@@ -1,0 +1,455 @@
+// Package meshtest builds Istio control-plane objects in the shapes Istio's
+// installers write them (istio-discovery chart mutatingwebhook.yaml,
+// revision-tags-mwc.yaml, istiod-injector-configmap.yaml, and
+// `istioctl tag set default`), plus injected pods, for fixtures.
+package meshtest
+
+import (
+	"encoding/json"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// IstioNamespace is where the builders put istiod's objects by default.
+const IstioNamespace = "istio-system"
+
+// Install is the injection-related objects one Helm release of istiod or
+// one revision tag creates.
+type Install struct {
+	WebhookConfigurations []admissionregistrationv1.MutatingWebhookConfiguration
+	ConfigMaps            []corev1.ConfigMap
+}
+
+// Merge concatenates installs, in order.
+func Merge(installs ...Install) Install {
+	var out Install
+	for _, in := range installs {
+		out.WebhookConfigurations = append(out.WebhookConfigurations, in.WebhookConfigurations...)
+		out.ConfigMaps = append(out.ConfigMaps, in.ConfigMaps...)
+	}
+	return out
+}
+
+// AddTo appends the install's objects to a set.
+func (in Install) AddTo(set *objects.Set) {
+	set.MutatingWebhookConfigurations = append(set.MutatingWebhookConfigurations, in.WebhookConfigurations...)
+	set.ConfigMaps = append(set.ConfigMaps, in.ConfigMaps...)
+}
+
+type options struct {
+	namespace      string
+	autoInject     bool
+	variant        string
+	policy         string
+	never          []metav1.LabelSelector
+	always         []metav1.LabelSelector
+	withoutConfig  bool
+	withoutMesh    bool
+	verbatimImage  bool
+	injectionLabel bool
+}
+
+// Option changes what a builder installs.
+type Option func(*options)
+
+// WithNamespace installs into another namespace than istio-system; the
+// chart then suffixes configuration names with it.
+func WithNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
+
+// WithAutoInject sets sidecarInjectorWebhook.enableNamespacesByDefault: the
+// auto.sidecar-injector.istio.io webhook selects every unlabelled namespace
+// except Kubernetes' own.
+func WithAutoInject() Option { return func(o *options) { o.autoInject = true } }
+
+// WithVariant sets global.variant (e.g. "distroless"), which the injector
+// appends to the tag.
+func WithVariant(variant string) Option { return func(o *options) { o.variant = variant } }
+
+// WithPolicy sets global.proxy.autoInject ("enabled" or "disabled").
+func WithPolicy(policy string) Option { return func(o *options) { o.policy = policy } }
+
+// WithNeverInjectSelector sets sidecarInjectorWebhook.neverInjectSelector.
+func WithNeverInjectSelector(selectors ...metav1.LabelSelector) Option {
+	return func(o *options) { o.never = append(o.never, selectors...) }
+}
+
+// WithAlwaysInjectSelector sets sidecarInjectorWebhook.alwaysInjectSelector.
+func WithAlwaysInjectSelector(selectors ...metav1.LabelSelector) Option {
+	return func(o *options) { o.always = append(o.always, selectors...) }
+}
+
+// WithoutConfigMap leaves out the injector and mesh ConfigMaps, as when only
+// the webhooks of a remote control plane are visible.
+func WithoutConfigMap() Option { return func(o *options) { o.withoutConfig = true } }
+
+// WithoutMeshConfig leaves out the `istio[-<rev>]` mesh ConfigMap only.
+func WithoutMeshConfig() Option { return func(o *options) { o.withoutMesh = true } }
+
+// WithVerbatimImage writes the whole image reference to global.proxy.image,
+// as the Sail Operator does; digest references always are.
+func WithVerbatimImage() Option { return func(o *options) { o.verbatimImage = true } }
+
+func buildOptions(opts []Option) options {
+	o := options{namespace: IstioNamespace, policy: "enabled"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// NeverMatch is the selector `istioctl tag set default` puts on the default
+// revision's webhooks to deactivate them.
+func NeverMatch() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"istio.io/deactivated": "never-match"}}
+}
+
+// IstiodRevision is what installing the istio-discovery chart with
+// `revision: rev` creates for injection: the MutatingWebhookConfiguration
+// istio-sidecar-injector[-rev], the ConfigMap of the same name (keys
+// `values` and `config`) and the mesh ConfigMap istio[-rev]. rev "" or
+// "default" is the unnamed default revision. image is the proxy image a
+// plain pod gets, before any variant suffix.
+func IstiodRevision(rev, image string, opts ...Option) Install {
+	o := buildOptions(opts)
+	chartRev := rev
+	if rev == "default" {
+		chartRev = ""
+	}
+	name := suffixed("istio-sidecar-injector", chartRev, o.namespace)
+	mwc := webhookConfiguration(name, revisionLabel(chartRev), nil)
+	svc := serviceName(chartRev)
+	selector := chartRev
+	if selector == "" {
+		selector = "default"
+	}
+	mwc.Webhooks = revisionWebhooks(svc, o.namespace, selector)
+	if chartRev == "" {
+		mwc.Webhooks = append(mwc.Webhooks, defaultWebhooks(svc, o.namespace, o.autoInject)...)
+	}
+
+	in := Install{WebhookConfigurations: []admissionregistrationv1.MutatingWebhookConfiguration{mwc}}
+	if !o.withoutConfig {
+		cmName := "istio-sidecar-injector"
+		if chartRev != "" {
+			cmName += "-" + chartRev
+		}
+		in.ConfigMaps = append(in.ConfigMaps, injectorConfigMap(cmName, chartRev, image, o))
+		if !o.withoutMesh {
+			meshName := "istio"
+			if chartRev != "" {
+				meshName += "-" + chartRev
+			}
+			in.ConfigMaps = append(in.ConfigMaps, meshConfigMap(meshName, chartRev, o))
+		}
+	}
+	return in
+}
+
+// RevisionTag is the MutatingWebhookConfiguration istio-revision-tag-<tag>
+// that `istioctl tag set <tag> --revision <rev>` (or the chart's
+// revisionTags) creates. Tag "default" also carries the namespace./object.
+// (and with WithAutoInject, auto.) webhooks.
+func RevisionTag(tag, rev string, opts ...Option) Install {
+	o := buildOptions(opts)
+	chartRev := rev
+	if rev == "default" {
+		chartRev = ""
+	}
+	name := "istio-revision-tag-" + tag
+	if o.namespace != IstioNamespace {
+		name += "-" + o.namespace
+	}
+	mwc := webhookConfiguration(name, revisionLabel(chartRev), map[string]string{"istio.io/tag": tag})
+	svc := serviceName(chartRev)
+	mwc.Webhooks = revisionWebhooks(svc, o.namespace, tag)
+	if tag == "default" {
+		mwc.Webhooks = append(mwc.Webhooks, defaultWebhooks(svc, o.namespace, o.autoInject)...)
+	}
+	return Install{WebhookConfigurations: []admissionregistrationv1.MutatingWebhookConfiguration{mwc}}
+}
+
+// Deactivate returns the install with every webhook of its default-revision
+// configurations given NeverMatch selectors, which is what
+// `istioctl tag set default` does to the default revision.
+func Deactivate(in Install) Install {
+	out := Install{ConfigMaps: in.ConfigMaps}
+	for _, mwc := range in.WebhookConfigurations {
+		mwc = *mwc.DeepCopy()
+		if mwc.Labels["istio.io/rev"] == "default" && mwc.Labels["istio.io/tag"] == "" {
+			for i := range mwc.Webhooks {
+				mwc.Webhooks[i].NamespaceSelector = NeverMatch()
+				mwc.Webhooks[i].ObjectSelector = NeverMatch()
+			}
+		}
+		out.WebhookConfigurations = append(out.WebhookConfigurations, mwc)
+	}
+	return out
+}
+
+func suffixed(base, rev, namespace string) string {
+	if rev != "" {
+		base += "-" + rev
+	}
+	if namespace != IstioNamespace {
+		base += "-" + namespace
+	}
+	return base
+}
+
+func revisionLabel(chartRev string) string {
+	if chartRev == "" {
+		return "default"
+	}
+	return chartRev
+}
+
+func serviceName(chartRev string) string {
+	if chartRev == "" {
+		return "istiod"
+	}
+	return "istiod-" + chartRev
+}
+
+func webhookConfiguration(name, rev string, extraLabels map[string]string) admissionregistrationv1.MutatingWebhookConfiguration {
+	lbls := map[string]string{
+		"app":                         "sidecar-injector",
+		"app.kubernetes.io/name":      "istiod",
+		"istio.io/rev":                rev,
+		"operator.istio.io/component": "Pilot",
+		"release":                     "istiod",
+		"install.operator.istio.io/owning-resource": "unknown",
+	}
+	for k, v := range extraLabels {
+		lbls[k] = v
+	}
+	return admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+	}
+}
+
+func coreWebhook(prefix, service, namespace string) admissionregistrationv1.MutatingWebhook {
+	path := "/inject"
+	port := int32(443)
+	sideEffects := admissionregistrationv1.SideEffectClassNone
+	failure := admissionregistrationv1.Fail
+	reinvocation := admissionregistrationv1.NeverReinvocationPolicy
+	match := admissionregistrationv1.Equivalent
+	scope := admissionregistrationv1.AllScopes
+	timeout := int32(10)
+	return admissionregistrationv1.MutatingWebhook{
+		Name: prefix + "sidecar-injector.istio.io",
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{
+			Service: &admissionregistrationv1.ServiceReference{Name: service, Namespace: namespace, Path: &path, Port: &port},
+		},
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{""},
+				APIVersions: []string{"v1"},
+				Resources:   []string{"pods"},
+				Scope:       &scope,
+			},
+		}},
+		SideEffects:             &sideEffects,
+		FailurePolicy:           &failure,
+		MatchPolicy:             &match,
+		ReinvocationPolicy:      &reinvocation,
+		TimeoutSeconds:          &timeout,
+		AdmissionReviewVersions: []string{"v1"},
+	}
+}
+
+func expr(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
+	return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
+}
+
+func selector(reqs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: reqs}
+}
+
+// revisionWebhooks are rev.namespace. and rev.object., selecting on
+// istio.io/rev=<selectorValue> (the revision, "default", or the tag).
+func revisionWebhooks(service, namespace, selectorValue string) []admissionregistrationv1.MutatingWebhook {
+	revNS := coreWebhook("rev.namespace.", service, namespace)
+	revNS.NamespaceSelector = selector(
+		expr("istio.io/rev", metav1.LabelSelectorOpIn, selectorValue),
+		expr("istio-injection", metav1.LabelSelectorOpDoesNotExist),
+	)
+	revNS.ObjectSelector = selector(expr("sidecar.istio.io/inject", metav1.LabelSelectorOpNotIn, "false"))
+
+	revObj := coreWebhook("rev.object.", service, namespace)
+	revObj.NamespaceSelector = selector(
+		expr("istio.io/rev", metav1.LabelSelectorOpDoesNotExist),
+		expr("istio-injection", metav1.LabelSelectorOpDoesNotExist),
+	)
+	revObj.ObjectSelector = selector(
+		expr("sidecar.istio.io/inject", metav1.LabelSelectorOpNotIn, "false"),
+		expr("istio.io/rev", metav1.LabelSelectorOpIn, selectorValue),
+	)
+	return []admissionregistrationv1.MutatingWebhook{revNS, revObj}
+}
+
+// defaultWebhooks are the default revision's namespace., object. and
+// optional auto. webhooks.
+func defaultWebhooks(service, namespace string, autoInject bool) []admissionregistrationv1.MutatingWebhook {
+	ns := coreWebhook("namespace.", service, namespace)
+	ns.NamespaceSelector = selector(expr("istio-injection", metav1.LabelSelectorOpIn, "enabled"))
+	ns.ObjectSelector = selector(expr("sidecar.istio.io/inject", metav1.LabelSelectorOpNotIn, "false"))
+
+	obj := coreWebhook("object.", service, namespace)
+	obj.NamespaceSelector = selector(
+		expr("istio-injection", metav1.LabelSelectorOpDoesNotExist),
+		expr("istio.io/rev", metav1.LabelSelectorOpDoesNotExist),
+	)
+	obj.ObjectSelector = selector(
+		expr("sidecar.istio.io/inject", metav1.LabelSelectorOpIn, "true"),
+		expr("istio.io/rev", metav1.LabelSelectorOpDoesNotExist),
+	)
+	out := []admissionregistrationv1.MutatingWebhook{ns, obj}
+	if autoInject {
+		auto := coreWebhook("auto.", service, namespace)
+		auto.NamespaceSelector = selector(
+			expr("istio-injection", metav1.LabelSelectorOpDoesNotExist),
+			expr("istio.io/rev", metav1.LabelSelectorOpDoesNotExist),
+			expr("kubernetes.io/metadata.name", metav1.LabelSelectorOpNotIn,
+				"kube-system", "kube-public", "kube-node-lease", "local-path-storage"),
+		)
+		auto.ObjectSelector = selector(
+			expr("sidecar.istio.io/inject", metav1.LabelSelectorOpDoesNotExist),
+			expr("istio.io/rev", metav1.LabelSelectorOpDoesNotExist),
+		)
+		out = append(out, auto)
+	}
+	return out
+}
+
+// SplitImage splits hub/name:tag the way the chart's values hold it.
+func SplitImage(image string) (hub, name, tag string) {
+	ref := image
+	if at := strings.Index(ref, "@"); at >= 0 {
+		ref = ref[:at]
+	}
+	slash := strings.LastIndex(ref, "/")
+	hub, name = ref[:max(slash, 0)], ref[slash+1:]
+	if colon := strings.LastIndex(name, ":"); colon >= 0 {
+		name, tag = name[:colon], name[colon+1:]
+	}
+	return hub, name, tag
+}
+
+func injectorConfigMap(name, chartRev, image string, o options) corev1.ConfigMap {
+	hub, proxyImage, tag := SplitImage(image)
+	if o.verbatimImage || strings.Contains(image, "@") {
+		proxyImage = image
+	}
+	values := map[string]any{
+		"global": map[string]any{
+			"hub":             hub,
+			"tag":             tag,
+			"variant":         o.variant,
+			"istioNamespace":  o.namespace,
+			"imagePullPolicy": "",
+			"proxy": map[string]any{
+				"image":                           proxyImage,
+				"autoInject":                      o.policy,
+				"clusterDomain":                   "cluster.local",
+				"privileged":                      false,
+				"holdApplicationUntilProxyStarts": false,
+			},
+			"proxy_init": map[string]any{"image": proxyImage},
+		},
+		"revision": chartRev,
+		"sidecarInjectorWebhook": map[string]any{
+			"enableNamespacesByDefault": o.autoInject,
+			"reinvocationPolicy":        "Never",
+			"rewriteAppHTTPProbe":       true,
+			"alwaysInjectSelector":      orEmpty(o.always),
+			"neverInjectSelector":       orEmpty(o.never),
+			"templates":                 map[string]any{},
+			"defaultTemplates":          []string{},
+		},
+		"pilot": map[string]any{"cni": map[string]any{"enabled": false}},
+	}
+	valuesJSON, err := json.MarshalIndent(values, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	config := map[string]any{
+		"defaultTemplates":     []string{"sidecar"},
+		"policy":               o.policy,
+		"alwaysInjectSelector": orEmpty(o.always),
+		"neverInjectSelector":  orEmpty(o.never),
+		"injectedAnnotations":  map[string]string{},
+		"template":             "{{ Template_Version_And_Istio_Version_Mismatched_Check_Installation }}",
+		"templates": map[string]string{
+			"sidecar": "spec:\n  containers:\n  - name: istio-proxy\n    image: \"{{ .ProxyImage }}\"\n",
+			"gateway": "spec:\n  containers:\n  - name: istio-proxy\n    image: \"{{ .ProxyImage }}\"\n",
+		},
+	}
+	configYAML, err := yaml.Marshal(config)
+	if err != nil {
+		panic(err)
+	}
+	return corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: o.namespace,
+			Labels: map[string]string{
+				"istio.io/rev":                              revisionLabel(chartRev),
+				"operator.istio.io/component":               "Pilot",
+				"release":                                   "istiod",
+				"app.kubernetes.io/name":                    "istiod",
+				"install.operator.istio.io/owning-resource": "unknown",
+			},
+		},
+		Data: map[string]string{"values": string(valuesJSON), "config": string(configYAML)},
+	}
+}
+
+func meshConfigMap(name, chartRev string, o options) corev1.ConfigMap {
+	defaultConfig := map[string]any{
+		"discoveryAddress": serviceName(chartRev) + "." + o.namespace + ".svc:15012",
+	}
+	if o.variant != "" {
+		defaultConfig["image"] = map[string]any{"imageType": o.variant}
+	}
+	mesh, err := yaml.Marshal(map[string]any{
+		"defaultConfig":         defaultConfig,
+		"rootNamespace":         o.namespace,
+		"trustDomain":           "cluster.local",
+		"enablePrometheusMerge": true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: o.namespace,
+			Labels: map[string]string{
+				"istio.io/rev":                              revisionLabel(chartRev),
+				"operator.istio.io/component":               "Pilot",
+				"release":                                   "istiod",
+				"app.kubernetes.io/name":                    "istiod",
+				"install.operator.istio.io/owning-resource": "unknown",
+			},
+		},
+		Data: map[string]string{"mesh": string(mesh), "meshNetworks": "networks: {}"},
+	}
+}
+
+func orEmpty(in []metav1.LabelSelector) []metav1.LabelSelector {
+	if in == nil {
+		return []metav1.LabelSelector{}
+	}
+	return in
+}

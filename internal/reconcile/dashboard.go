@@ -1,0 +1,144 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/engine"
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// DashboardLabel marks kedge's dashboard issues; the hidden marker in the
+// body tells the clusters apart.
+const DashboardLabel = "kedge-dashboard"
+
+func dashboardMarker(cluster string) string { return "<!-- kedge:dashboard cluster=" + cluster + " " }
+
+var contentHashRE = regexp.MustCompile(`<!-- kedge:dashboard cluster=\S+ content=([0-9a-f]+) -->`)
+
+// findDashboard finds the cluster's dashboard issue, opening it on the very
+// first cycle: PR bodies link to it, and a link that appears only in the
+// second cycle would rewrite every PR once more.
+func (r *Reconciler) findDashboard(ctx context.Context) (*forge.Issue, error) {
+	marker := dashboardMarker(r.settings.Cluster)
+	issue, err := r.deps.Forge.FindIssue(ctx, DashboardLabel, marker)
+	if err != nil {
+		return nil, fmt.Errorf("find dashboard issue: %w", err)
+	}
+	if issue != nil || r.settings.DryRun {
+		return issue, nil
+	}
+	created, err := r.deps.Forge.CreateIssue(ctx, forge.NewIssue{
+		Title:  r.dashboardTitle(),
+		Body:   "kedge is computing the first drift report of " + r.settings.Cluster + ".\n\n" + marker + "content=none -->\n",
+		Labels: []string{DashboardLabel},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open dashboard issue: %w", err)
+	}
+	return &created, nil
+}
+
+func (r *Reconciler) dashboardTitle() string {
+	return "kedge: Istio data-plane drift in " + r.settings.Cluster
+}
+
+// updateDashboard rewrites the cluster's dashboard issue when what it shows
+// changed. The cycle's time and duration change every cycle and are left
+// out of the comparison, so a cycle that changed nothing writes nothing.
+func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, set *objects.Set, res *engine.Result, states []*nsState, report *Report) error {
+	data := dashboard.ClusterDashboard{
+		Cluster:    r.settings.Cluster,
+		Mesh:       engine.MeshSummary(res.Mesh, set),
+		RepoWebURL: r.settings.RepoWebURL,
+		Skipped:    res.Plan.Skipped,
+		Refused:    report.Refused,
+		Stragglers: report.Stragglers,
+	}
+	if len(states) > 0 {
+		data.BaseBranch = states[0].baseBranch
+	}
+	byNamespace := map[string][]drift.Workload{}
+	for _, w := range res.Plan.Workloads {
+		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], w)
+	}
+	for _, st := range states {
+		if len(byNamespace[st.name]) == 0 && st.outcome.State == "" {
+			continue
+		}
+		data.Namespaces = append(data.Namespaces, dashboard.NamespaceStatus{
+			Namespace: st.name, State: namespaceState(st), PRNumber: st.outcome.PR, PRURL: st.outcome.PRURL,
+			Workloads: byNamespace[st.name], Detail: st.outcome.Detail,
+		})
+		delete(byNamespace, st.name)
+	}
+	// Drifted namespaces kedge has nothing to commit for (every manifest
+	// missing, Helm-rendered or refused) still belong on the dashboard.
+	for ns, ws := range byNamespace {
+		data.Namespaces = append(data.Namespaces, dashboard.NamespaceStatus{Namespace: ns, State: dashboard.PRRefused, Workloads: ws})
+	}
+	sort.Slice(data.Namespaces, func(i, j int) bool { return data.Namespaces[i].Namespace < data.Namespaces[j].Namespace })
+
+	stable, err := r.deps.Renderer.DashboardIssue(data)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(stable))
+	content := hex.EncodeToString(sum[:8])
+	if issue != nil && issue.State == "open" {
+		if m := contentHashRE.FindStringSubmatch(issue.Body); m != nil && m[1] == content {
+			return nil
+		}
+	}
+	data.LastCycle = report.Started.UTC().Truncate(time.Second)
+	data.LastCycleDuration = r.deps.Now().Sub(report.Started)
+	body, err := r.deps.Renderer.DashboardIssue(data)
+	if err != nil {
+		return err
+	}
+	body += "\n" + dashboardMarker(r.settings.Cluster) + "content=" + content + " -->\n"
+	if r.settings.DryRun {
+		return nil
+	}
+	title := r.dashboardTitle()
+	if issue == nil {
+		_, err = r.deps.Forge.CreateIssue(ctx, forge.NewIssue{Title: title, Body: body, Labels: []string{DashboardLabel}})
+		return err
+	}
+	var state *string
+	if issue.State != "open" {
+		open := "open"
+		state = &open
+	}
+	return r.deps.Forge.UpdateIssue(ctx, issue.Number, &title, &body, state)
+}
+
+func namespaceState(st *nsState) dashboard.PRState {
+	if st.outcome.State != "" {
+		return st.outcome.State
+	}
+	if st.facts.work == nil {
+		return dashboard.PRRefused
+	}
+	return dashboard.PRNotYetOpened
+}
+
+func refusedFiles(res *engine.Result) []dashboard.RefusedFile {
+	out := make([]dashboard.RefusedFile, 0, len(res.Edits.Refused))
+	for _, ref := range res.Edits.Refused {
+		f := dashboard.RefusedFile{Namespace: ref.Namespace, Path: ref.Path, Reason: ref.Reason}
+		for _, w := range ref.Workloads {
+			f.Workloads = append(f.Workloads, w.Kind+"/"+w.Name)
+		}
+		out = append(out, f)
+	}
+	return out
+}

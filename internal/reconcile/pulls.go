@@ -1,0 +1,300 @@
+package reconcile
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/engine"
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// commentMarker ends every comment kedge writes, so a comment is written
+// once however many cycles see the same situation.
+func commentMarker(kind string) string { return "<!-- kedge:comment " + kind + " -->" }
+
+// namespacePR is the data a namespace's PR title, body and commit message
+// are rendered from. Nothing in it depends on the clock, so a cycle that
+// sees the same drift renders the same bytes and updates nothing.
+func (r *Reconciler) namespacePR(set *objects.Set, res *engine.Result, st *nsState, issue *forge.Issue) dashboard.NamespacePR {
+	var workloads []drift.Workload
+	for _, w := range res.Plan.Workloads {
+		if w.Namespace == st.name {
+			workloads = append(workloads, w)
+		}
+	}
+	pr := dashboard.NamespacePR{
+		Cluster:           r.settings.Cluster,
+		Namespace:         st.name,
+		Branch:            st.branch,
+		RepoWebURL:        r.settings.RepoWebURL,
+		Workloads:         workloads,
+		ProxyVersions:     proxyVersions(set, st.name),
+		Applier:           applier(workloads),
+		OptOutAnnotation:  r.settings.Engine.Drift.OptOutAnnotation,
+		RestartAnnotation: r.settings.Engine.Annotations.Restart,
+	}
+	if issue != nil {
+		pr.DashboardURL = issue.HTMLURL
+	}
+	if st.facts.work != nil {
+		pr.State = st.facts.work.state
+	}
+	return pr
+}
+
+// proxyVersions counts the namespace's live pods by proxy version.
+func proxyVersions(set *objects.Set, namespace string) map[string]int {
+	out := map[string]int{}
+	for i := range set.Pods {
+		p := &set.Pods[i]
+		if p.Namespace != namespace || p.DeletionTimestamp != nil || p.Status.Phase == "Succeeded" || p.Status.Phase == "Failed" {
+			continue
+		}
+		image, ok := mesh.RunningProxy(p)
+		version := ""
+		if ok {
+			version = dashboard.ProxyVersion(image)
+		}
+		out[version]++
+	}
+	return out
+}
+
+// applier names who applies a merged change, from the tracking metadata of
+// the namespace's workloads.
+func applier(workloads []drift.Workload) string {
+	for _, w := range workloads {
+		if name := w.Labels["kustomize.toolkit.fluxcd.io/name"]; name != "" {
+			return "Flux Kustomization " + w.Labels["kustomize.toolkit.fluxcd.io/namespace"] + "/" + name
+		}
+		if id := w.Annotations["argocd.argoproj.io/tracking-id"]; id != "" {
+			app, _, _ := strings.Cut(id, ":")
+			return "Argo CD Application " + app
+		}
+		if app := w.Labels["app.kubernetes.io/instance"]; app != "" {
+			return "Argo CD Application " + app
+		}
+	}
+	return "your GitOps controller"
+}
+
+// applyPR carries out a namespace's decision on GitHub.
+func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, report *Report) error {
+	d := st.decision
+	if d.pr != nil {
+		st.outcome.PR, st.outcome.PRURL = d.pr.Number, d.pr.HTMLURL
+	}
+	st.outcome.Action = d.action
+	if r.settings.DryRun {
+		if d.action == ActOpen || d.action == ActUpdate {
+			report.Previews[st.name] = Preview{Title: st.title, Body: st.body, Files: st.facts.work.files}
+		}
+		st.outcome.State = stateFor(d.action, st.outcome.State)
+		return nil
+	}
+	for _, dup := range d.duplicates {
+		if err := r.closeWith(ctx, dup, "duplicate", "Closed in favour of #"+itoa(d.pr.Number)+", which tracks the same branch."); err != nil {
+			return err
+		}
+	}
+	switch d.action {
+	case ActOpen:
+		return r.open(ctx, st)
+	case ActUpdate:
+		st.outcome.State = dashboard.PROpen
+		return r.update(ctx, st)
+	case ActEdited:
+		st.outcome.State = dashboard.PREdited
+		if d.pr == nil {
+			st.outcome.Detail = "branch " + st.branch + " has commits by someone else and no open PR"
+			return nil
+		}
+		return r.commentOnce(ctx, d.pr.Number, dashboard.CommentEdited, r.commentData(st, plan))
+	case ActClose:
+		body, err := r.deps.Renderer.Comment(dashboard.CommentClosed, r.commentData(st, plan))
+		if err != nil {
+			return err
+		}
+		st.outcome.State = ""
+		return r.closeWith(ctx, *d.pr, dashboard.CommentClosed, body)
+	case ActClosedIgnored:
+		st.outcome.State = dashboard.PRClosedIgnored
+	case ActMerged:
+		return r.followRollout(ctx, st, plan, report)
+	}
+	if st.outcome.State == "" && st.facts.work != nil {
+		st.outcome.State = dashboard.PRNotYetOpened
+	}
+	return nil
+}
+
+func stateFor(a Action, current dashboard.PRState) dashboard.PRState {
+	switch a {
+	case ActOpen:
+		return dashboard.PRNotYetOpened
+	case ActUpdate:
+		return dashboard.PROpen
+	case ActEdited:
+		return dashboard.PREdited
+	case ActClosedIgnored:
+		return dashboard.PRClosedIgnored
+	case ActMerged:
+		return dashboard.PRMergedRollingOut
+	}
+	return current
+}
+
+func (r *Reconciler) open(ctx context.Context, st *nsState) error {
+	pr, err := r.deps.Forge.CreatePR(ctx, forge.NewPR{
+		Title: st.title, Head: st.branch, Base: st.baseBranch, Body: st.body,
+		Draft: r.settings.Draft, MaintainerCanModify: false,
+	})
+	if err != nil {
+		return err
+	}
+	st.outcome.PR, st.outcome.PRURL, st.outcome.State = pr.Number, pr.HTMLURL, dashboard.PROpen
+	// CreatePR adopts a PR that already existed (a cycle that died after
+	// opening it); bring its text in line like any open PR.
+	if pr.Title != st.title || pr.Body != st.body {
+		if err := r.deps.Forge.UpdatePR(ctx, pr.Number, &st.title, &st.body, nil); err != nil {
+			return err
+		}
+	}
+	if err := r.ensureLabels(ctx, pr); err != nil {
+		return err
+	}
+	users, teams := r.reviewersFor(st.set, st.name)
+	if len(users)+len(teams) > 0 {
+		return r.deps.Forge.RequestReviewers(ctx, pr.Number, users, teams)
+	}
+	return nil
+}
+
+func (r *Reconciler) update(ctx context.Context, st *nsState) error {
+	pr := st.decision.pr
+	var title, body *string
+	if pr.Title != st.title {
+		title = &st.title
+	}
+	if pr.Body != st.body {
+		body = &st.body
+	}
+	if title != nil || body != nil {
+		if err := r.deps.Forge.UpdatePR(ctx, pr.Number, title, body, nil); err != nil {
+			return err
+		}
+	}
+	return r.ensureLabels(ctx, *pr)
+}
+
+func (r *Reconciler) ensureLabels(ctx context.Context, pr forge.PR) error {
+	have := map[string]bool{}
+	for _, l := range pr.Labels {
+		have[l] = true
+	}
+	var missing []string
+	for _, l := range r.settings.Labels {
+		if !have[l] {
+			missing = append(missing, l)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return r.deps.Forge.AddLabels(ctx, pr.Number, missing...)
+}
+
+// closeWith comments (once) and closes a PR. The comment goes first: a
+// cycle dying in between leaves an open PR the next cycle closes, rather
+// than a closed PR nobody was told about.
+func (r *Reconciler) closeWith(ctx context.Context, pr forge.PR, kind, body string) error {
+	if err := r.commentBodyOnce(ctx, pr.Number, kind, body); err != nil {
+		return err
+	}
+	closed := "closed"
+	return r.deps.Forge.UpdatePR(ctx, pr.Number, nil, nil, &closed)
+}
+
+func (r *Reconciler) commentOnce(ctx context.Context, number int, kind string, data dashboard.CommentData) error {
+	body, err := r.deps.Renderer.Comment(kind, data)
+	if err != nil {
+		return err
+	}
+	return r.commentBodyOnce(ctx, number, kind, body)
+}
+
+func (r *Reconciler) commentBodyOnce(ctx context.Context, number int, kind, body string) error {
+	marker := commentMarker(kind)
+	comments, err := r.deps.Forge.ListComments(ctx, number)
+	if err != nil {
+		return err
+	}
+	for _, c := range comments {
+		if strings.Contains(c.Body, marker) {
+			return nil
+		}
+	}
+	return r.deps.Forge.Comment(ctx, number, strings.TrimRight(body, "\n")+"\n\n"+marker+"\n")
+}
+
+func (r *Reconciler) commentData(st *nsState, plan drift.Plan) dashboard.CommentData {
+	data := dashboard.CommentData{
+		Cluster: r.settings.Cluster, Namespace: st.name, Branch: st.branch,
+		DashboardURL: st.pr.DashboardURL, Grace: r.settings.Grace,
+	}
+	if st.decision.pr != nil {
+		if s, ok := dashboard.ParseState(st.decision.pr.Body); ok {
+			data.Targets = s.Targets
+		}
+		if st.decision.pr.MergedAt != nil {
+			data.MergedAt = *st.decision.pr.MergedAt
+		}
+	}
+	if st.outcome.Detail != "" && st.decision.action == ActEdited {
+		data.Authors = strings.Split(st.outcome.Detail, ", ")
+	}
+	return data
+}
+
+// followRollout watches a merged PR's workloads: once all run what the PR
+// targeted it says so; if some still drift after the grace time it names
+// them, once.
+func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.Plan, report *Report) error {
+	pr := st.decision.pr
+	state, ok := dashboard.ParseState(pr.Body)
+	if !ok || pr.MergedAt == nil {
+		return nil
+	}
+	targeted := map[string]bool{}
+	for _, t := range state.Targets {
+		targeted[t.Kind+"/"+t.Name] = true
+	}
+	var still []drift.Workload
+	for _, w := range plan.Workloads {
+		if w.Namespace == st.name && targeted[w.Kind+"/"+w.Name] {
+			still = append(still, w)
+		}
+	}
+	data := r.commentData(st, plan)
+	data.Now = r.deps.Now()
+	if len(still) == 0 {
+		st.outcome.State = dashboard.PRRolledOut
+		return r.commentOnce(ctx, pr.Number, dashboard.CommentRolledOut, data)
+	}
+	st.outcome.State = dashboard.PRMergedRollingOut
+	if r.deps.Now().Sub(*pr.MergedAt) < r.settings.Grace {
+		return nil
+	}
+	report.Stragglers = append(report.Stragglers, dashboard.Straggler{
+		Namespace: st.name, PRNumber: pr.Number, PRURL: pr.HTMLURL, MergedAt: *pr.MergedAt, Workloads: still,
+	})
+	data.Stragglers = still
+	return r.commentOnce(ctx, pr.Number, dashboard.CommentStalled, data)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

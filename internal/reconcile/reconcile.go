@@ -1,0 +1,436 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/engine"
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// Settings are the parts of the configuration a cycle acts on.
+type Settings struct {
+	Cluster string
+	// Engine configures planning; RepoRoot is set to the checkout each cycle.
+	Engine engine.Options
+	// RepoWebURL is the repository's web address, for links in PR bodies.
+	RepoWebURL        string
+	Labels            []string
+	Draft             bool
+	MaxOpenPRs        int
+	MaxNewPRsPerCycle int
+	// ReviewersKey is a namespace label or annotation listing reviewers.
+	ReviewersKey string
+	// ReviewersByNamespace maps namespace globs to reviewers.
+	ReviewersByNamespace map[string][]string
+	// Grace is how long after a merge workloads may drift before kedge
+	// names them.
+	Grace time.Duration
+	// DryRun computes and reports everything but pushes nothing and makes
+	// no mutating GitHub call.
+	DryRun bool
+}
+
+// Deps are the parts a cycle talks to.
+type Deps struct {
+	// Source reads the cluster.
+	Source func(context.Context) (*objects.Set, error)
+	// OpenRepo clones or fetches the GitOps repository.
+	OpenRepo func(context.Context) (*gitrepo.Repo, error)
+	Forge    *forge.Client
+	Renderer *dashboard.Renderer
+	Log      *slog.Logger
+	// Now is the clock; tests fix it.
+	Now func() time.Time
+}
+
+// Reconciler runs cycles.
+type Reconciler struct {
+	settings Settings
+	deps     Deps
+}
+
+// New returns a Reconciler.
+func New(settings Settings, deps Deps) *Reconciler {
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	return &Reconciler{settings: settings, deps: deps}
+}
+
+// BranchPrefix is the prefix of every branch kedge owns for a cluster; it is
+// how kedge recognises its branches and PRs, and keeps clusters sharing a
+// repository out of each other's way.
+func BranchPrefix(cluster string) string { return "kedge/" + cluster + "/" }
+
+// Outcome is what a cycle did for one namespace.
+type Outcome struct {
+	Action Action
+	State  dashboard.PRState
+	PR     int
+	PRURL  string
+	Detail string
+}
+
+// Report summarises a cycle.
+type Report struct {
+	Started    time.Time
+	Duration   time.Duration
+	Plan       drift.Plan
+	Namespaces map[string]Outcome
+	// Pushes is the number of git pushes made (0 or 1).
+	Pushes int
+	// Refused are files kedge would not edit.
+	Refused []dashboard.RefusedFile
+	// Stragglers are workloads still drifting after a merge and the grace
+	// time.
+	Stragglers []dashboard.Straggler
+	// Previews are the rendered PRs (dry runs only), by namespace.
+	Previews map[string]Preview
+	Result   *engine.Result
+}
+
+// Preview is a PR as it would be opened.
+type Preview struct {
+	Title, Body string
+	Files       map[string][]byte
+}
+
+// nsState is one namespace's facts, decision and rendered PR in a cycle.
+type nsState struct {
+	name       string
+	branch     string
+	baseBranch string
+	set        *objects.Set
+	facts      namespaceFacts
+	decision   decision
+	change     *gitrepo.Change
+	pr         dashboard.NamespacePR
+	title      string
+	body       string
+	message    string
+	outcome    Outcome
+}
+
+// RunOnce runs one full cycle. An error leaves nothing half-done that the
+// next cycle cannot finish: branches are pushed before PRs are opened, PRs
+// are found by branch name, and nothing is force-pushed over another
+// author's commit.
+func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
+	start := r.deps.Now()
+	set, err := r.deps.Source(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read cluster: %w", err)
+	}
+	repo, err := r.deps.OpenRepo(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open repository: %w", err)
+	}
+	opts := r.settings.Engine
+	opts.RepoRoot = repo.Worktree()
+	res, err := engine.Build(set, opts)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	prefix := BranchPrefix(r.settings.Cluster)
+	prs, err := r.deps.Forge.FindPRs(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list pull requests: %w", err)
+	}
+	remote, err := repo.RemoteBranches(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list branches: %w", err)
+	}
+	issue, err := r.findDashboard(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	report := &Report{Started: start, Plan: res.Plan, Namespaces: map[string]Outcome{}, Result: res, Previews: map[string]Preview{}}
+	states := r.gather(set, res, prs, remote, issue)
+	for _, st := range states {
+		st.baseBranch = repo.BaseBranch()
+		st.pr.BaseBranch = repo.BaseBranch()
+	}
+	if err := r.prepareBranches(ctx, repo, states); err != nil {
+		return nil, err
+	}
+	for _, st := range states {
+		st.decision = decide(st.facts)
+		if err := r.render(st); err != nil {
+			return nil, err
+		}
+	}
+	r.applyLimits(states, prs)
+	if err := r.push(ctx, repo, states, remote, report); err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, st := range states {
+		if err := r.applyPR(ctx, st, res.Plan, report); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", st.name, err))
+			st.outcome.Detail = errorDetail(err)
+			if isRetryLater(err) {
+				st.outcome.State = dashboard.PRRateLimited
+			}
+		}
+		report.Namespaces[st.name] = st.outcome
+	}
+	report.Refused = refusedFiles(res)
+	report.Duration = r.deps.Now().Sub(start)
+	if err := r.updateDashboard(ctx, issue, set, res, states, report); err != nil {
+		errs = append(errs, err)
+	}
+	return report, errors.Join(errs...)
+}
+
+// gather collects, per namespace, the work the plan asks for and kedge's
+// PRs and branches.
+func (r *Reconciler) gather(set *objects.Set, res *engine.Result, prs []forge.PR, remote map[string]gitrepo.BranchInfo, issue *forge.Issue) []*nsState {
+	prefix := BranchPrefix(r.settings.Cluster)
+	byName := map[string]*nsState{}
+	get := func(ns string) *nsState {
+		if st, ok := byName[ns]; ok {
+			return st
+		}
+		st := &nsState{name: ns, branch: prefix + ns, set: set}
+		_, st.facts.branchExists = remote[st.branch]
+		byName[ns] = st
+		return st
+	}
+	for ns, edits := range res.Edits.Namespaces {
+		if len(edits) == 0 {
+			continue
+		}
+		w := &work{files: map[string][]byte{}}
+		restarted := map[string]bool{}
+		for _, e := range edits {
+			w.files[e.Path] = e.After
+			for _, id := range e.Workloads {
+				restarted[id.Kind+"/"+id.Name] = true
+			}
+		}
+		for _, wl := range res.Plan.Workloads {
+			if wl.Namespace == ns && restarted[wl.Kind+"/"+wl.Name] {
+				w.workloads = append(w.workloads, wl)
+			}
+		}
+		w.state = dashboard.NewState(r.settings.Cluster, ns, w.workloads)
+		get(ns).facts.work = w
+	}
+	for _, pr := range prs {
+		ns := strings.TrimPrefix(pr.Head, prefix)
+		if ns == "" || strings.Contains(ns, "/") {
+			continue
+		}
+		st := get(ns)
+		st.facts.prs = append(st.facts.prs, pr)
+	}
+	out := make([]*nsState, 0, len(byName))
+	for _, st := range byName {
+		st.pr = r.namespacePR(set, res, st, issue)
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// prepareBranches builds each namespace's commit and learns whether a
+// person has committed on an existing branch. The history is fetched only
+// when the remote tip is not already the commit kedge would push.
+func (r *Reconciler) prepareBranches(ctx context.Context, repo *gitrepo.Repo, states []*nsState) error {
+	for _, st := range states {
+		if st.facts.work == nil {
+			continue
+		}
+		message, err := r.deps.Renderer.CommitMessage(st.pr)
+		if err != nil {
+			return err
+		}
+		st.message = message
+		change, err := repo.PrepareBranch(st.branch, st.facts.work.files, message)
+		if errors.Is(err, gitrepo.ErrNoDifference) {
+			st.facts.work = nil
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("namespace %s: %w", st.name, err)
+		}
+		st.change = &change
+		if change.Changed && st.facts.branchExists {
+			history, err := repo.BranchHistory(ctx, st.branch)
+			if err != nil && !errors.Is(err, gitrepo.ErrBranchNotFound) {
+				return fmt.Errorf("namespace %s: %w", st.name, err)
+			}
+			st.facts.edited = history.Edited()
+			st.outcome.Detail = strings.Join(identities(history.EditedBy), ", ")
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) render(st *nsState) error {
+	if st.facts.work == nil {
+		return nil
+	}
+	var err error
+	if st.title, err = r.deps.Renderer.PRTitle(st.pr); err != nil {
+		return err
+	}
+	st.body, err = r.deps.Renderer.PRBody(st.pr)
+	return err
+}
+
+// applyLimits holds back new PRs beyond limits.maxOpenPRs and
+// limits.maxNewPRsPerCycle; held-back namespaces are neither pushed nor
+// opened, and wait for a later cycle.
+func (r *Reconciler) applyLimits(states []*nsState, prs []forge.PR) {
+	open := 0
+	for _, pr := range prs {
+		if pr.State == "open" {
+			open++
+		}
+	}
+	for _, st := range states {
+		if st.decision.action == ActClose {
+			open--
+		}
+	}
+	opened := 0
+	for _, st := range states {
+		if st.decision.action != ActOpen {
+			continue
+		}
+		overOpen := r.settings.MaxOpenPRs > 0 && open >= r.settings.MaxOpenPRs
+		overCycle := r.settings.MaxNewPRsPerCycle > 0 && opened >= r.settings.MaxNewPRsPerCycle
+		if overOpen || overCycle {
+			st.decision.action = ActNone
+			st.outcome.State = dashboard.PRNotYetOpened
+			st.outcome.Detail = "waiting: limits.maxOpenPRs / limits.maxNewPRsPerCycle"
+			continue
+		}
+		open++
+		opened++
+	}
+}
+
+// push sends every branch that changed in one push, each with a lease on
+// the tip kedge read, so a branch someone moved meanwhile is left alone.
+func (r *Reconciler) push(ctx context.Context, repo *gitrepo.Repo, states []*nsState, remote map[string]gitrepo.BranchInfo, report *Report) error {
+	var changes []gitrepo.Change
+	leases := map[string]plumbing.Hash{}
+	for _, st := range states {
+		a := st.decision.action
+		if st.change == nil || !st.change.Changed || (a != ActOpen && a != ActUpdate) {
+			continue
+		}
+		changes = append(changes, *st.change)
+		if info, ok := remote[st.branch]; ok {
+			leases[st.branch] = info.Tip
+		}
+	}
+	if len(changes) == 0 || r.settings.DryRun {
+		return nil
+	}
+	report.Pushes = 1
+	err := repo.Push(ctx, changes, leases)
+	var lease *gitrepo.LeaseError
+	if errors.As(err, &lease) {
+		moved := map[string]bool{}
+		for _, c := range lease.Conflicts {
+			moved[c.Branch] = true
+		}
+		for _, st := range states {
+			if moved[st.branch] {
+				// Someone pushed between our read and our push; the next
+				// cycle reads their commit and decides again.
+				st.decision.action = ActNone
+				st.outcome.State = dashboard.PREdited
+				st.outcome.Detail = "the branch moved while kedge pushed; retried next cycle"
+			}
+		}
+		r.deps.Log.Warn("branches moved during push", "error", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	return nil
+}
+
+func identities(ids []gitrepo.Identity) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, id.Name+" <"+id.Email+">")
+	}
+	return out
+}
+
+func errorDetail(err error) string {
+	var later *forge.RetryLaterError
+	if errors.As(err, &later) {
+		return later.Error()
+	}
+	return err.Error()
+}
+
+func isRetryLater(err error) bool {
+	var later *forge.RetryLaterError
+	return errors.As(err, &later)
+}
+
+// reviewersFor reads the namespace's reviewers key, else the first matching
+// glob of the configuration. "org/team" entries are teams.
+func (r *Reconciler) reviewersFor(ns *objects.Set, name string) (users, teams []string) {
+	var list []string
+	for _, n := range ns.Namespaces {
+		if n.Name != name || r.settings.ReviewersKey == "" {
+			continue
+		}
+		v, ok := n.Labels[r.settings.ReviewersKey]
+		if !ok {
+			v = n.Annotations[r.settings.ReviewersKey]
+		}
+		list = append(list, strings.FieldsFunc(v, func(c rune) bool { return c == ',' || c == ' ' })...)
+	}
+	if len(list) == 0 {
+		globs := make([]string, 0, len(r.settings.ReviewersByNamespace))
+		for g := range r.settings.ReviewersByNamespace {
+			globs = append(globs, g)
+		}
+		sort.Strings(globs)
+		for _, g := range globs {
+			if ok, _ := path.Match(g, name); ok {
+				list = r.settings.ReviewersByNamespace[g]
+				break
+			}
+		}
+	}
+	for _, entry := range list {
+		entry = strings.TrimPrefix(strings.TrimSpace(entry), "@")
+		if entry == "" {
+			continue
+		}
+		if _, team, ok := strings.Cut(entry, "/"); ok {
+			teams = append(teams, team)
+		} else {
+			users = append(users, entry)
+		}
+	}
+	return users, teams
+}

@@ -1,0 +1,172 @@
+package ghemu
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	jwt "github.com/golang-jwt/jwt/v4"
+	"github.com/google/go-github/v66/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTokenAuthentication(t *testing.T) {
+	s := newTestServer(t)
+	cases := []struct {
+		name          string
+		authorization string
+		status        int
+		message       string
+	}{
+		{"no credentials", "", http.StatusUnauthorized, "Requires authentication"},
+		{"unknown token", "Bearer ghp_nobody", http.StatusUnauthorized, "Bad credentials"},
+		{"unknown scheme", "Basic " + botToken, http.StatusUnauthorized, "Requires authentication"},
+		{"bearer scheme", "Bearer " + botToken, http.StatusOK, ""},
+		{"token scheme", "token " + botToken, http.StatusOK, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := raw(t, s, http.MethodGet, "/repos/acme/fleet", tc.authorization, nil)
+			require.Equal(t, tc.status, a.status)
+			if tc.message != "" {
+				assert.JSONEq(t, `{"message":"`+tc.message+`","documentation_url":"https://docs.github.com/rest","status":"401"}`, string(a.body))
+			}
+		})
+	}
+}
+
+func TestAppJWTMintsInstallationTokens(t *testing.T) {
+	key := newKey(t)
+	otherKey := newKey(t)
+	now := time.Now().Truncate(time.Second)
+	s := newTestServer(t, func(o *Options) {
+		o.AppID, o.AppPublicKey, o.InstallationID = 42, &key.PublicKey, 7
+	})
+	sign := func(method jwt.SigningMethod, signKey any, claims jwt.MapClaims) string {
+		tok, err := jwt.NewWithClaims(method, claims).SignedString(signKey)
+		require.NoError(t, err)
+		return tok
+	}
+	valid := jwt.MapClaims{"iss": "42", "iat": now.Add(-30 * time.Second).Unix(), "exp": now.Add(2 * time.Minute).Unix()}
+	with := func(k string, v any) jwt.MapClaims {
+		c := jwt.MapClaims{}
+		for ck, cv := range valid {
+			c[ck] = cv
+		}
+		c[k] = v
+		return c
+	}
+	cases := []struct {
+		name    string
+		path    string
+		jwt     string
+		status  int
+		message string
+	}{
+		{"valid", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, key, valid), http.StatusCreated, ""},
+		{"numeric iss", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, key, with("iss", 42)), http.StatusCreated, ""},
+		{"other key", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, otherKey, valid), http.StatusUnauthorized, "A JSON web token could not be decoded"},
+		{"HS256", "/app/installations/7/access_tokens", sign(jwt.SigningMethodHS256, []byte("secret"), valid), http.StatusUnauthorized, "A JSON web token could not be decoded"},
+		{"another App", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, key, with("iss", "43")), http.StatusUnauthorized, "A JSON web token could not be decoded"},
+		{"issuer not a number", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, key, with("iss", "kedge")), http.StatusUnauthorized, "'Issuer' claim ('iss') must be an Integer"},
+		{"no credentials", "/app/installations/7/access_tokens", "", http.StatusUnauthorized, "Requires authentication"},
+		{"expired", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, key, with("exp", now.Add(-time.Second).Unix())), http.StatusUnauthorized, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires"},
+		{"lives too long", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, key, with("exp", now.Add(11*time.Minute).Unix())), http.StatusUnauthorized, "'Expiration time' claim ('exp') is too far in the future"},
+		{"fractional iat", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, key, with("iat", float64(now.Unix())+0.5)), http.StatusUnauthorized, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued"},
+		{"issued in the future", "/app/installations/7/access_tokens", sign(jwt.SigningMethodRS256, key, with("iat", now.Add(5*time.Minute).Unix())), http.StatusUnauthorized, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued"},
+		{"not a JWT", "/app/installations/7/access_tokens", botToken, http.StatusUnauthorized, "A JSON web token could not be decoded"},
+		{"other installation", "/app/installations/8/access_tokens", sign(jwt.SigningMethodRS256, key, valid), http.StatusNotFound, "Not Found"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			authorization := ""
+			if tc.jwt != "" {
+				authorization = "Bearer " + tc.jwt
+			}
+			a := raw(t, s, http.MethodPost, "/api/v3"+tc.path, authorization, nil)
+			require.Equal(t, tc.status, a.status, string(a.body))
+			if tc.status != http.StatusCreated {
+				var e errorBody
+				a.json(t, &e)
+				assert.Equal(t, tc.message, e.Message)
+				assert.Equal(t, strconv.Itoa(tc.status), e.Status)
+				return
+			}
+			var tok accessToken
+			a.json(t, &tok)
+			assert.Regexp(t, `^ghs_[A-Za-z0-9]{36}$`, tok.GetToken())
+			assert.WithinDuration(t, time.Now().Add(time.Hour), tok.GetExpiresAt().Time, 5*time.Second)
+			assert.Equal(t, "selected", tok.RepositorySelection)
+			assert.Equal(t, "write", tok.GetPermissions().GetPullRequests())
+
+			repo := raw(t, s, http.MethodGet, "/repos/acme/fleet", "token "+tok.GetToken(), nil)
+			assert.Equal(t, http.StatusOK, repo.status)
+		})
+	}
+	assert.Equal(t, 2, s.MintedTokens())
+	assert.Empty(t, s.MutatingCalls(), "minting a token is not a content change")
+}
+
+func TestGhinstallationRoundTrip(t *testing.T) {
+	key := newKey(t)
+	s := newTestServer(t, func(o *Options) {
+		o.AppID, o.AppPublicKey, o.InstallationID = 42, &key.PublicKey, 7
+	})
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	itr, err := ghinstallation.New(s.Client().Transport, 42, 7, pemKey)
+	require.NoError(t, err)
+	itr.BaseURL = s.URL + "/api/v3"
+	c, err := github.NewClient(&http.Client{Transport: itr}).WithEnterpriseURLs(s.URL, s.URL)
+	require.NoError(t, err)
+
+	repo, _, err := c.Repositories.Get(context.Background(), testOwner, testRepo)
+	require.NoError(t, err)
+	assert.Equal(t, "main", repo.GetDefaultBranch())
+
+	s.SetBranch("kedge/shop", fakeSHA("shop"))
+	pr, _, err := c.PullRequests.Create(context.Background(), testOwner, testRepo, &github.NewPullRequest{
+		Title: github.String("t"), Head: github.String("kedge/shop"), Base: github.String("main"),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "kedge[bot]", pr.GetUser().GetLogin())
+	assert.Equal(t, "Bot", pr.GetUser().GetType())
+	assert.Equal(t, 1, s.MintedTokens(), "the installation token is reused while valid")
+
+	token, err := itr.Token(context.Background())
+	require.NoError(t, err)
+	assert.True(t, s.ValidToken(token))
+	s.ExpireTokens()
+	assert.False(t, s.ValidToken(token))
+	a := raw(t, s, http.MethodGet, "/repos/acme/fleet", "token "+token, nil)
+	assert.Equal(t, http.StatusUnauthorized, a.status)
+}
+
+func TestInstallationTokenExpiresWithTheClock(t *testing.T) {
+	key := newKey(t)
+	now := time.Now()
+	var offset atomic.Int64 // the test moves the clock while the server reads it
+	s := newTestServer(t, func(o *Options) {
+		o.AppID, o.AppPublicKey, o.InstallationID = 42, &key.PublicKey, 7
+		o.Clock = func() time.Time { return now.Add(time.Duration(offset.Load())) }
+	})
+	claims := jwt.MapClaims{"iss": "42", "iat": now.Add(-30 * time.Second).Unix(), "exp": now.Add(time.Minute).Unix()}
+	signed, err := jwt.NewWithClaims(jwt.SigningMethodRS256, claims).SignedString(key)
+	require.NoError(t, err)
+	a := raw(t, s, http.MethodPost, "/app/installations/7/access_tokens", "Bearer "+signed, nil)
+	require.Equal(t, http.StatusCreated, a.status)
+	var tok accessToken
+	a.json(t, &tok)
+
+	assert.True(t, s.ValidToken(tok.GetToken()))
+	offset.Store(int64(59 * time.Minute))
+	assert.True(t, s.ValidToken(tok.GetToken()))
+	offset.Store(int64(61 * time.Minute))
+	assert.False(t, s.ValidToken(tok.GetToken()))
+}

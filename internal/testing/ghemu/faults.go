@@ -1,0 +1,134 @@
+package ghemu
+
+import (
+	"net/http"
+	"path"
+	"strconv"
+	"time"
+)
+
+// Fault replaces or delays the answer to one request, to test how a client
+// copes with GitHub's limits and outages.
+type Fault struct {
+	// Method and Path select the requests the fault applies to; empty
+	// means any. Path is a path.Match pattern over the API path without
+	// the /api/v3 prefix, e.g. "/repos/*/*/pulls".
+	Method string
+	Path   string
+
+	// Delay holds the answer back; a client whose timeout is shorter sees
+	// a timeout.
+	Delay time.Duration
+	// Status, when non-zero, is answered instead of the real handler, with
+	// Header and Body. Zero lets the request through after Delay.
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// For narrows the fault to one method and path pattern.
+func (f Fault) For(method, pathPattern string) Fault {
+	f.Method, f.Path = method, pathPattern
+	return f
+}
+
+func (f Fault) matches(r *http.Request, apiPath string) bool {
+	if f.Method != "" && f.Method != r.Method {
+		return false
+	}
+	if f.Path == "" {
+		return true
+	}
+	ok, err := path.Match(f.Path, apiPath)
+	return err == nil && ok
+}
+
+func (f Fault) response() *response {
+	r := &response{status: f.Status, header: f.Header.Clone()}
+	if f.Body != "" {
+		r.body = rawJSON(f.Body)
+	}
+	return r
+}
+
+// rawJSON is a body sent verbatim.
+type rawJSON string
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
+// SecondaryRateLimit is GitHub's 403 for exceeding a secondary rate limit,
+// with Retry-After in seconds.
+func SecondaryRateLimit(retryAfter int) Fault {
+	r := secondaryRateLimitResponse(retryAfter)
+	return Fault{Status: r.status, Header: r.header, Body: mustJSON(r.body)}
+}
+
+// TooManyRequests is a 429 with Retry-After, which GitHub also uses for
+// secondary limits.
+func TooManyRequests(retryAfter int) Fault {
+	r := errorResponse(http.StatusTooManyRequests,
+		"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", docsSecondaryLimit)
+	h := http.Header{}
+	h.Set("Retry-After", strconv.Itoa(retryAfter))
+	return Fault{Status: r.status, Header: h, Body: mustJSON(r.body)}
+}
+
+// PrimaryRateLimit is the 403 of an exhausted primary limit that resets at
+// reset.
+func PrimaryRateLimit(reset time.Time) Fault {
+	r := primaryRateLimitResponse(reset, "installation ID 1")
+	return Fault{Status: r.status, Header: r.header, Body: mustJSON(r.body)}
+}
+
+// ServerError is a 5xx with GitHub's terse body.
+func ServerError(status int) Fault {
+	r := errorResponse(status, http.StatusText(status), docsRoot)
+	return Fault{Status: status, Body: mustJSON(r.body)}
+}
+
+// Delay holds a request back for d, then answers it normally.
+func Delay(d time.Duration) Fault { return Fault{Delay: d} }
+
+// QueueFault adds faults; each applies once, to the first later request it
+// matches, in queue order.
+func (s *Server) QueueFault(faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, faults...)
+}
+
+// SetFaultFunc installs a function consulted before the queue for every
+// request inside the surface; a nil answer lets the request through.
+// Passing nil removes it.
+func (s *Server) SetFaultFunc(fn func(r *http.Request) *Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faultFunc = fn
+}
+
+// PendingFaults is how many queued faults have not been used yet.
+func (s *Server) PendingFaults() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.faults)
+}
+
+func (s *Server) takeFault(r *http.Request, apiPath string) *Fault {
+	s.mu.Lock()
+	fn := s.faultFunc
+	s.mu.Unlock()
+	if fn != nil {
+		if f := fn(r); f != nil {
+			return f
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.faults {
+		if f.matches(r, apiPath) {
+			s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			return &f
+		}
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+// Package gitserver runs a real Git smart-HTTP server for tests: Debian git's
+// `git http-backend` behind net/http/cgi on a loopback httptest server, with
+// the token authentication GitHub uses for installation tokens (basic auth,
+// user "x-access-token"). Because the protocol side is git itself, clients
+// under test meet the same negotiation, pack checks and ref locking as on a
+// real forge. On top of it the server counts pushes, records requests and can
+// inject faults, and the helpers in repo.go create and inspect repositories
+// with the git command line.
+package gitserver
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TokenUser is the basic-auth user name GitHub expects with an installation
+// token; any other user name is refused.
+const TokenUser = "x-access-token"
+
+// Request is one HTTP request the server answered.
+type Request struct {
+	Method string
+	// Path is the URL path, e.g. "/acme/gitops.git/git-receive-pack".
+	Path string
+	// Service is the git service asked for ("git-upload-pack",
+	// "git-receive-pack") or "" for anything else.
+	Service string
+	// Status is the HTTP status code answered.
+	Status int
+	// Authenticated is true when the request carried the current token.
+	Authenticated bool
+}
+
+// Server is a Git smart-HTTP server over a directory of bare repositories.
+// All methods are safe for concurrent use.
+type Server struct {
+	// URL is the server's base URL, without a trailing slash.
+	URL string
+
+	root    string
+	home    string
+	backend string
+	http    *httptest.Server
+
+	mu            sync.Mutex
+	token         string
+	pushes        int
+	failNextPush  int
+	delay         time.Duration
+	requests      []Request
+	pushesPerRepo map[string]int
+	stderr        bytes.Buffer
+}
+
+// New starts a server on 127.0.0.1 with a random token and stops it when the
+// test ends. It fails the test when git or git-http-backend is missing.
+func New(t testing.TB) *Server {
+	t.Helper()
+	backend, err := httpBackendPath()
+	if err != nil {
+		t.Fatalf("gitserver: %v", err)
+	}
+	s := &Server{
+		root:          t.TempDir(),
+		home:          t.TempDir(),
+		backend:       backend,
+		token:         RandomToken(),
+		pushesPerRepo: map[string]int{},
+	}
+	s.http = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	t.Cleanup(s.http.Close)
+	s.URL = s.http.URL
+	return s
+}
+
+// RandomToken returns a fresh token in the shape of a GitHub installation
+// token, so tests can rotate tokens or pick a wrong one.
+func RandomToken() string {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return "ghs_" + hex.EncodeToString(b)
+}
+
+// Token returns the token the server accepts now.
+func (s *Server) Token() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.token
+}
+
+// SetToken makes the server accept only token from now on, as when an
+// installation token expires and a new one is minted.
+func (s *Server) SetToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token = token
+}
+
+// Pushes returns how many pushes (POSTs to git-receive-pack with a valid
+// token) the server has received, including ones it failed on purpose.
+func (s *Server) Pushes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pushes
+}
+
+// PushesTo returns how many pushes repo has received.
+func (s *Server) PushesTo(repo string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pushesPerRepo[repo]
+}
+
+// Requests returns every request answered so far, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// FailNextPush makes the next push answer status (e.g. 503) without touching
+// the repository. The push still counts as received.
+func (s *Server) FailNextPush(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failNextPush = status
+}
+
+// SetDelay makes every request wait d before it is served (0 turns it off),
+// to exercise client timeouts. A request whose context ends first is dropped.
+func (s *Server) SetDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
+}
+
+// Root returns the directory that holds the bare repositories.
+func (s *Server) Root() string { return s.root }
+
+// RepoURL returns the clone URL of repo (e.g. "acme/gitops" →
+// "<URL>/acme/gitops.git").
+func (s *Server) RepoURL(repo string) string { return s.URL + "/" + repo + ".git" }
+
+// RepoPath returns the bare repository directory of repo on disk; file://
+// clients can use it directly.
+func (s *Server) RepoPath(repo string) string {
+	return filepath.Join(s.root, filepath.FromSlash(repo)+".git")
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	entry := Request{Method: r.Method, Path: r.URL.Path, Service: serviceOf(r)}
+	defer func() {
+		entry.Status = rec.status
+		s.mu.Lock()
+		s.requests = append(s.requests, entry)
+		s.mu.Unlock()
+	}()
+
+	s.mu.Lock()
+	delay, token := s.delay, s.token
+	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			rec.status = 499 // client went away; nothing is written
+			return
+		}
+	}
+
+	user, password, ok := r.BasicAuth()
+	if !ok || user != TokenUser || password != token {
+		rec.Header().Set("WWW-Authenticate", `Basic realm="gitserver"`)
+		http.Error(rec, "authentication required", http.StatusUnauthorized)
+		return
+	}
+	entry.Authenticated = true
+
+	if r.Method == http.MethodPost && entry.Service == "git-receive-pack" {
+		repo := repoOf(r.URL.Path, "/git-receive-pack")
+		s.mu.Lock()
+		s.pushes++
+		s.pushesPerRepo[repo]++
+		fail := s.failNextPush
+		s.failNextPush = 0
+		s.mu.Unlock()
+		if fail != 0 {
+			http.Error(rec, "push failed on purpose", fail)
+			return
+		}
+	}
+
+	h := &cgi.Handler{
+		Stderr: lockedWriter{s},
+		Path:   s.backend,
+		Root:   "/",
+		Dir:    s.root,
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + s.root,
+			"GIT_HTTP_EXPORT_ALL=1",
+			// http-backend enables receive-pack only for authenticated users.
+			"REMOTE_USER=" + TokenUser,
+			"HOME=" + s.home,
+			"GIT_CONFIG_NOSYSTEM=1",
+			"GIT_CONFIG_GLOBAL=/dev/null",
+		},
+	}
+	h.ServeHTTP(rec, r)
+}
+
+// Stderr returns what git wrote to its standard error so far: the server's
+// side of refused pushes and failed hooks.
+func (s *Server) Stderr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
+}
+
+type lockedWriter struct{ s *Server }
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.stderr.Write(p)
+}
+
+func serviceOf(r *http.Request) string {
+	if svc := r.URL.Query().Get("service"); svc != "" {
+		return svc
+	}
+	for _, svc := range []string{"git-upload-pack", "git-receive-pack"} {
+		if strings.HasSuffix(r.URL.Path, "/"+svc) {
+			return svc
+		}
+	}
+	return ""
+}
+
+// repoOf turns "/acme/gitops.git/git-receive-pack" into "acme/gitops".
+func repoOf(path, suffix string) string {
+	p := strings.TrimSuffix(path, suffix)
+	p = strings.TrimPrefix(p, "/")
+	return strings.TrimSuffix(p, ".git")
+}
+
+func httpBackendPath() (string, error) {
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,137 @@
+package yamledit
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// goldenSeeds returns before.yaml and the case of every golden case with the given op, in name order.
+func goldenSeeds(f *testing.F, op string) ([][]byte, []goldenCase) {
+	cases := readGoldenCases(f)
+	names := make([]string, 0, len(cases))
+	for name, c := range cases {
+		if c.Op == op {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var srcs [][]byte
+	var out []goldenCase
+	for _, name := range names {
+		src, err := os.ReadFile(filepath.Join(goldenRoot, name, "before.yaml"))
+		require.NoError(f, err)
+		srcs = append(srcs, src)
+		out = append(out, cases[name])
+	}
+	return srcs, out
+}
+
+// changedRegion returns how many lines of before and of after lie between their common leading and trailing
+// lines.
+func changedRegion(before, after []byte) (int, int) {
+	a, b := linesWithBreaks(before), linesWithBreaks(after)
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return len(a) - p - s, len(b) - p - s
+}
+
+func requireRefusal(t *testing.T, out []byte, changed bool, err error) {
+	var refused *RefusedError
+	require.True(t, errors.As(err, &refused), "error %v is not a refusal", err)
+	require.NotEmpty(t, refused.Reason)
+	if os.Getenv("STRICT") != "" && refused.Code == CodeVerification {
+		t.Fatalf("verification refusal: %v", err)
+	}
+	require.Nil(t, out)
+	require.False(t, changed)
+}
+
+// FuzzSetPodTemplateAnnotations: the edit never panics, and either refuses without output or returns a file
+// that differs from the input in at most one existing line plus inserted lines, keeps the byte order mark,
+// reads back with the annotation set and every other annotation as it was, and is left alone by a rerun.
+func FuzzSetPodTemplateAnnotations(f *testing.F) {
+	srcs, cases := goldenSeeds(f, "")
+	for i, src := range srcs {
+		keys := make([]string, 0, len(cases[i].Set))
+		for k := range cases[i].Set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			f.Add(src, cases[i].Target.Kind, cases[i].Target.Name, k, cases[i].Set[k])
+		}
+	}
+	f.Fuzz(func(t *testing.T, src []byte, kind, name, key, value string) {
+		target := Target{Kind: kind, Name: name, Document: AnyDocument}
+		out, changed, err := SetPodTemplateAnnotations(src, target, map[string]string{key: value})
+		if err != nil {
+			requireRefusal(t, out, changed, err)
+			return
+		}
+		got, err := PodTemplateAnnotations(out, target)
+		require.NoError(t, err)
+		require.Contains(t, got, key)
+		require.Equal(t, value, got[key])
+		if !changed {
+			require.Equal(t, src, out)
+			return
+		}
+		require.Equal(t, bytes.HasPrefix(src, utf8BOM), bytes.HasPrefix(out, utf8BOM))
+		rewritten, _ := changedRegion(src, out)
+		require.LessOrEqual(t, rewritten, 1, "more than one existing line rewritten:\n%s\n----\n%s", src, out)
+		if was, err := PodTemplateAnnotations(src, target); err == nil {
+			delete(got, key)
+			delete(was, key)
+			if len(was) == 0 {
+				was = map[string]string{}
+			}
+			require.Equal(t, was, got)
+		}
+		again, changedAgain, err := SetPodTemplateAnnotations(out, target, map[string]string{key: value})
+		require.NoError(t, err)
+		require.False(t, changedAgain)
+		require.Equal(t, out, again)
+	})
+}
+
+// FuzzAddKustomizationPatch: the same promises for listing a patch file in a kustomization.
+func FuzzAddKustomizationPatch(f *testing.F) {
+	srcs, cases := goldenSeeds(f, "add-kustomization-patch")
+	for i, src := range srcs {
+		f.Add(src, cases[i].Path)
+	}
+	f.Fuzz(func(t *testing.T, src []byte, patchPath string) {
+		out, changed, err := AddKustomizationPatch(src, patchPath)
+		if err != nil {
+			requireRefusal(t, out, changed, err)
+			return
+		}
+		if !changed {
+			require.Equal(t, src, out)
+			return
+		}
+		rewritten, _ := changedRegion(src, out)
+		require.LessOrEqual(t, rewritten, 1, "more than one existing line rewritten:\n%s\n----\n%s", src, out)
+		s, err := load(out)
+		require.NoError(t, err)
+		_, root, err := s.kustomization()
+		require.NoError(t, err)
+		require.True(t, listsPatch(root, patchPath))
+		again, changedAgain, err := AddKustomizationPatch(out, patchPath)
+		require.NoError(t, err)
+		require.False(t, changedAgain)
+		require.Equal(t, out, again)
+	})
+}

@@ -1,0 +1,185 @@
+package yamledit
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+var update = flag.Bool("update", false, "rewrite after.yaml and error.txt of the golden cases")
+
+const goldenRoot = "../../testdata/edit"
+
+// goldenCase is testdata/edit/<case>/case.yaml: which call to make on before.yaml.
+type goldenCase struct {
+	Op     string `yaml:"op"`
+	Target struct {
+		Kind      string `yaml:"kind"`
+		Name      string `yaml:"name"`
+		Namespace string `yaml:"namespace"`
+		Document  *int   `yaml:"document"`
+	} `yaml:"target"`
+	Set     map[string]string `yaml:"set"`
+	Path    string            `yaml:"path"`
+	Key     string            `yaml:"key"`
+	Value   string            `yaml:"value"`
+	Refusal RefusalCode       `yaml:"refusal"`
+}
+
+func (c goldenCase) target() Target {
+	t := Target{Kind: c.Target.Kind, Name: c.Target.Name, Namespace: c.Target.Namespace, Document: AnyDocument}
+	if c.Target.Document != nil {
+		t.Document = *c.Target.Document
+	}
+	return t
+}
+
+func (c goldenCase) run(src []byte) ([]byte, bool, error) {
+	switch c.Op {
+	case "", "set-pod-template-annotations":
+		return SetPodTemplateAnnotations(src, c.target(), c.Set)
+	case "add-kustomization-patch":
+		return AddKustomizationPatch(src, c.Path)
+	case "set-metadata-label":
+		return SetMetadataLabel(src, c.target(), c.Key, c.Value)
+	case "set-kustomization-label":
+		return SetKustomizationLabel(src, c.Key, c.Value)
+	}
+	panic("unknown op " + c.Op)
+}
+
+// touched is how many existing lines a call may rewrite: one per key (the replaced value, the line that
+// loses an empty value, the line that gains a comma or a final line break), more for label keys set in
+// several places.
+func (c goldenCase) touched() int {
+	if len(c.Set) > 0 {
+		return len(c.Set)
+	}
+	return 2
+}
+
+func readGoldenCases(t testing.TB) map[string]goldenCase {
+	entries, err := os.ReadDir(goldenRoot)
+	require.NoError(t, err)
+	cases := map[string]goldenCase{}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(goldenRoot, e.Name(), "case.yaml"))
+		require.NoError(t, err)
+		var c goldenCase
+		require.NoError(t, yaml.Unmarshal(raw, &c), e.Name())
+		cases[e.Name()] = c
+	}
+	require.NotEmpty(t, cases)
+	return cases
+}
+
+func TestGolden(t *testing.T) {
+	cases := readGoldenCases(t)
+	names := make([]string, 0, len(cases))
+	for name := range cases {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := cases[name]
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(goldenRoot, name)
+			before, err := os.ReadFile(filepath.Join(dir, "before.yaml"))
+			require.NoError(t, err)
+			out, changed, err := c.run(before)
+			if *update {
+				writeGolden(t, dir, out, err)
+			}
+			if want, readErr := os.ReadFile(filepath.Join(dir, "error.txt")); readErr == nil {
+				require.Error(t, err)
+				var refused *RefusedError
+				require.True(t, errors.As(err, &refused), "%T is not a *RefusedError", err)
+				assert.Equal(t, strings.TrimSpace(string(want)), err.Error())
+				assert.Equal(t, c.Refusal, refused.Code)
+				assert.Nil(t, out)
+				assert.False(t, changed)
+				return
+			}
+			require.NoError(t, err)
+			require.Empty(t, c.Refusal, "case expects a refusal")
+			after, err := os.ReadFile(filepath.Join(dir, "after.yaml"))
+			require.NoError(t, err)
+			assert.Equal(t, string(after), string(out))
+			assert.Equal(t, !bytes.Equal(before, after), changed)
+			assert.LessOrEqual(t, len(removedLines(before, out)), c.touched(), "existing lines rewritten")
+
+			again, changedAgain, err := c.run(out)
+			require.NoError(t, err, "second run")
+			assert.False(t, changedAgain, "second run changed the file")
+			assert.Equal(t, string(out), string(again))
+
+			if c.Op == "" {
+				got, err := PodTemplateAnnotations(out, c.target())
+				require.NoError(t, err)
+				for k, v := range c.Set {
+					assert.Equal(t, v, got[k], k)
+				}
+			}
+		})
+	}
+}
+
+func writeGolden(t *testing.T, dir string, out []byte, err error) {
+	afterPath, errPath := filepath.Join(dir, "after.yaml"), filepath.Join(dir, "error.txt")
+	if err != nil {
+		require.NoError(t, os.WriteFile(errPath, []byte(err.Error()+"\n"), 0o644))
+		_ = os.Remove(afterPath)
+		return
+	}
+	require.NoError(t, os.WriteFile(afterPath, out, 0o644))
+	_ = os.Remove(errPath)
+}
+
+// removedLines returns the lines of before that a longest-common-subsequence line diff does not keep in
+// after: an account of the edit made without the editor's own bookkeeping.
+func removedLines(before, after []byte) []string {
+	a, b := linesWithBreaks(before), linesWithBreaks(after)
+	lcs := make([][]int, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var removed []string
+	i, j := 0, 0
+	for i < len(a) {
+		switch {
+		case j < len(b) && a[i] == b[j]:
+			i, j = i+1, j+1
+		case j < len(b) && lcs[i][j+1] >= lcs[i+1][j]:
+			j++
+		default:
+			removed = append(removed, a[i])
+			i++
+		}
+	}
+	return removed
+}
+
+func linesWithBreaks(b []byte) []string {
+	return strings.SplitAfter(string(b), "\n")
+}

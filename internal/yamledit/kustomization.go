@@ -1,0 +1,235 @@
+package yamledit
+
+import (
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// AddKustomizationPatch makes sure the kustomization lists patchPath under `patches:` as `- path: <path>`,
+// adding the `patches:` key at the end when it is missing. Nothing changes when the file is already listed
+// there or under the deprecated `patchesStrategicMerge:`.
+func AddKustomizationPatch(src []byte, patchPath string) (out []byte, changed bool, err error) {
+	if strings.TrimSpace(patchPath) == "" || strings.ContainsAny(patchPath, "\r\n") || !utf8.ValidString(patchPath) || strings.Contains(patchPath, "{{") {
+		return nil, false, refuse(CodeInvalidInput, "patch path %q is not a file path", patchPath)
+	}
+	s, err := load(src)
+	if err != nil {
+		return nil, false, err
+	}
+	doc, root, err := s.kustomization()
+	if err != nil {
+		return nil, false, err
+	}
+	if listsPatch(root, patchPath) {
+		return s.original(), false, nil
+	}
+	sp, err := s.planAppendPatch(root, patchPath)
+	if err != nil {
+		return nil, false, err
+	}
+	item := &cnode{kind: yaml.MappingNode, tag: "!!map", content: []*cnode{str("path"), str(patchPath)}}
+	out, err = s.commit(doc, sp, func(r *cnode) error { return expectAppend(r, nil, "patches", item) })
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// SetKustomizationLabel sets key=value wherever the kustomization already sets that label: in
+// `commonLabels:` and in the `pairs:` of `labels:` entries. It refuses (CodeNotFound) when the kustomization
+// does not set the label, and refuses when a place that sets it cannot be edited safely. Beware that
+// commonLabels, and labels entries with includeSelectors, also rewrite selectors of the workloads in the
+// same kustomization, which are immutable: the caller decides whether that is acceptable.
+func SetKustomizationLabel(src []byte, key, value string) ([]byte, bool, error) {
+	if err := validateLabel(key, value); err != nil {
+		return nil, false, err
+	}
+	s, err := load(src)
+	if err != nil {
+		return nil, false, err
+	}
+	_, root, err := s.kustomization()
+	if err != nil {
+		return nil, false, err
+	}
+	var places [][]step
+	if common := lookupValue(root, "commonLabels"); common != nil && lookupValue(common, key) != nil {
+		places = append(places, keys("commonLabels"))
+	}
+	if labels := lookupValue(root, "labels"); labels != nil && labels.Kind == yaml.SequenceNode {
+		for i, entry := range labels.Content {
+			if pairs := lookupValue(entry, "pairs"); pairs != nil && lookupValue(pairs, key) != nil {
+				places = append(places, []step{{key: "labels", index: -1}, {index: i}, {key: "pairs", index: -1}})
+			}
+		}
+	}
+	if len(places) == 0 {
+		return nil, false, refuse(CodeNotFound, "the kustomization sets label %q neither in commonLabels nor in labels", key)
+	}
+	out, changed := src, false
+	for _, at := range places {
+		cur, err := load(out)
+		if err != nil {
+			return nil, false, err
+		}
+		doc, _, err := cur.kustomization()
+		if err != nil {
+			return nil, false, err
+		}
+		next, ch, err := cur.setScalar(doc, at, key, value)
+		if err != nil {
+			return nil, false, err
+		}
+		if ch {
+			out, changed = next, true
+		}
+	}
+	return out, changed, nil
+}
+
+// kustomization returns the file's only document, which must be a mapping.
+func (s *source) kustomization() (int, *yaml.Node, error) {
+	doc := -1
+	for i := range s.docs {
+		if s.root(i) == nil {
+			continue
+		}
+		if doc >= 0 {
+			return 0, nil, refuse(CodeAmbiguous, "a kustomization file holds one document, this one holds several")
+		}
+		doc = i
+	}
+	if doc < 0 {
+		return 0, nil, refuse(CodeNotFound, "the kustomization file is empty")
+	}
+	root := s.root(doc)
+	if root.Kind != yaml.MappingNode {
+		return 0, nil, refuse(CodeUnsupported, "the kustomization is not a mapping (line %d)", root.Line)
+	}
+	return doc, root, nil
+}
+
+func cleanPath(p string) string { return path.Clean(strings.TrimSpace(p)) }
+
+// listsPatch tells whether the kustomization already applies the patch file p.
+func listsPatch(root *yaml.Node, p string) bool {
+	want := cleanPath(p)
+	if patches := lookupValue(root, "patches"); patches != nil && patches.Kind == yaml.SequenceNode {
+		for _, item := range patches.Content {
+			item = deref(item)
+			if item.Kind == yaml.ScalarNode && cleanPath(item.Value) == want {
+				return true
+			}
+			if v := lookupValue(item, "path"); v != nil && v.Kind == yaml.ScalarNode && cleanPath(v.Value) == want {
+				return true
+			}
+		}
+	}
+	if psm := lookupValue(root, "patchesStrategicMerge"); psm != nil && psm.Kind == yaml.SequenceNode {
+		for _, item := range psm.Content {
+			if item = deref(item); item.Kind == yaml.ScalarNode && cleanPath(item.Value) == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// planAppendPatch appends `- path: p` to `patches:`, writing the new item like the file's existing items.
+func (s *source) planAppendPatch(root *yaml.Node, p string) (*splice, error) {
+	if err := s.checkCollection(root, nil); err != nil {
+		return nil, err
+	}
+	k, v, err := s.findKey(root, "patches", nil)
+	if err != nil {
+		return nil, err
+	}
+	at := keys("patches")
+	if k == nil {
+		if root.Style&yaml.FlowStyle != 0 {
+			return s.flowInsert(root, nil, writeScalar("patches", keyQuoting(root))+": [{"+s.patchEntry(p, keyQuoting(root))+"}]")
+		}
+		if err := s.simpleKeys(root); err != nil {
+			return nil, err
+		}
+		offset, content := sequenceStyle(root)
+		indent := root.Content[0].Column - 1
+		return s.insertAfter(s.endLine(root, indent), "", []string{
+			strings.Repeat(" ", indent) + "patches:",
+			seqItem(indent+offset, content, s.patchEntry(p, plainIfSafe)),
+		})
+	}
+	if err := s.checkCollection(v, at); err != nil {
+		return nil, err
+	}
+	switch {
+	case v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle != 0 && (len(v.Content) > 0 || v.Line != k.Line || root.Style&yaml.FlowStyle != 0):
+		return s.flowInsert(v, at, "{"+s.patchEntry(p, itemQuoting(v))+"}")
+	case v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0:
+		content := 2
+		if first := v.Content[0]; first.Line == v.Line {
+			content = first.Column - v.Column
+		}
+		return s.insertAfter(s.endLine(v, v.Column-1), "", []string{seqItem(v.Column-1, content, s.patchEntry(p, plainIfSafe))})
+	case isNull(v) || (v.Kind == yaml.SequenceNode && len(v.Content) == 0):
+		if root.Style&yaml.FlowStyle != 0 {
+			return nil, refuse(CodeUnsupported, "patches is empty inside a flow mapping (line %d)", k.Line)
+		}
+		if v.Line != k.Line && v.Value != "" {
+			return nil, refuse(CodeUnsupported, "the empty value of patches sits on its own line (line %d)", v.Line)
+		}
+		head, comment, err := s.keyLineWithoutValue(k, v)
+		if err != nil {
+			return nil, err
+		}
+		if comment != "" {
+			head += " " + comment
+		}
+		offset, content := sequenceStyle(root)
+		return s.insertAfter(k.Line, head, []string{seqItem(k.Column-1+offset, content, s.patchEntry(p, plainIfSafe))})
+	}
+	return nil, refuse(CodeUnsupported, "patches is not a list (line %d)", v.Line)
+}
+
+func (s *source) patchEntry(p string, q quoting) string {
+	return writeScalar("path", q) + ": " + writeScalar(p, q)
+}
+
+// itemQuoting follows the keys of the first mapping item of a flow sequence.
+func itemQuoting(seq *yaml.Node) quoting {
+	for _, item := range seq.Content {
+		if item.Kind == yaml.MappingNode {
+			return keyQuoting(item)
+		}
+	}
+	return plainIfSafe
+}
+
+func seqItem(dashIndent, content int, entry string) string {
+	if content < 2 {
+		content = 2
+	}
+	return strings.Repeat(" ", dashIndent) + "-" + strings.Repeat(" ", content-1) + entry
+}
+
+// sequenceStyle reads how the kustomization writes its lists: how far the dash sits right of its key (0 for
+// `key:\n- item`) and how far the item sits right of the dash. Without lists it follows `kustomize edit`.
+func sequenceStyle(root *yaml.Node) (offset, content int) {
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if v.Kind != yaml.SequenceNode || v.Style&yaml.FlowStyle != 0 || len(v.Content) == 0 || v.Line == k.Line {
+			continue
+		}
+		content = 2
+		if first := v.Content[0]; first.Line == v.Line && first.Column > v.Column {
+			content = first.Column - v.Column
+		}
+		if d := v.Column - k.Column; d >= 0 {
+			return d, content
+		}
+	}
+	return 0, 2
+}
