@@ -38,16 +38,17 @@ unit:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSetPodTemplateAnnotations$$' -fuzztime=$(FUZZTIME) ./internal/yamledit
 	$(GO) test -run='^$$' -fuzz='^FuzzReadSnapshot$$' -fuzztime=$(FUZZTIME) ./internal/cluster
+	$(GO) test -run='^$$' -fuzz='^FuzzEscape$$' -fuzztime=$(FUZZTIME) ./internal/dashboard
 
 demo: build
 	@echo "== kedge plan: the sample cluster against the sample GitOps repo =="
-	@$(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output table
+	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output table
 	@echo
-	@echo "== the edits kedge would commit (kedge plan --output patch) =="
-	@$(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output patch
+	@echo "== kedge run --once, offline: GitHub emulated, the sample repo as a local bare clone =="
+	@$(GO) run ./hack/demo
 	@echo
-	@echo "== the pull requests kedge would open (kedge run --once --dry-run) =="
-	@$(BIN) run --once --dry-run --config testdata/demo/kedge.yaml
+	@echo "== the same drift as a dashboard (kedge plan --output markdown) =="
+	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output markdown
 
 bench:
 	$(GO) run ./hack/benchreport -out docs/benchmarks.md

@@ -59,10 +59,15 @@ func proxyVersions(images []string) []string {
 }
 
 // age is how long ago start was, in its two largest units ("3d 4h",
-// "5h 12m", "7m"); "–" when either time is unknown.
+// "5h 12m", "7m"). Without a reference time (PR bodies, which must not
+// change from one cycle to the next) it is the start date instead;
+// "–" when the start is unknown.
 func age(now time.Time, start *time.Time) string {
-	if start == nil || start.IsZero() || now.IsZero() {
+	if start == nil || start.IsZero() {
 		return "–"
+	}
+	if now.IsZero() {
+		return "since " + start.UTC().Format("2006-01-02")
 	}
 	return span(now.Sub(*start))
 }

@@ -44,7 +44,7 @@ func TestAge(t *testing.T) {
 		{"minutes", at(7 * time.Minute), now, "7m"},
 		{"seconds", at(20 * time.Second), now, "under 1m"},
 		{"unknown start", nil, now, "–"},
-		{"no reference time", at(time.Hour), time.Time{}, "–"},
+		{"no reference time gives the start date", at(time.Hour), time.Time{}, "since " + now.Add(-time.Hour).UTC().Format("2006-01-02")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

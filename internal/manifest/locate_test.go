@@ -276,12 +276,21 @@ func TestHintsFor(t *testing.T) {
 			want: Hints{},
 		},
 	}
-	hints := HintsFor(set, "https://github.com/ACME/fleet.git")
+	hints := HintsFor(set, "https://github.com/ACME/fleet.git", "https://ghe.example.com/mirror/fleet")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, hints(tt.w))
 		})
 	}
+	t.Run("without repository addresses every source is this one", func(t *testing.T) {
+		got := HintsFor(set)(w(map[string]string{
+			"kustomize.toolkit.fluxcd.io/name": "vendor", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+		}, nil))
+		assert.Equal(t, Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor"}, got)
+	})
+	t.Run("no cluster objects", func(t *testing.T) {
+		assert.Equal(t, Hints{}, HintsFor(nil)(w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil)))
+	})
 }
 
 func TestNormalizeRepoURL(t *testing.T) {

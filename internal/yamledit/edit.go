@@ -68,11 +68,11 @@ func (s *source) planSet(doc int, path []step, key, value string) (*splice, erro
 		chain = append(chain, link{k, v})
 		switch {
 		case v.Kind == yaml.MappingNode && v.Style&yaml.FlowStyle != 0 && len(v.Content) == 0 && v.Line == k.Line:
-			return s.replaceEmptyWithBlock(k, v, chain, path[i+1:], key, value)
+			return s.replaceEmptyWithBlock(k, v, chain, path[i+1:], key, value, keyQuoting(node))
 		case v.Kind == yaml.MappingNode:
 			node = v
 		case isNull(v):
-			return s.replaceEmptyWithBlock(k, v, chain, path[i+1:], key, value)
+			return s.replaceEmptyWithBlock(k, v, chain, path[i+1:], key, value, keyQuoting(node))
 		case st.index < 0 && v.Kind == yaml.SequenceNode && i+1 < len(path) && path[i+1].isIndex():
 			node = v
 		default:
@@ -180,8 +180,9 @@ func (s *source) simpleKeys(m *yaml.Node) error {
 }
 
 // replaceEmptyWithBlock turns `key:`, `key: ~` or `key: {}` into `key:` followed by a block mapping holding the
-// rest of the path and the new entry; a comment after the value stays on the key's line.
-func (s *source) replaceEmptyWithBlock(k, v *yaml.Node, chain []link, rest []step, key, value string) (*splice, error) {
+// rest of the path and the new entry, keys quoted like k's siblings; a comment after the value stays on the
+// key's line.
+func (s *source) replaceEmptyWithBlock(k, v *yaml.Node, chain []link, rest []step, key, value string, q quoting) (*splice, error) {
 	for _, st := range rest {
 		if st.isIndex() {
 			return nil, refuse(CodeNotFound, "a sequence on the way to %q is missing", key)
@@ -198,7 +199,7 @@ func (s *source) replaceEmptyWithBlock(k, v *yaml.Node, chain []link, rest []ste
 		head += " " + comment
 	}
 	step := s.indentStep(chain)
-	lines := blockChain(k.Column-1+step, step, rest, key, value, plainIfSafe)
+	lines := blockChain(k.Column-1+step, step, rest, key, value, q)
 	return s.insertAfter(k.Line, head, lines)
 }
 
@@ -276,6 +277,9 @@ func (s *source) replaceValue(k, v *yaml.Node, value string, ctx scanContext) (*
 	}
 	if v.Style&yaml.TaggedStyle != 0 {
 		return nil, refuse(CodeUnsupported, "the value of %q carries a tag (line %d)", k.Value, v.Line)
+	}
+	if ctx == flowItem && isNull(v) && v.Value == "" {
+		return nil, refuse(CodeUnsupported, "the value of %q is left empty inside a flow mapping (line %d)", k.Value, k.Line)
 	}
 	if ctx == blockValue && isNull(v) && v.Value == "" {
 		head, comment, err := s.keyLineWithoutValue(k, v)

@@ -31,6 +31,11 @@ func (s *source) flowSet(node *yaml.Node, at, rest []step, key, value string) (*
 			return nil, err
 		}
 		if k == nil {
+			for _, missing := range rest[i:] {
+				if missing.isIndex() {
+					return nil, refuse(CodeNotFound, "%s has no key %q", pathString(at), st.key)
+				}
+			}
 			return s.flowInsert(node, at, flowChain(rest[i:], key, value, keyQuoting(node)))
 		}
 		at = append(at, st)
@@ -100,10 +105,10 @@ func (s *source) flowInsert(n *yaml.Node, at []step, entry string) (*splice, err
 		text := s.content(n.Line)
 		return s.replaceLine(n.Line, text[:open-start+1]+entry+text[closing-start:])
 	}
-	last := n.Content[len(n.Content)-1]
-	first := last
+	// lastEntry is where the last entry starts: its key in a mapping.
+	lastEntry := n.Content[len(n.Content)-1]
 	if n.Kind == yaml.MappingNode {
-		first = n.Content[len(n.Content)-2]
+		lastEntry = n.Content[len(n.Content)-2]
 	}
 	if tail, ok := s.offsetOf(lastNode(n)); !ok || lastSig < tail || closing < tail {
 		return nil, refuse(CodeUnsupported, "cannot find the end of the flow collection at %s (line %d)", pathString(at), n.Line)
@@ -111,8 +116,8 @@ func (s *source) flowInsert(n *yaml.Node, at []step, entry string) (*splice, err
 	sigText := s.content(sigLine)
 	sb := lastSig - s.lines[sigLine-1].start
 	comma := s.text[lastSig] == ','
-	if closeLine > sigLine && first.Line > n.Line && s.startsLine(first) {
-		indent := strings.Repeat(" ", first.Column-1)
+	if closeLine > sigLine && lastEntry.Line > n.Line && s.startsLine(lastEntry) {
+		indent := strings.Repeat(" ", lastEntry.Column-1)
 		if comma {
 			return s.insertAfter(sigLine, "", []string{indent + entry + ","})
 		}

@@ -12,15 +12,19 @@ import (
 // templateStates are the shapes spec.template.metadata.annotations takes in real repositories, as lines
 // below `template:` given the indentation of metadata (m), annotations (a) and their entries (e).
 var templateStates = map[string]func(m, a, e string) []string{
-	"no metadata":          func(m, a, e string) []string { return nil },
-	"metadata empty flow":  func(m, a, e string) []string { return []string{m + "metadata: {}"} },
-	"metadata flow":        func(m, a, e string) []string { return []string{m + "metadata: {labels: {app: web}}"} },
-	"no annotations":       func(m, a, e string) []string { return []string{m + "metadata:", a + "labels:", e + "app: web"} },
-	"annotations null":     func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations:", a + "labels:", e + "app: web"} },
-	"annotations tilde":    func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations: ~  # none"} },
-	"annotations {}":       func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations: {}"} },
-	"annotations flow":     func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations: {a: b}"} },
-	"annotations block":    func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations:", e + "a: b", "", e + "# after"} },
+	"no metadata":         func(m, a, e string) []string { return nil },
+	"metadata empty flow": func(m, a, e string) []string { return []string{m + "metadata: {}"} },
+	"metadata flow":       func(m, a, e string) []string { return []string{m + "metadata: {labels: {app: web}}"} },
+	"no annotations":      func(m, a, e string) []string { return []string{m + "metadata:", a + "labels:", e + "app: web"} },
+	"annotations null": func(m, a, e string) []string {
+		return []string{m + "metadata:", a + "annotations:", a + "labels:", e + "app: web"}
+	},
+	"annotations tilde": func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations: ~  # none"} },
+	"annotations {}":    func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations: {}"} },
+	"annotations flow":  func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations: {a: b}"} },
+	"annotations block": func(m, a, e string) []string {
+		return []string{m + "metadata:", a + "annotations:", e + "a: b", "", e + "# after"}
+	},
 	"key set plain":        func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations:", e + "k: old # c"} },
 	"key set double-quote": func(m, a, e string) []string { return []string{m + "metadata:", a + "annotations:", e + `"k": "old"`} },
 }

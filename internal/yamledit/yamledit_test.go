@@ -2,6 +2,7 @@ package yamledit
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -253,4 +254,19 @@ func TestEmptyDocumentsDoNotCount(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, changed)
 	assert.Equal(t, src+"  labels:\n    app: \"web\"\n", string(out))
+}
+
+// BenchmarkSetPodTemplateAnnotations edits the last of 200 Deployments in one stream (about 4,000 lines).
+func BenchmarkSetPodTemplateAnnotations(b *testing.B) {
+	var src []byte
+	for i := range 200 {
+		src = append(src, fmt.Sprintf("---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-%d\nspec:\n  template:\n    metadata:\n      labels:\n        app: app-%d\n    spec:\n      containers:\n        - name: app\n          image: app:1\n          env:\n            - name: A\n              value: b\n", i, i)...)
+	}
+	set := map[string]string{"kedge.io/restartedAt": "2024-05-01T10:00:00Z", "kedge.io/target": "1-24-0"}
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if _, _, err := SetPodTemplateAnnotations(src, anyDeployment("app-199"), set); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

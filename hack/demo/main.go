@@ -1,0 +1,153 @@
+// Command demo runs kedge's real cycle offline: the sample cluster snapshot
+// against a bare copy of the sample GitOps repository, with GitHub played by
+// the in-process REST emulation. It prints the pull requests kedge opened,
+// then runs a second cycle to show that nothing changes.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/ghemu"
+)
+
+const demoToken = "demo-token-not-a-secret"
+
+func main() {
+	snapshot := flag.String("snapshot", "testdata/demo/cluster", "cluster snapshot")
+	repo := flag.String("repo", "testdata/demo/gitops", "GitOps repository tree")
+	full := flag.Bool("full", false, "print every PR body in full (default: the first one)")
+	flag.Parse()
+	if err := run(*snapshot, *repo, *full); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(snapshot, tree string, full bool) error {
+	work, err := os.MkdirTemp("", "kedge-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	bare, err := bareRepo(tree, work)
+	if err != nil {
+		return err
+	}
+	gh := ghemu.NewServer(ghemu.Options{
+		Owner: "example-org", Repo: "gitops",
+		Tokens:   map[string]string{demoToken: "kedge[bot]"},
+		Branches: ghemu.GitBranches(bare),
+	})
+	defer gh.Close()
+
+	cfg, err := config.Load("", nil, nil)
+	if err != nil {
+		return err
+	}
+	cfg.Cluster = "prod-eu-1"
+	cfg.Repo.Owner, cfg.Repo.Name, cfg.Repo.URL = "example-org", "gitops", "file://"+bare
+	cfg.GitHub.APIURL, cfg.GitHub.Token = gh.URL+"/", demoToken
+	cfg.Git.CacheDir = filepath.Join(work, "cache")
+	cfg.Limits.MutationGap = 0
+	cfg.Reviewers.ByNamespace = map[string][]string{"payments": {"example-org/payments-team"}}
+	if err := cfg.Validate(config.ModeRun); err != nil {
+		return err
+	}
+	set, err := cluster.ReadSnapshot(snapshot)
+	if err != nil {
+		return err
+	}
+	source := func(context.Context) (*objects.Set, error) { return set, nil }
+	svc, err := app.New(context.Background(), cfg, source, app.Options{})
+	if err != nil {
+		return err
+	}
+
+	report, err := svc.Reconciler.RunOnce(context.Background())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("cycle 1: %d drifted workloads, %d push, %d GitHub calls (%d mutating)\n\n",
+		len(report.Plan.Workloads), report.Pushes, len(gh.Calls()), len(gh.MutatingCalls()))
+	printed := 0
+	for _, pr := range gh.PRs() {
+		ns := strings.TrimPrefix(pr.GetHead().GetRef(), "kedge/prod-eu-1/")
+		var labels []string
+		for _, l := range pr.Labels {
+			labels = append(labels, l.GetName())
+		}
+		fmt.Printf("━━━ PR #%d  %s\n    branch %s → %s   labels %s\n", pr.GetNumber(), pr.GetTitle(),
+			pr.GetHead().GetRef(), pr.GetBase().GetRef(), strings.Join(labels, ", "))
+		if edits := report.Result.Edits.Namespaces[ns]; len(edits) > 0 {
+			fmt.Println(indent(manifest.UnifiedDiff(edits)))
+		}
+		if full || printed == 0 {
+			fmt.Printf("    ── description ──\n%s\n", indent(pr.GetBody()))
+		}
+		printed++
+	}
+	for _, is := range gh.Issues() {
+		if !is.IsPullRequest() {
+			fmt.Printf("━━━ dashboard issue #%d  %s\n", is.GetNumber(), is.GetTitle())
+		}
+	}
+
+	gh.ResetCalls()
+	report, err = svc.Reconciler.RunOnce(context.Background())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\ncycle 2 (nothing changed): %d pushes, %d GitHub calls, %d mutating\n",
+		report.Pushes, len(gh.Calls()), len(gh.MutatingCalls()))
+	names := make([]string, 0, len(report.Namespaces))
+	for ns := range report.Namespaces {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	for _, ns := range names {
+		o := report.Namespaces[ns]
+		fmt.Printf("  %-16s %-8s %s #%d\n", ns, o.Action, o.State, o.PR)
+	}
+	return nil
+}
+
+// bareRepo commits the tree as one commit on main in a bare repository,
+// the shape of a GitOps repository kedge clones.
+func bareRepo(tree, work string) (string, error) {
+	src := filepath.Join(work, "src")
+	bare := filepath.Join(work, "gitops.git")
+	abs, err := filepath.Abs(tree)
+	if err != nil {
+		return "", err
+	}
+	steps := [][]string{
+		{"init", "-q", "-b", "main", src},
+		{"-C", src, "--work-tree", abs, "add", "-A"},
+		{"-C", src, "-c", "user.name=Platform Team", "-c", "user.email=platform@example.org", "commit", "-q", "-m", "GitOps repository"},
+		{"clone", "-q", "--bare", src, bare},
+	}
+	for _, args := range steps {
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return bare, nil
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
