@@ -2,6 +2,11 @@ package reconcile_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -69,6 +74,31 @@ func newWorld(t *testing.T) *world {
 	cfg.Reviewers.ByNamespace = map[string][]string{"payments": {"alice", "example-org/payments-team"}}
 	require.NoError(t, cfg.Validate(config.ModeRun))
 	w.cfg = cfg
+	return w
+}
+
+// newAppWorld is newWorld authenticated as a GitHub App: the emulation
+// checks the RS256 JWT and mints installation tokens, which the git server
+// then accepts.
+func newAppWorld(t *testing.T) *world {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	keyFile := filepath.Join(t.TempDir(), "app.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	require.NoError(t, os.WriteFile(keyFile, pemBytes, 0o600))
+
+	w := newWorld(t)
+	w.gh = ghemu.New(t, ghemu.Options{
+		Owner: "example-org", Repo: repoName,
+		AppID: 4242, AppPublicKey: &key.PublicKey, InstallationID: 99,
+		Branches: ghemu.GitBranches(w.git.RepoPath(repoName)),
+	})
+	w.git.SetTokenCheck(w.gh.ValidToken)
+	w.cfg.GitHub.APIURL = w.gh.URL + "/api/v3/"
+	w.cfg.GitHub.Token = ""
+	w.cfg.GitHub.AppID, w.cfg.GitHub.InstallationID, w.cfg.GitHub.PrivateKeyFile = 4242, 99, keyFile
+	require.NoError(t, w.cfg.Validate(config.ModeRun))
 	return w
 }
 
@@ -160,6 +190,22 @@ func TestFirstCycleOpensOnePRPerNamespaceMatchingThePlan(t *testing.T) {
 		assert.Contains(t, reviewers, "alice")
 	}
 	assert.Len(t, dashboards(w.gh), 1, "one dashboard issue")
+}
+
+func TestGitHubAppAuthentication(t *testing.T) {
+	w := newAppWorld(t)
+	w.cycle()
+	assert.Len(t, openPRs(w.gh), len(plannedEdits(t, w)))
+	assert.Equal(t, 1, w.git.Pushes())
+	minted := w.gh.MintedTokens()
+	assert.Positive(t, minted)
+
+	w.gh.ResetCalls()
+	w.cycle()
+	assert.Empty(t, callNames(w.gh.MutatingCalls()))
+	for _, c := range w.gh.OutOfSurfaceCalls() {
+		t.Errorf("call outside the REST surface: %s %s", c.Method, c.Path)
+	}
 }
 
 func TestSecondCycleChangesNothing(t *testing.T) {

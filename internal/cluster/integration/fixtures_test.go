@@ -125,9 +125,9 @@ func ownedBy(apiVersion, kind, name string, uid types.UID) []metav1.OwnerReferen
 	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 }
 
-// podSpec is an application pod as it looks after injection: with a
-// native sidecar (istio-proxy as an init container with restartPolicy
-// Always), a classic one, or none.
+// sidecar is how a pod carries Istio's proxy: as a native sidecar
+// (istio-proxy as an init container with restartPolicy Always), as a
+// regular container, or not at all.
 type sidecar int
 
 const (
@@ -136,16 +136,17 @@ const (
 	classicSidecar
 )
 
+// injectedPod is an application pod as it looks after injection.
 func injectedPod(ns, name, app string, owners []metav1.OwnerReference, car sidecar, image string) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: ns, Name: name, OwnerReferences: owners,
 			Labels: map[string]string{"app": app, "security.istio.io/tlsMode": "istio"},
 			Annotations: map[string]string{
-				"prometheus.io/scrape":      "true",
-				"checksum/config":           "5d41402abc4b2a76b9719d911017c592",
-				"kedge.io/restartedAt":      "rev-1-24-0",
-				"kubectl.kubernetes.io/foo": "bar",
+				"prometheus.io/scrape":                    "true",
+				"checksum/config":                         "5d41402abc4b2a76b9719d911017c592",
+				"kedge.io/restartedAt":                    "rev-1-24-0",
+				"kubectl.kubernetes.io/default-container": app,
 			},
 		},
 		Spec: corev1.PodSpec{

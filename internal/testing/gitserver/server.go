@@ -55,6 +55,7 @@ type Server struct {
 
 	mu            sync.Mutex
 	token         string
+	tokenCheck    func(string) bool
 	pushes        int
 	failNextPush  int
 	delay         time.Duration
@@ -107,6 +108,14 @@ func (s *Server) SetToken(token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.token = token
+}
+
+// SetTokenCheck makes the server accept the tokens check approves instead
+// of one fixed token, e.g. the installation tokens a GitHub emulation mints.
+func (s *Server) SetTokenCheck(check func(token string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokenCheck = check
 }
 
 // Pushes returns how many pushes (POSTs to git-receive-pack with a valid
@@ -171,7 +180,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	s.mu.Lock()
-	delay, token := s.delay, s.token
+	delay, token, check := s.delay, s.token, s.tokenCheck
 	s.mu.Unlock()
 	if delay > 0 {
 		select {
@@ -183,7 +192,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	user, password, ok := r.BasicAuth()
-	if !ok || user != TokenUser || password != token {
+	valid := password == token
+	if check != nil {
+		valid = check(password)
+	}
+	if !ok || user != TokenUser || !valid {
 		rec.Header().Set("WWW-Authenticate", `Basic realm="gitserver"`)
 		http.Error(rec, "authentication required", http.StatusUnauthorized)
 		return

@@ -1,0 +1,149 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Lease timings when Election leaves them zero: client-go's usual values.
+// A new leader takes over at most LeaseDuration after the old one died;
+// a clean shutdown releases the Lease at once.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// Election configures leader election on a Lease. Only the holder runs
+// cycles, so only one replica ever writes to Git and GitHub.
+type Election struct {
+	// Config reaches the API server; the Lease is read and written with it.
+	Config *rest.Config
+	// Namespace and Name locate the Lease: kedge's own namespace.
+	Namespace, Name string
+	// Identity tells replicas apart; it must be unique per process.
+	Identity string
+
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+func (e Election) withDefaults() Election {
+	if e.LeaseDuration == 0 {
+		e.LeaseDuration = DefaultLeaseDuration
+	}
+	if e.RenewDeadline == 0 {
+		e.RenewDeadline = DefaultRenewDeadline
+	}
+	if e.RetryPeriod == 0 {
+		e.RetryPeriod = DefaultRetryPeriod
+	}
+	return e
+}
+
+func (e Election) validate() error {
+	switch {
+	case e.Config == nil:
+		return errors.New("leader election: no API server configuration")
+	case e.Namespace == "":
+		return errors.New("leader election: no Lease namespace (server.leaseNamespace)")
+	case e.Name == "":
+		return errors.New("leader election: no Lease name (server.leaseName)")
+	case e.Identity == "":
+		return errors.New("leader election: no identity")
+	}
+	return nil
+}
+
+// newElector builds a client-go elector whose OnStartedLeading hands the
+// leadership context to lead, which the caller runs synchronously: client-go
+// starts the callback on its own goroutine, and kedge must know when the
+// leader's work has stopped before it campaigns again.
+func (e Election) newElector(client kubernetes.Interface, lead chan<- context.Context, stopped func(), newLeader func(string)) (*leaderelection.LeaderElector, error) {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Name},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: e.Identity},
+	}
+	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		Name:          e.Name,
+		LeaseDuration: e.LeaseDuration,
+		RenewDeadline: e.RenewDeadline,
+		RetryPeriod:   e.RetryPeriod,
+		// The caller cancels only after the cycle in flight has ended, so
+		// releasing then hands over without waiting out the lease.
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				select {
+				case lead <- ctx:
+				case <-ctx.Done():
+				}
+			},
+			OnStoppedLeading: stopped,
+			OnNewLeader:      newLeader,
+		},
+	})
+}
+
+func leaseClient(cfg *rest.Config, renewDeadline time.Duration) (kubernetes.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	if c.UserAgent == "" {
+		c.UserAgent = "kedge-leader-election"
+	}
+	// A renewal stuck on a dead connection must fail before the lease
+	// runs out, or two replicas could both think they lead.
+	c.Timeout = renewDeadline / 2
+	return kubernetes.NewForConfig(c)
+}
+
+// serviceAccountNamespaceFile is where Kubernetes mounts the pod's
+// namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// LeaseNamespace picks the namespace of the Lease: the configured one, else
+// $POD_NAMESPACE (the downward API), else the service account's namespace.
+func LeaseNamespace(configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns, nil
+	}
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns, nil
+		}
+	}
+	return "", errors.New("no namespace for the leader Lease: set server.leaseNamespace (outside a pod) or POD_NAMESPACE")
+}
+
+// Identity names this process for leader election: the pod name
+// ($POD_NAME, else the host name) and a random suffix, so a restarted
+// container never mistakes its predecessor's lease for its own.
+func Identity() (string, error) {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		var err error
+		if name, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("leader election identity: %w", err)
+		}
+	}
+	suffix := make([]byte, 4)
+	if _, err := rand.Read(suffix); err != nil {
+		return "", fmt.Errorf("leader election identity: %w", err)
+	}
+	return name + "_" + hex.EncodeToString(suffix), nil
+}
