@@ -2,18 +2,24 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sort"
-	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
+	"github.com/kedge-io/kedge/internal/server"
+	"github.com/kedge-io/kedge/internal/service"
 )
 
 func newRunCommand() *cobra.Command {
@@ -36,13 +42,16 @@ func newRunCommand() *cobra.Command {
 			return err
 		}
 		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+		// client-go (informers, leader election) logs through klog; one
+		// JSON stream is easier to ship and search.
+		klog.SetSlogLogger(log)
+		if !once {
+			return serve(cmd.Context(), cfg, dryRun, log)
+		}
 		source := func(ctx context.Context) (*objects.Set, error) { return readCluster(ctx, cfg) }
 		svc, err := app.New(cmd.Context(), cfg, source, app.Options{DryRun: dryRun, Log: log})
 		if err != nil {
 			return err
-		}
-		if !once {
-			return runService(cmd, cfg, svc, log)
 		}
 		report, err := svc.Reconciler.RunOnce(cmd.Context())
 		if report != nil {
@@ -82,23 +91,78 @@ func printReport(w io.Writer, report *reconcile.Report, dryRun bool) {
 	fmt.Fprintf(w, "%d drifted workloads, %d pushes, cycle took %s\n", len(report.Plan.Workloads), report.Pushes, report.Duration.Round(1e6))
 }
 
-// runService runs a cycle now and then every cycle.resync until the
-// context ends; a cycle that fails is logged and retried at the next tick.
-func runService(cmd *cobra.Command, cfg *config.Config, svc *app.Service, log *slog.Logger) error {
-	ctx := cmd.Context()
-	ticker := time.NewTicker(cfg.Cycle.Resync)
-	defer ticker.Stop()
-	for {
-		report, err := svc.Reconciler.RunOnce(ctx)
+// serve runs kedge as a service (DESIGN §5 `kedge run`): live informers,
+// debounced cycles led by one replica, and /healthz, /readyz, /metrics.
+func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logger) error {
+	var (
+		source  app.Source
+		live    service.Source
+		kubeCfg *rest.Config
+	)
+	if cfg.Source.Snapshot != "" {
+		source = func(context.Context) (*objects.Set, error) { return cluster.ReadSnapshot(cfg.Source.Snapshot) }
+	} else {
+		var err error
+		if kubeCfg, err = restConfig(cfg.Source.Kubeconfig); err != nil {
+			return err
+		}
+		l, err := cluster.NewLive(cluster.LiveOptions{Config: kubeCfg, Resync: cfg.Cycle.Resync})
 		if err != nil {
-			log.Error("cycle failed", "error", err)
-		} else {
-			log.Info("cycle done", "workloads", len(report.Plan.Workloads), "pushes", report.Pushes, "duration", report.Duration)
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
+		// The service reads nothing before the caches have synced.
+		source = func(context.Context) (*objects.Set, error) { return l.Set(), nil }
+		live = l
 	}
+	assembled, err := app.New(ctx, cfg, source, app.Options{DryRun: dryRun, Log: log})
+	if err != nil {
+		return err
+	}
+	var election *service.Election
+	if cfg.Server.LeaderElection {
+		if kubeCfg == nil {
+			if kubeCfg, err = restConfig(cfg.Source.Kubeconfig); err != nil {
+				return &config.Error{Key: "server.leaderElection", Msg: "needs a cluster for its Lease: " + err.Error()}
+			}
+		}
+		ns, err := service.LeaseNamespace(cfg.Server.LeaseNamespace)
+		if err != nil {
+			return &config.Error{Key: "server.leaseNamespace", Msg: err.Error()}
+		}
+		id, err := service.Identity()
+		if err != nil {
+			return err
+		}
+		election = &service.Election{Config: kubeCfg, Namespace: ns, Name: cfg.Server.LeaseName, Identity: id}
+	}
+	m := metrics.New(assembled.Forge.Stats)
+	ready := server.NewReadiness(server.CheckInformers, server.CheckGitHub)
+	svc, err := service.New(service.Config{
+		Source: live, Reconciler: assembled.Reconciler, GitHub: assembled.Forge,
+		Metrics: m, Readiness: ready, Log: log, Election: election,
+		Scheduler: service.SchedulerOptions{Debounce: cfg.Cycle.Debounce, Resync: cfg.Cycle.Resync},
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := server.Listen(cfg.Server.Address)
+	if err != nil {
+		return &config.Error{Key: "server.address", Msg: err.Error()}
+	}
+	// The endpoint outlives the service's drain, so probes keep answering
+	// while the last cycle finishes.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	serverCtx, stopServer := context.WithCancel(context.WithoutCancel(ctx))
+	serverErr := make(chan error, 1)
+	go func() {
+		err := server.New(ready, m.Handler(), log).Serve(serverCtx, ln)
+		if err != nil {
+			stopRun()
+		}
+		serverErr <- err
+	}()
+	runErr := svc.Run(runCtx)
+	stopServer()
+	return errors.Join(runErr, <-serverErr)
 }

@@ -159,7 +159,7 @@ var defaults = map[string]any{
 	"restart.annotation":         "kedge.io/restartedAt",
 	"restart.targetAnnotation":   "kedge.io/restart-target",
 	"namespaces.include":         []string{},
-	"namespaces.exclude":         []string{"kube-system", "kube-public", "kube-node-lease"},
+	"namespaces.exclude":         []string{},
 	"workloads.kinds":            []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"},
 	"workloads.optOutAnnotation": "kedge.io/ignore",
 	"git.cacheDir":               "",

@@ -76,8 +76,16 @@ func (c *Client) FindPRs(ctx context.Context, headPrefix string) ([]PR, error) {
 // ownHead is true when the head branch lives in kedge's repository, not in
 // a fork that happens to use the same branch name.
 func (c *Client) ownHead(pr *github.PullRequest) bool {
-	owner, _, ok := strings.Cut(pr.GetHead().GetLabel(), ":")
-	return ok && strings.EqualFold(owner, c.cfg.Owner)
+	if owner, _, ok := strings.Cut(pr.GetHead().GetLabel(), ":"); ok {
+		return strings.EqualFold(owner, c.cfg.Owner)
+	}
+	// Some GitHub-compatible servers leave out head.label; the head
+	// repository says the same. With neither, the branch name is all there
+	// is, and a PR kedge cannot place must not be opened twice.
+	if login := pr.GetHead().GetRepo().GetOwner().GetLogin(); login != "" {
+		return strings.EqualFold(login, c.cfg.Owner)
+	}
+	return true
 }
 
 // CreatePR opens a pull request. When GitHub answers that one already

@@ -390,3 +390,49 @@ func withoutNamespace(pods []corev1.Pod, ns string) []corev1.Pod {
 	}
 	return out
 }
+
+func dashboardBody(t *testing.T, gh *ghemu.Server) (string, int) {
+	t.Helper()
+	numbers := dashboards(gh)
+	require.Len(t, numbers, 1, "exactly one dashboard issue")
+	is, _ := gh.Issue(numbers[0])
+	return is.GetBody(), numbers[0]
+}
+
+// dashboardRow is the dashboard's table row of a namespace.
+func dashboardRow(body, namespace string) string {
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "| "+namespace+" |") {
+			return line
+		}
+	}
+	return ""
+}
+
+func TestDashboardFollowsPRStates(t *testing.T) {
+	w := newWorld(t)
+	w.cycle()
+	body, number := dashboardBody(t, w.gh)
+	assert.Contains(t, dashboardRow(body, "orders"), "open, awaiting review")
+	assert.Contains(t, body, "legacy-admin", "workloads kedge cannot fix are listed")
+	assert.Contains(t, body, "debug-shell", "skipped pods are listed")
+
+	// Unchanged: not rewritten, although the cycle time moved on.
+	w.gh.ResetCalls()
+	w.cycle()
+	assert.Empty(t, callNames(w.gh.MutatingCalls()))
+
+	prs := openPRs(w.gh)
+	require.NoError(t, w.gh.ClosePR(prs["kedge/prod-eu-1/orders"]))
+	require.NoError(t, w.gh.MergePR(prs["kedge/prod-eu-1/search"], ghemu.GitFastForward(w.git.RepoPath(repoName))))
+	w.git.CommitAsHuman(t, repoName, "kedge/prod-eu-1/shop", map[string]string{"NOTES.md": "mine\n"}, "a note")
+	w.git.CommitAsHuman(t, repoName, "main", map[string]string{"OPS.md": "ops\n"}, "move the base")
+	w.cycle()
+
+	body, again := dashboardBody(t, w.gh)
+	assert.Equal(t, number, again, "the same issue is rewritten")
+	assert.Contains(t, dashboardRow(body, "orders"), "closed unmerged")
+	assert.Contains(t, dashboardRow(body, "search"), "merged, rolling out")
+	assert.Contains(t, dashboardRow(body, "shop"), "edited by someone else")
+	assert.Contains(t, dashboardRow(body, "payments"), "open, awaiting review")
+}
