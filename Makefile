@@ -37,6 +37,7 @@ unit:
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSetPodTemplateAnnotations$$' -fuzztime=$(FUZZTIME) ./internal/yamledit
+	$(GO) test -run='^$$' -fuzz='^FuzzAddKustomizationPatch$$' -fuzztime=$(FUZZTIME) ./internal/yamledit
 	$(GO) test -run='^$$' -fuzz='^FuzzReadSnapshot$$' -fuzztime=$(FUZZTIME) ./internal/cluster
 	$(GO) test -run='^$$' -fuzz='^FuzzEscape$$' -fuzztime=$(FUZZTIME) ./internal/dashboard
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
 	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
 )
@@ -53,7 +54,22 @@ func EngineOptions(cfg *config.Config, repoRoot string) engine.Options {
 		RepoURLs:    RepoURLs(cfg),
 		Paths:       cfg.Repo.Paths,
 		Annotations: manifest.Annotations{Restart: cfg.Restart.Annotation, Target: cfg.Restart.TargetAnnotation},
+		Migrations:  MigrationPolicies(cfg),
 	}
+}
+
+// MigrationPolicies maps the migrations key; each policy keeps its key so
+// that a target the mesh does not know is reported as
+// "migrations[i].to".
+func MigrationPolicies(cfg *config.Config) []migrate.Policy {
+	out := make([]migrate.Policy, 0, len(cfg.Migrations))
+	for i, m := range cfg.Migrations {
+		out = append(out, migrate.Policy{
+			Key: fmt.Sprintf("migrations[%d]", i), From: m.From, To: m.To,
+			NamespaceSelector: m.Namespaces, OptOutLabel: m.OptOutLabel,
+		})
+	}
+	return out
 }
 
 // RepoURLs are the addresses GitOps controllers in the cluster may use for

@@ -42,6 +42,9 @@ type Plan struct {
 	Cluster   string     `json:"cluster"`
 	Workloads []Workload `json:"workloads"`
 	Skipped   []Skipped  `json:"skipped"`
+	// Migrations are the namespaces migration policies select, moving or
+	// blocked; see Migration.
+	Migrations []Migration `json:"migrations,omitempty"`
 }
 
 // Workload is one top-level owner with at least one drifted pod.

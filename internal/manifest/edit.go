@@ -135,7 +135,7 @@ func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
 	ann = ann.withDefaults()
 	set := EditSet{Namespaces: map[string][]FileEdit{}}
 	pending := map[string]map[string]*pendingFile{} // namespace → path → edits
-	intended := map[string]map[WorkloadID]map[string]string{}
+	intended := map[string][]intent{}
 	add := func(ns, p string) *pendingFile {
 		if pending[ns] == nil {
 			pending[ns] = map[string]*pendingFile{}
@@ -170,10 +170,7 @@ func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
 			id:         id,
 			apiVersion: loc.Source.APIVersion,
 		}
-		if intended[w.Namespace] == nil {
-			intended[w.Namespace] = map[WorkloadID]map[string]string{}
-		}
-		intended[w.Namespace][id] = e.set
+		intended[w.Namespace] = append(intended[w.Namespace], intent{id: id, set: e.set, source: loc.Source})
 		switch loc.Manifest.Edit {
 		case drift.EditInPlace:
 			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: loc.Source.Document}

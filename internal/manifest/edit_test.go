@@ -1,20 +1,14 @@
 package manifest
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
-	"os"
-	"path/filepath"
-	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/manifest/editcheck"
 )
 
 var istio125 = drift.Desired{Revision: "1-25-0", Image: "docker.io/istio/proxyv2:1.25.0"}
@@ -154,108 +148,47 @@ func TestEditsGolden(t *testing.T) {
 
 // TestEditsApplyAndRender applies each namespace's diff with git to a copy of
 // the checkout (as its own branch would), renders every kustomize root and
-// reads every plain file before and after, and requires that the only
-// difference is the restart annotations of that namespace's workloads.
+// reads every changed plain file before and after, and requires that the
+// only difference is the restart annotations of that namespace's workloads.
 func TestEditsApplyAndRender(t *testing.T) {
-	ann := Annotations{}.withDefaults()
 	for _, c := range editCases {
 		t.Run(c.repo, func(t *testing.T) {
-			plan, set := planEdits(t, c, fixtureRepo(c.repo))
-			ix, err := BuildIndex(fixtureRepo(c.repo), IndexOptions{})
-			require.NoError(t, err)
+			_, set := planEdits(t, c, fixtureRepo(c.repo))
 			for _, ns := range set.NamespaceNames() {
 				t.Run(ns, func(t *testing.T) {
-					intended := map[WorkloadID]map[string]string{}
-					for _, w := range plan.Workloads {
-						if w.Namespace == ns {
-							target := TargetValue(w.Desired)
-							intended[WorkloadID{w.Namespace, w.Kind, w.Name}] = map[string]string{
-								ann.Target: target, ann.Restart: RestartValue(w, target),
-							}
-						}
-					}
-					before := fixtureRepo(c.repo)
 					after := copyCase(t, c.repo)
 					gitApply(t, after, UnifiedDiff(set.Namespaces[ns]))
-
-					seen := map[WorkloadID]bool{}
-					for _, root := range ix.Roots() {
-						if root.Problem != nil {
-							continue
-						}
-						compareObjects(t, root.Dir,
-							render(t, filepath.Join(before, root.Dir)), render(t, filepath.Join(after, root.Dir)),
-							intended, seen)
-					}
-					for _, e := range set.Namespaces[ns] {
-						if len(ix.readers[e.Path]) > 0 || e.Created {
-							continue // rendered above
-						}
-						compareObjects(t, e.Path, readObjects(t, filepath.Join(before, e.Path)), readObjects(t, filepath.Join(after, e.Path)), intended, seen)
-					}
-					for _, e := range set.Namespaces[ns] {
-						for _, id := range e.Workloads {
-							assert.True(t, seen[id], "%s was not restarted by the applied diff", id)
-						}
-					}
+					checkApplied(t, fixtureRepo(c.repo), after, c.plan(), set.Namespaces[ns])
 				})
 			}
 		})
 	}
 }
 
-// compareObjects requires before and after to be equal but for the intended
-// annotations, which the matching workloads must carry.
-func compareObjects(t *testing.T, where string, before, after []map[string]any, intended map[WorkloadID]map[string]string, seen map[WorkloadID]bool) {
+// checkApplied holds an applied diff to editcheck's promises: nothing but
+// the restart annotations changed, and every workload the edits name was
+// restarted under its own identity.
+func checkApplied(t *testing.T, before, after string, plan *drift.Plan, edits []FileEdit) {
 	t.Helper()
-	require.Len(t, after, len(before), where)
-	for i := range before {
-		b, a := before[i], after[i]
-		id := idOf(a)
-		if want, ok := intendedFor(intended, id); ok && !reflect.DeepEqual(templateAnnotations(a), templateAnnotations(b)) {
-			got := templateAnnotations(a)
-			for k, v := range want {
-				assert.Equal(t, v, got[k], "%s: %s annotation %s", where, id, k)
-			}
-			var keys []string
-			for k := range want {
-				keys = append(keys, k)
-			}
-			stripTemplateAnnotations(a, keys)
-			stripTemplateAnnotations(b, keys)
-			for w := range intended {
-				if w.Kind == id.Kind && w.Name == id.Name && (id.Namespace == "" || id.Namespace == w.Namespace) {
-					seen[w] = true
-				}
-			}
-		}
-		assert.Equal(t, b, a, "%s: %s changed beyond the restart annotations", where, id)
+	ann := Annotations{}.withDefaults()
+	var restarts []editcheck.Restart
+	for _, w := range plan.Workloads {
+		target := TargetValue(w.Desired)
+		restarts = append(restarts, editcheck.Restart{
+			Namespace: w.Namespace, Kind: w.Kind, Name: w.Name,
+			Annotations: map[string]string{ann.Target: target, ann.Restart: RestartValue(w, target)},
+		})
 	}
-}
-
-func idOf(obj map[string]any) WorkloadID {
-	md, _ := obj["metadata"].(map[string]any)
-	kind, _ := obj["kind"].(string)
-	name, _ := md["name"].(string)
-	ns, _ := md["namespace"].(string)
-	return WorkloadID{Namespace: ns, Kind: kind, Name: name}
-}
-
-func readObjects(t *testing.T, p string) []map[string]any {
-	t.Helper()
-	data, err := os.ReadFile(p)
+	var changed []string
+	for _, e := range edits {
+		changed = append(changed, e.Path)
+	}
+	res, err := editcheck.CompareRepos(before, after, changed, restarts)
 	require.NoError(t, err)
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var out []map[string]any
-	for {
-		var obj map[string]any
-		err := dec.Decode(&obj)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(t, err)
-		if obj != nil {
-			out = append(out, obj)
+	assert.Empty(t, res.Problems)
+	for _, e := range edits {
+		for _, id := range e.Workloads {
+			assert.True(t, res.Restarted[id.String()], "%s was not restarted by the applied diff", id)
 		}
 	}
 }

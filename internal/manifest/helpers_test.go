@@ -10,9 +10,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -66,23 +63,6 @@ func gitApply(t *testing.T, dir, patch string) {
 	cmd.Stdin = bytes.NewBufferString(patch)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "git apply: %s\npatch:\n%s", out, patch)
-}
-
-// render builds a kustomize root with the kustomize API directly, not with
-// the package's own build path, so the check is independent of it.
-func render(t *testing.T, dir string) []map[string]any {
-	t.Helper()
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = types.LoadRestrictionsNone
-	rm, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
-	require.NoError(t, err, "kustomize build %s", dir)
-	var out []map[string]any
-	for _, r := range rm.Resources() {
-		m, err := r.Map()
-		require.NoError(t, err)
-		out = append(out, m)
-	}
-	return out
 }
 
 // golden compares got with testdata/manifest/<case>/golden/<name>, or

@@ -31,11 +31,32 @@ type Hints struct {
 	// Helm names the Helm release (or Argo CD Application with a chart
 	// source) that renders the workload; its YAML is not in Git.
 	Helm string
+	// Charts is set when the tracking object renders Helm charts besides
+	// the Paths (an Argo CD Application with several sources): a workload
+	// not found under the paths comes from a chart.
+	Charts string
 	// OtherRepo is set when the tracking object's source is another
 	// repository than the indexed one.
 	OtherRepo string
 	// Via names the tracking object, for messages.
 	Via string
+	// Applied lists every path of the indexed repository that the
+	// cluster's GitOps objects apply, whatever workload they carry: a file
+	// that two of them deploy into different namespaces is shared even when
+	// no kustomization says so.
+	Applied []Applied
+}
+
+// Applied is one directory of the repository a GitOps object applies.
+type Applied struct {
+	Path string
+	// Namespace is where the objects without a namespace land (Flux
+	// targetNamespace, Argo CD destination namespace).
+	Namespace string
+	// Force is set when Namespace replaces the namespace the objects carry
+	// too, as Flux's targetNamespace does.
+	Force bool
+	Via   string
 }
 
 // HintsFor returns a function reading a workload's hints from the Flux and
@@ -50,35 +71,77 @@ func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 		}
 	}
 	sameRepo := func(u string) bool { return len(want) == 0 || u == "" || want[normalizeRepoURL(u)] }
+	applied := appliedPaths(set, sameRepo)
 	return func(w drift.Workload) Hints {
 		if set == nil {
 			return Hints{}
 		}
-		if name := w.Labels[fluxHelmNameLabel]; name != "" {
-			return Hints{Helm: "HelmRelease " + w.Labels[fluxHelmNamespaceLabel] + "/" + name}
+		h := workloadHints(set, w, sameRepo)
+		if h.Helm == "" && h.OtherRepo == "" {
+			h.Applied = applied
 		}
-		if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
-			ns := w.Labels[fluxKustomizeNamespaceLabel]
-			for _, k := range set.Kustomizations {
-				if k.Name != name || k.Namespace != ns {
-					continue
-				}
-				h := Hints{
-					Paths:           []string{cleanRepoPath(k.Spec.Path)},
-					TargetNamespace: k.Spec.TargetNamespace,
-					Via:             "Flux Kustomization " + ns + "/" + name,
-				}
-				if url := gitRepositoryURL(set, k); !sameRepo(url) {
-					h.OtherRepo = url
-				}
-				return h
+		return h
+	}
+}
+
+// appliedPaths lists what the cluster's Flux Kustomizations and Argo CD
+// Applications apply from the indexed repository.
+func appliedPaths(set *objects.Set, sameRepo func(string) bool) []Applied {
+	if set == nil {
+		return nil
+	}
+	var out []Applied
+	for _, k := range set.Kustomizations {
+		if sameRepo(gitRepositoryURL(set, k)) {
+			out = append(out, Applied{
+				Path: cleanRepoPath(k.Spec.Path), Namespace: k.Spec.TargetNamespace, Force: k.Spec.TargetNamespace != "",
+				Via: "Flux Kustomization " + k.Namespace + "/" + k.Name,
+			})
+		}
+	}
+	for _, app := range set.Applications {
+		sources := app.Spec.Sources
+		if app.Spec.Source != nil {
+			sources = append([]objects.ApplicationSource{*app.Spec.Source}, sources...)
+		}
+		for _, s := range sources {
+			if s.Chart == "" && s.Path != "" && sameRepo(s.RepoURL) {
+				out = append(out, Applied{
+					Path: cleanRepoPath(s.Path), Namespace: app.Spec.Destination.Namespace,
+					Via: "Argo CD Application " + app.Namespace + "/" + app.Name,
+				})
 			}
 		}
-		if app := argoApplication(set, w); app != nil {
-			return applicationHints(app, sameRepo)
-		}
-		return Hints{}
 	}
+	return out
+}
+
+// workloadHints reads the tracking metadata of one workload.
+func workloadHints(set *objects.Set, w drift.Workload, sameRepo func(string) bool) Hints {
+	if name := w.Labels[fluxHelmNameLabel]; name != "" {
+		return Hints{Helm: "HelmRelease " + w.Labels[fluxHelmNamespaceLabel] + "/" + name}
+	}
+	if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
+		ns := w.Labels[fluxKustomizeNamespaceLabel]
+		for _, k := range set.Kustomizations {
+			if k.Name != name || k.Namespace != ns {
+				continue
+			}
+			h := Hints{
+				Paths:           []string{cleanRepoPath(k.Spec.Path)},
+				TargetNamespace: k.Spec.TargetNamespace,
+				Via:             "Flux Kustomization " + ns + "/" + name,
+			}
+			if url := gitRepositoryURL(set, k); !sameRepo(url) {
+				h.OtherRepo = url
+			}
+			return h
+		}
+	}
+	if app := argoApplication(set, w); app != nil {
+		return applicationHints(app, sameRepo)
+	}
+	return Hints{}
 }
 
 func gitRepositoryURL(set *objects.Set, k objects.Kustomization) string {
@@ -163,6 +226,9 @@ func applicationHints(app *objects.Application, sameRepo func(string) bool) Hint
 		}
 	}
 	if len(h.Paths) > 0 {
+		if len(charts) > 0 {
+			h.Charts = via + " (chart " + strings.Join(charts, ", ") + ")"
+		}
 		return h
 	}
 	if len(charts) > 0 {

@@ -128,7 +128,7 @@ func (ix *Index) Objects() []Object { return slices.Clone(ix.objects) }
 // Shared reports whether a repo-relative source file is deployed as several
 // workloads (several namespaces or names), so that editing it would restart
 // more than one of them. Hints can narrow it; see Locate.
-func (ix *Index) Shared(path string) bool { return ix.sharedFor(path, Hints{}) }
+func (ix *Index) Shared(path string) bool { return ix.sharedFor(path, -1, Hints{}) }
 
 // BuildIndex indexes the checkout at root.
 func BuildIndex(root string, opts IndexOptions) (*Index, error) {

@@ -138,6 +138,10 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 }
 
 func (ix *Index) notFoundDetail(w drift.Workload, hints Hints) Location {
+	if hints.Charts != "" {
+		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm,
+			Detail: fmt.Sprintf("%s; no %s %s/%s under %s", hints.Charts, w.Kind, w.Namespace, w.Name, strings.Join(hints.Paths, ", "))}}
+	}
 	for _, p := range hints.Paths {
 		if r := ix.roots[p]; r != nil && r.Problem != nil {
 			return notFound("%s applies %s, which was skipped: %s", hints.Via, p, r.Problem.Err)
@@ -172,39 +176,55 @@ func (ix *Index) chooseEdit(w drift.Workload, hints Hints, src Source, matches [
 		Manifest: drift.Manifest{Status: drift.ManifestFound, Path: src.Path, Edit: drift.EditInPlace},
 		Source:   src,
 	}
+	shared := ix.sharedFor(src.Path, src.Document, hints)
 	if len(roots) == 0 {
 		loc.TemplateAnnotations = ix.objects[matches[0]].TemplateAnnotations
+		if shared {
+			loc.Manifest.Edit = drift.EditOverlayPatch
+			loc.Manifest.Detail = fmt.Sprintf("%s is deployed as several workloads and no kustomization renders it; add one per deployment to let kedge patch %s %s/%s alone",
+				src.Path, w.Kind, w.Namespace, w.Name)
+		}
 		return loc
 	}
 	loc.Root = roots[0]
 	defer func() {
-		// What the chosen root renders tells whether the restart is there.
+		// What the workload renders as tells whether the restart is there:
+		// preferably the render of the chosen root.
+		loc.TemplateAnnotations = ix.objects[matches[0]].TemplateAnnotations
 		for _, i := range matches {
-			if ix.objects[i].Root == loc.Root || loc.Root == "" {
+			if ix.objects[i].Root == loc.Root {
 				loc.TemplateAnnotations = ix.objects[i].TemplateAnnotations
 				break
 			}
 		}
 	}()
 
-	// An overlay that already carries kedge's patch for this workload must
-	// keep being the place of the edit, or the patch would override it.
-	patched := ""
+	// The roots that render the workload under its own identity come first:
+	// their patch sits in the workload's own overlay. Failing those, a root
+	// they include may render the document for this workload alone (an
+	// intermediate overlay adding a name prefix).
+	candidates := roots
 	for _, r := range roots {
-		if ix.roots[r].restartPatch[src.Kind+"/"+src.Name] {
-			patched = r
-			break
+		for _, inner := range ix.roots[r].includes {
+			if !slices.Contains(candidates, inner) && len(ix.rendersOf(inner, src)) > 0 {
+				candidates = append(slices.Clip(candidates), inner)
+			}
 		}
 	}
-	if patched == "" && !ix.sharedFor(src.Path, hints) {
+	// An overlay that already carries kedge's patch for this workload must
+	// keep being the place of the edit, or the patch would override it.
+	for _, r := range candidates {
+		if ix.roots[r].restartPatch[src.Kind+"/"+src.Name] && ix.patchSafe(r, src, w, hints) {
+			loc.Root = r
+			loc.Manifest.Edit = drift.EditOverlayPatch
+			return loc
+		}
+	}
+	if !shared {
 		return loc
 	}
 	loc.Manifest.Edit = drift.EditOverlayPatch
-	if patched != "" {
-		loc.Root = patched
-		return loc
-	}
-	for _, r := range roots {
+	for _, r := range candidates {
 		if ix.patchSafe(r, src, w, hints) {
 			loc.Root = r
 			return loc
@@ -226,60 +246,171 @@ func (ix *Index) countIncluded(root string, among []string) int {
 	return n
 }
 
-// patchSafe reports whether a patch in root restarts only this workload:
-// every root that builds on root must render src as the same workload.
+// deployment is a workload as the cluster runs it.
+type deployment struct{ namespace, name string }
+
+// deployedAs returns how the cluster runs a rendered object: once for every
+// GitOps object applying its root (or, for a plain file, a directory above
+// it), in the namespace that object forces or fills in. A render no GitOps
+// object is known to apply runs as it renders, except a namespace-less
+// render of a root that other roots include: that is a base, an input of
+// the including roots, which are counted in their own right.
+func (ix *Index) deployedAs(o *Object, hints Hints) []deployment {
+	var out []deployment
+	for _, a := range appliedFor(hints) {
+		if !ix.applies(a.Path, o) {
+			continue
+		}
+		ns := o.Namespace
+		if a.Namespace != "" && (a.Force || ns == "") {
+			ns = a.Namespace
+		}
+		out = append(out, deployment{ns, o.Name})
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if o.Namespace == "" && o.Root != "" && len(ix.includedBy[o.Root]) > 0 {
+		return nil
+	}
+	return []deployment{{o.Namespace, o.Name}}
+}
+
+// appliedFor is what the cluster applies from the repository: the hints'
+// list, and the workload's own paths when that list lacks them.
+func appliedFor(hints Hints) []Applied {
+	out := hints.Applied
+	for _, p := range hints.Paths {
+		known := false
+		for _, a := range hints.Applied {
+			known = known || a.Path == p
+		}
+		if !known {
+			out = append(slices.Clip(out), Applied{Path: p, Namespace: hints.TargetNamespace, Force: hints.TargetNamespace != "", Via: hints.Via})
+		}
+	}
+	return out
+}
+
+// applies reports whether applying the repository path p deploys object o:
+// p is o's root, or p is a directory without kustomization (which Flux and
+// Argo CD apply as the manifests and kustomize roots below it) holding o's
+// file or o's root, unless another root below p includes o's root.
+func (ix *Index) applies(p string, o *Object) bool {
+	if o.Root == p {
+		return true
+	}
+	if _, isRoot := ix.roots[p]; isRoot {
+		return false
+	}
+	if o.Root == "" {
+		return under(o.Source.Path, p)
+	}
+	if !under(o.Root, p) {
+		return false
+	}
+	for _, outer := range ix.includedBy[o.Root] {
+		if under(outer, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// rendersOf returns the objects root renders from document src.
+func (ix *Index) rendersOf(root string, src Source) []*Object {
+	var out []*Object
+	for _, i := range ix.byPath[src.Path] {
+		if o := &ix.objects[i]; o.Root == root && o.Source == src {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// patchSafe reports whether a patch in root restarts only this workload.
+// Root must render the document once (kustomize matches the patch by the
+// written name and refuses several matches), deployed as this workload or
+// not deployed itself; and every root building on it must deploy what
+// descends from that render as this workload. In an including root, a
+// render of the document that another included root (not on root's line)
+// renders under the same identity descends from that one instead. The
+// verifier renders the result in the end, so this only has to pick well.
 func (ix *Index) patchSafe(root string, src Source, w drift.Workload, hints Hints) bool {
+	want := deployment{w.Namespace, w.Name}
+	own := ix.rendersOf(root, src)
+	if len(own) != 1 {
+		return false
+	}
+	for _, d := range ix.deployedAs(own[0], hints) {
+		if d != want {
+			return false
+		}
+	}
+	line := append([]string{root}, ix.roots[root].includes...)
 	for _, outer := range ix.includedBy[root] {
-		for _, i := range ix.byPath[src.Path] {
-			o := &ix.objects[i]
-			if o.Root != outer || o.Source != src {
+		for _, o := range ix.rendersOf(outer, src) {
+			if ix.fromSibling(outer, line, own[0], o) {
 				continue
 			}
-			ns := o.Namespace
-			switch {
-			case hints.TargetNamespace != "" && slices.Contains(hints.Paths, outer):
-				ns = hints.TargetNamespace
-			case ns == "" && len(ix.includedBy[outer]) > 0:
-				continue // an input of further roots, checked on its own
-			}
-			if ns != w.Namespace || o.Name != w.Name {
-				return false
+			for _, d := range ix.deployedAs(o, hints) {
+				if d != want {
+					return false
+				}
 			}
 		}
 	}
 	return true
 }
 
-// sharedFor reports whether the objects of a source file are deployed as
-// more than one workload: into several namespaces (a base under overlays
-// for several teams), or under several names in one namespace. Editing such
-// a file restarts workloads that did not drift. A namespace-less render
-// counts when its root is deployed on its own (no other root includes it),
-// with the hint's target namespace when it is the hinted root.
-func (ix *Index) sharedFor(file string, hints Hints) bool {
-	type deployed struct{ namespace, name string }
-	perDoc := map[int]map[deployed]bool{}
+// fromSibling reports whether o, rendered by outer, comes from another root
+// outer includes than those on line: one of them renders o's document under
+// an identity o keeps (the namespace may be added by outer), and the render
+// on line does not.
+func (ix *Index) fromSibling(outer string, line []string, own, o *Object) bool {
+	keeps := func(inner *Object) bool {
+		return inner.Name == o.Name && (inner.Namespace == "" || inner.Namespace == o.Namespace)
+	}
+	if keeps(own) {
+		return false
+	}
+	for _, sib := range ix.roots[outer].includes {
+		if slices.Contains(line, sib) || slices.Contains(ix.includedBy[sib], line[0]) {
+			continue
+		}
+		for _, s := range ix.rendersOf(sib, own.Source) {
+			if keeps(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sharedFor reports whether editing document doc of a source file restarts
+// more than one workload: the document is deployed into several namespaces
+// (a base under overlays for several teams, a directory two GitOps objects
+// apply) or under several names. doc < 0 asks about every document. Objects
+// of the file that kustomize roots render into several namespaces count as
+// well, whichever document they come from: one pull request per namespace
+// would then each change the same file.
+func (ix *Index) sharedFor(file string, doc int, hints Hints) bool {
+	perDoc := map[int]map[deployment]bool{}
 	namespaces := map[string]bool{}
 	for _, i := range ix.byPath[file] {
 		o := &ix.objects[i]
-		if o.Root == "" {
-			continue
+		for _, d := range ix.deployedAs(o, hints) {
+			if perDoc[o.Source.Document] == nil {
+				perDoc[o.Source.Document] = map[deployment]bool{}
+			}
+			perDoc[o.Source.Document][d] = true
+			if o.Root != "" {
+				namespaces[d.namespace] = true
+			}
 		}
-		ns := o.Namespace
-		switch {
-		case hints.TargetNamespace != "" && slices.Contains(hints.Paths, o.Root):
-			ns = hints.TargetNamespace
-		case ns == "" && len(ix.includedBy[o.Root]) > 0:
-			continue
-		}
-		if perDoc[o.Source.Document] == nil {
-			perDoc[o.Source.Document] = map[deployed]bool{}
-		}
-		perDoc[o.Source.Document][deployed{ns, o.Name}] = true
-		namespaces[ns] = true
 	}
-	for _, set := range perDoc {
-		if len(set) > 1 {
+	for d, set := range perDoc {
+		if (doc < 0 || d == doc) && len(set) > 1 {
 			return true
 		}
 	}

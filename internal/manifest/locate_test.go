@@ -277,15 +277,30 @@ func TestHintsFor(t *testing.T) {
 		},
 	}
 	hints := HintsFor(set, "https://github.com/ACME/fleet.git", "https://ghe.example.com/mirror/fleet")
+	applied := []Applied{
+		{Path: "clusters/prod/shop", Namespace: "shop", Force: true, Via: "Flux Kustomization flux-system/shop"},
+		{Path: "apps/guestbook", Via: "Argo CD Application argocd/guestbook"},
+		{Path: "apps/multi/one", Via: "Argo CD Application team-a/multi"},
+		{Path: "apps/multi/two", Via: "Argo CD Application team-a/multi"},
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, hints(tt.w))
+			got := hints(tt.w)
+			if tt.want.Helm == "" && tt.want.OtherRepo == "" {
+				assert.Equal(t, applied, got.Applied, "every path of this repository the cluster applies")
+			} else {
+				assert.Empty(t, got.Applied)
+			}
+			got.Applied = nil
+			assert.Equal(t, tt.want, got)
 		})
 	}
 	t.Run("without repository addresses every source is this one", func(t *testing.T) {
 		got := HintsFor(set)(w(map[string]string{
 			"kustomize.toolkit.fluxcd.io/name": "vendor", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
 		}, nil))
+		assert.Len(t, got.Applied, 5)
+		got.Applied = nil
 		assert.Equal(t, Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor"}, got)
 	})
 	t.Run("no cluster objects", func(t *testing.T) {

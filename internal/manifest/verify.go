@@ -54,8 +54,16 @@ func (v *verifier) render(root string, replace map[string][]byte) renderResult {
 	return out
 }
 
+// intent is one workload an edit set restarts: its identity in the plan,
+// the annotations it gets, and the document that defines it.
+type intent struct {
+	id     WorkloadID
+	set    map[string]string
+	source Source
+}
+
 // check returns the edits that verify, and refusals for the others.
-func (v *verifier) check(edits []FileEdit, intended map[WorkloadID]map[string]string) ([]FileEdit, []Refusal) {
+func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Refusal) {
 	replace := map[string][]byte{}
 	for _, e := range edits {
 		replace[v.ix.abs(e.Path)] = e.After
@@ -81,7 +89,7 @@ func (v *verifier) check(edits []FileEdit, intended map[WorkloadID]map[string]st
 			continue // the index already reported this root
 		}
 		after := v.render(root, replace)
-		if err := compareRenders(before, after, intended); err != nil {
+		if err := compareRenders(before, after, v.ix.intendedIn(root, intended)); err != nil {
 			for _, i := range affected[root] {
 				if _, done := failed[i]; !done {
 					failed[i] = fmt.Sprintf("rendering %s with the edit: %v", root, err)
@@ -105,6 +113,33 @@ func (v *verifier) check(edits []FileEdit, intended map[WorkloadID]map[string]st
 	return kept, refused
 }
 
+// intendedIn maps the intended workloads to the identities root renders
+// them under. A root renders a workload's document under the workload's own
+// identity (a namespace-less render standing for it when the GitOps
+// controller sets the namespace), or, when the root is an input of other
+// roots (a base), under whatever identity it gives the document before the
+// including roots add their namespace and name prefixes. Anything else that
+// root renders from the document is another workload, and must not change.
+// The including roots read the edited files as well, so they are checked in
+// their own right.
+func (ix *Index) intendedIn(root string, intended []intent) map[WorkloadID]map[string]string {
+	out := map[WorkloadID]map[string]string{}
+	included := len(ix.includedBy[root]) > 0
+	for _, in := range intended {
+		for _, i := range ix.byPath[in.source.Path] {
+			o := &ix.objects[i]
+			if o.Root != root || o.Source != in.source {
+				continue
+			}
+			self := o.Kind == in.id.Kind && o.Name == in.id.Name && (o.Namespace == in.id.Namespace || o.Namespace == "")
+			if self || included {
+				out[WorkloadID{Namespace: o.Namespace, Kind: o.Kind, Name: o.Name}] = in.set
+			}
+		}
+	}
+	return out
+}
+
 func (ix *Index) kustomizationPath(dir string) string {
 	if r := ix.roots[dir]; r != nil {
 		return path.Join(dir, r.File)
@@ -124,7 +159,7 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]map[stri
 		if b.id != a.id {
 			return fmt.Errorf("%s rendered where %s was", a.id, b.id)
 		}
-		if want, ok := intendedFor(intended, a.id); ok {
+		if want, ok := intended[a.id]; ok {
 			got := templateAnnotations(a.body)
 			for k, v := range want {
 				if got[k] != v {
@@ -143,23 +178,6 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]map[stri
 		}
 	}
 	return nil
-}
-
-// intendedFor finds the intended annotations of a rendered object. A render
-// without namespace (the GitOps controller sets it) matches by kind and name.
-func intendedFor(intended map[WorkloadID]map[string]string, id WorkloadID) (map[string]string, bool) {
-	if want, ok := intended[id]; ok {
-		return want, true
-	}
-	if id.Namespace != "" {
-		return nil, false
-	}
-	for w, want := range intended {
-		if w.Kind == id.Kind && w.Name == id.Name {
-			return want, true
-		}
-	}
-	return nil, false
 }
 
 func templateMetadata(body map[string]any) map[string]any {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -165,14 +166,26 @@ func (r *Reconciler) open(ctx context.Context, st *nsState) error {
 			return err
 		}
 	}
-	if err := r.ensureLabels(ctx, pr); err != nil {
-		return err
-	}
+	return r.finishOpening(ctx, st, pr)
+}
+
+// finishOpening asks for reviews, then labels the PR. The order matters:
+// a cycle may die between opening a PR and finishing it, and the next one
+// only sees an open PR. Labels added last mark an opening that finished,
+// so update finishes a PR that lacks them instead of leaving it without
+// reviewers. A reviewer GitHub refuses (say, not a collaborator) does not
+// keep the labels off, or every cycle would ask again.
+func (r *Reconciler) finishOpening(ctx context.Context, st *nsState, pr forge.PR) error {
+	var refused error
 	users, teams := r.reviewersFor(st.set, st.name)
 	if len(users)+len(teams) > 0 {
-		return r.deps.Forge.RequestReviewers(ctx, pr.Number, users, teams)
+		err := r.deps.Forge.RequestReviewers(ctx, pr.Number, users, teams)
+		if err != nil && (isRetryLater(err) || ctx.Err() != nil) {
+			return err
+		}
+		refused = err
 	}
-	return nil
+	return errors.Join(refused, r.ensureLabels(ctx, pr))
 }
 
 func (r *Reconciler) update(ctx context.Context, st *nsState) error {
@@ -189,10 +202,23 @@ func (r *Reconciler) update(ctx context.Context, st *nsState) error {
 			return err
 		}
 	}
-	return r.ensureLabels(ctx, *pr)
+	if len(r.missingLabels(*pr)) > 0 {
+		// Opened by a cycle that died before finishing it (or a person
+		// removed a label: asking the same reviewers again is harmless).
+		return r.finishOpening(ctx, st, *pr)
+	}
+	return nil
 }
 
 func (r *Reconciler) ensureLabels(ctx context.Context, pr forge.PR) error {
+	missing := r.missingLabels(pr)
+	if len(missing) == 0 {
+		return nil
+	}
+	return r.deps.Forge.AddLabels(ctx, pr.Number, missing...)
+}
+
+func (r *Reconciler) missingLabels(pr forge.PR) []string {
 	have := map[string]bool{}
 	for _, l := range pr.Labels {
 		have[l] = true
@@ -203,10 +229,7 @@ func (r *Reconciler) ensureLabels(ctx context.Context, pr forge.PR) error {
 			missing = append(missing, l)
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return r.deps.Forge.AddLabels(ctx, pr.Number, missing...)
+	return missing
 }
 
 // closeWith comments (once) and closes a PR. The comment goes first: a

@@ -17,6 +17,7 @@ import (
 	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -230,7 +231,7 @@ func (r *Reconciler) gather(set *objects.Set, res *engine.Result, prs []forge.PR
 				w.workloads = append(w.workloads, wl)
 			}
 		}
-		w.state = dashboard.NewState(r.settings.Cluster, ns, w.workloads)
+		w.state = dashboard.NewState(r.settings.Cluster, ns, append(w.workloads, migrationTarget(res.Plan, ns)...))
 		get(ns).facts.work = w
 	}
 	for _, pr := range prs {
@@ -241,13 +242,40 @@ func (r *Reconciler) gather(set *objects.Set, res *engine.Result, prs []forge.PR
 		st := get(ns)
 		st.facts.prs = append(st.facts.prs, pr)
 	}
+	// A branch of kedge's with neither work nor a PR is what a cycle that
+	// died between its push and opening the PR leaves behind when the drift
+	// went away meanwhile. It would otherwise sit in the repository
+	// unexplained; the dashboard names it (a returning drift reuses it).
+	for branch := range remote {
+		ns := strings.TrimPrefix(branch, prefix)
+		if _, known := byName[ns]; known || ns == "" || strings.Contains(ns, "/") {
+			continue
+		}
+		st := get(ns)
+		st.outcome.State = dashboard.PRNotYetOpened
+		st.outcome.Detail = "branch " + branch + " has no pull request and nothing to fix now (a cycle was interrupted before opening one); delete it if the drift does not return"
+	}
 	out := make([]*nsState, 0, len(byName))
 	for _, st := range byName {
 		st.pr = r.namespacePR(set, res, st, issue)
+		if m := migrate.For(res.Plan, st.name); m != nil && m.Relabels() {
+			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path}
+		}
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+// migrationTarget records a relabel in the PR's hidden state as one more
+// target, the Namespace and its new label value, so that a PR closed
+// unmerged is not taken for one moving the namespace elsewhere.
+func migrationTarget(plan drift.Plan, namespace string) []drift.Workload {
+	m := migrate.For(plan, namespace)
+	if m == nil || !m.Relabels() {
+		return nil
+	}
+	return []drift.Workload{{Namespace: namespace, Kind: "Namespace", Name: namespace, Desired: drift.Desired{Revision: m.To}}}
 }
 
 // prepareBranches builds each namespace's commit and learns whether a

@@ -148,25 +148,21 @@ func podTemplate(ns *namespaceModel, w *workloadModel) corev1.PodTemplateSpec {
 			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
 		},
 		Spec: corev1.PodSpec{
-			ServiceAccountName: w.name,
-			Containers:         []corev1.Container{appContainer(ns, w)},
-			RestartPolicy:      corev1.RestartPolicyAlways,
-			DNSPolicy:          corev1.DNSClusterFirst,
-			SchedulerName:      corev1.DefaultSchedulerName,
-			SecurityContext:    &corev1.PodSecurityContext{},
+			ServiceAccountName:            w.name,
+			Containers:                    []corev1.Container{appContainer(ns, w)},
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			DNSPolicy:                     corev1.DNSClusterFirst,
+			SchedulerName:                 corev1.DefaultSchedulerName,
+			SecurityContext:               &corev1.PodSecurityContext{},
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
 		},
 	}
 }
 
-func appImage(ns *namespaceModel, w *workloadModel) string {
-	return fmt.Sprintf("%s/%s/%s:%d.%d.0", appRegistry, teamOf(ns.name), w.name, 1+w.version/10, w.version%10)
-}
-
 func appContainer(ns *namespaceModel, w *workloadModel) corev1.Container {
 	return corev1.Container{
 		Name:            w.name,
-		Image:           appImage(ns, w),
+		Image:           repoImage(w),
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}, {Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}},
 		Env: []corev1.EnvVar{
@@ -277,8 +273,13 @@ func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 		podLabels[controllerHash] = w.hash
 		podLabels["pod-template-generation"] = fmt.Sprint(w.version)
 	}
+	taken := make(map[string]bool, w.pods)
 	for i := range w.pods {
 		name := b.podName(w, i)
+		for taken[name] {
+			name = b.podName(w, i)
+		}
+		taken[name] = true
 		b.set.Pods = append(b.set.Pods, b.pod(ns, w, template, podOwner, name, podLabels, created))
 	}
 }

@@ -8,10 +8,13 @@ import (
 )
 
 // splice replaces source lines [from, to) (0-based) with text, which holds whole lines with their breaks
-// (the last one may lack a break when it ends the file).
+// (the last one may lack a break when it ends the file); from == to inserts before line from.
 type splice struct {
 	from, to int
 	text     string
+	// first says the new entry goes before the existing ones of its collection rather than after them:
+	// the verification expects it there.
+	first bool
 }
 
 // link is a key on the way to the edit and the value below it.
@@ -27,7 +30,7 @@ func (s *source) setScalar(doc int, path []step, key, value string) ([]byte, boo
 	if sp == nil {
 		return s.original(), false, nil
 	}
-	out, err := s.commit(doc, sp, func(root *cnode) error { return expectSet(root, path, key, value) })
+	out, err := s.commit(doc, sp, func(root *cnode) error { return expectSet(root, path, key, value, sp.first) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -149,7 +152,8 @@ func (s *source) findKey(m *yaml.Node, key string, at []step) (k, v *yaml.Node, 
 }
 
 // insertIntoBlock adds key (below the still missing mappings named by rest) after the last entry of block
-// mapping m, indented like m's keys.
+// mapping m, indented like m's keys. When that entry ends the file without a line break, adding after it
+// would rewrite its line to give it one, so the new lines go before the first entry instead.
 func (s *source) insertIntoBlock(m *yaml.Node, chain []link, rest []step, key, value string) (*splice, error) {
 	if err := s.simpleKeys(m); err != nil {
 		return nil, err
@@ -162,7 +166,15 @@ func (s *source) insertIntoBlock(m *yaml.Node, chain []link, rest []step, key, v
 	indent := m.Content[0].Column - 1
 	end := s.endLine(m, indent)
 	lines := blockChain(indent, s.indentStep(chain), rest, key, value, keyQuoting(m))
+	if s.endsWithoutBreak(end) && s.startsLine(m.Content[0]) {
+		return s.insertBefore(m.Content[0].Line, lines)
+	}
 	return s.insertAfter(end, "", lines)
+}
+
+// endsWithoutBreak tells whether line n is the file's last line and has no line break.
+func (s *source) endsWithoutBreak(n int) bool {
+	return n == len(s.lines) && s.lines[n-1].next == s.lines[n-1].end
 }
 
 // simpleKeys refuses a block mapping whose entries are not all `key: value` with the key first on its line
@@ -453,6 +465,21 @@ func (s *source) insertAfter(n int, head string, lines []string) (*splice, error
 		}
 	}
 	return &splice{from: n - 1, to: n, text: b.String()}, nil
+}
+
+// insertBefore builds the splice that puts lines before line n (1-based), each with the file's line break;
+// the new entry they hold comes first in its collection.
+func (s *source) insertBefore(n int, lines []string) (*splice, error) {
+	if n < 1 || n > len(s.lines) {
+		return nil, refuse(CodeUnsupported, "line %d is outside the file", n)
+	}
+	eol := s.eolOf(n)
+	var b strings.Builder
+	for _, ln := range lines {
+		b.WriteString(ln)
+		b.WriteString(eol)
+	}
+	return &splice{from: n - 1, to: n - 1, text: b.String(), first: true}, nil
 }
 
 // replaceLine builds the splice that replaces the content of line n (1-based), keeping its line break.

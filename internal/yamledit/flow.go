@@ -84,9 +84,10 @@ func (s *source) replaceToken(v *yaml.Node, text string) (*splice, error) {
 	return s.replaceLine(v.Line, line[:b]+text+line[b+len(v.Value):])
 }
 
-// flowInsert adds entry as the last entry of flow collection n. Entries laid out one per line (JSON as
-// formatters write it) get a line of their own, indented like the last one; otherwise the entry joins the
-// line of the last one.
+// flowInsert adds entry to flow collection n. Entries laid out one per line (JSON as formatters write it)
+// get a line of their own: before the first entry, with a comma, so that no existing line changes (adding
+// after the last entry would rewrite its line to give it a comma). Otherwise the entry joins the line of
+// the last one.
 func (s *source) flowInsert(n *yaml.Node, at []step, entry string) (*splice, error) {
 	open, ok := s.offsetOf(n)
 	if !ok || (s.text[open] != '{' && s.text[open] != '[') {
@@ -104,6 +105,9 @@ func (s *source) flowInsert(n *yaml.Node, at []step, entry string) (*splice, err
 		start := s.lines[n.Line-1].start
 		text := s.content(n.Line)
 		return s.replaceLine(n.Line, text[:open-start+1]+entry+text[closing-start:])
+	}
+	if first := n.Content[0]; first.Line > n.Line && s.startsLine(first) && s.onlyOpensLine(open) {
+		return s.insertBefore(first.Line, []string{strings.Repeat(" ", first.Column-1) + entry + ","})
 	}
 	// lastEntry is where the last entry starts: its key in a mapping.
 	lastEntry := n.Content[len(n.Content)-1]
@@ -194,6 +198,14 @@ func (s *source) offsetOf(n *yaml.Node) (int, bool) {
 // lineAt returns the 1-based line holding byte offset off.
 func (s *source) lineAt(off int) int {
 	return sort.Search(len(s.lines), func(i int) bool { return s.lines[i].next > off }) + 1
+}
+
+// onlyOpensLine tells whether the bracket at offset open ends its line but for blanks and a comment, so that a
+// line inserted after it lies inside the collection.
+func (s *source) onlyOpensLine(open int) bool {
+	n := s.lineAt(open)
+	rest := strings.TrimLeft(string(s.text[open+1:s.lines[n-1].end]), " \t")
+	return rest == "" || rest[0] == '#'
 }
 
 // startsLine tells whether only spaces precede n on its line.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -182,4 +183,58 @@ func removedLines(before, after []byte) []string {
 
 func linesWithBreaks(b []byte) []string {
 	return strings.SplitAfter(string(b), "\n")
+}
+
+// holderLine is a metadata: or annotations: key (YAML or JSON): the lines an annotation edit may add, or
+// rewrite when they hold an empty or flow value.
+var holderLine = regexp.MustCompile(`^\s*"?(metadata|annotations)"?\s*:`)
+
+// patchesLine is a kustomization's patches: key, which listing a patch may add or rewrite.
+var patchesLine = regexp.MustCompile(`^\s*"?patches"?\s*:`)
+
+// TestGoldenChangesOnlyItsOwnLines holds every golden edit to what a reviewer should see in its diff: lines
+// that carry the new value, the metadata:/annotations: (or patches:) keys it needed, and nothing else, not
+// even a neighbour's line rewritten to gain a comma or a final line break. Layouts whose only line holds
+// the whole collection cannot meet it, and are named here.
+func TestGoldenChangesOnlyItsOwnLines(t *testing.T) {
+	wholeLine := map[string]bool{
+		"json-list": true, // every object of the List is on one line
+		// A strategic-merge patch without a template: only kedge's own patch files are edited that way, and
+		// their every line is kedge's.
+		"missing-template-in-patch": true,
+	}
+	cases := readGoldenCases(t)
+	for name, c := range cases {
+		if wholeLine[name] {
+			continue
+		}
+		dir := filepath.Join(goldenRoot, name)
+		before, err := os.ReadFile(filepath.Join(dir, "before.yaml"))
+		require.NoError(t, err)
+		after, err := os.ReadFile(filepath.Join(dir, "after.yaml"))
+		if err != nil {
+			continue // a refused case
+		}
+		own := func(l string) bool {
+			l = strings.TrimRight(l, "\r\n")
+			switch c.Op {
+			case "", "set-pod-template-annotations":
+				for k := range c.Set {
+					if strings.Contains(l, k+`":`) || strings.Contains(l, k+`':`) || strings.Contains(l, k+":") {
+						return true
+					}
+				}
+				return holderLine.MatchString(l)
+			case "add-kustomization-patch":
+				return strings.Contains(l, c.Path) || patchesLine.MatchString(l)
+			}
+			return true
+		}
+		for _, l := range removedLines(before, after) {
+			assert.True(t, own(l), "%s: rewrites %q", name, l)
+		}
+		for _, l := range removedLines(after, before) {
+			assert.True(t, own(l), "%s: adds %q", name, l)
+		}
+	}
 }

@@ -31,7 +31,7 @@ func AddKustomizationPatch(src []byte, patchPath string) (out []byte, changed bo
 		return nil, false, err
 	}
 	item := &cnode{kind: yaml.MappingNode, tag: "!!map", content: []*cnode{str("path"), str(patchPath)}}
-	out, err = s.commit(doc, sp, func(r *cnode) error { return expectAppend(r, nil, "patches", item) })
+	out, err = s.commit(doc, sp, func(r *cnode) error { return expectAppend(r, nil, "patches", item, sp.first) })
 	if err != nil {
 		return nil, false, err
 	}
@@ -157,10 +157,15 @@ func (s *source) planAppendPatch(root *yaml.Node, p string) (*splice, error) {
 		}
 		offset, content := sequenceStyle(root)
 		indent := root.Content[0].Column - 1
-		return s.insertAfter(s.endLine(root, indent), "", []string{
+		lines := []string{
 			strings.Repeat(" ", indent) + "patches:",
 			seqItem(indent+offset, content, s.patchEntry(p, plainIfSafe)),
-		})
+		}
+		// Adding after a last line without a line break would rewrite it.
+		if end := s.endLine(root, indent); !s.endsWithoutBreak(end) || !s.startsLine(root.Content[0]) {
+			return s.insertAfter(end, "", lines)
+		}
+		return s.insertBefore(root.Content[0].Line, lines)
 	}
 	if err := s.checkCollection(v, at); err != nil {
 		return nil, err
@@ -173,7 +178,13 @@ func (s *source) planAppendPatch(root *yaml.Node, p string) (*splice, error) {
 		if first := v.Content[0]; first.Line == v.Line {
 			content = first.Column - v.Column
 		}
-		return s.insertAfter(s.endLine(v, v.Column-1), "", []string{seqItem(v.Column-1, content, s.patchEntry(p, plainIfSafe))})
+		item := []string{seqItem(v.Column-1, content, s.patchEntry(p, plainIfSafe))}
+		// Adding after a last line without a line break would rewrite it; the patch goes first instead,
+		// which kustomize applies just as well since it only adds kedge's own annotations.
+		if end := s.endLine(v, v.Column-1); !s.endsWithoutBreak(end) || !s.startsLine(v) {
+			return s.insertAfter(end, "", item)
+		}
+		return s.insertBefore(v.Line, item)
 	case isNull(v) || (v.Kind == yaml.SequenceNode && len(v.Content) == 0):
 		if root.Style&yaml.FlowStyle != 0 {
 			return nil, refuse(CodeUnsupported, "patches is empty inside a flow mapping (line %d)", k.Line)

@@ -53,8 +53,9 @@ func emptyMap() *cnode { return &cnode{kind: yaml.MappingNode, tag: "!!map"} }
 
 func emptySeq() *cnode { return &cnode{kind: yaml.SequenceNode, tag: "!!seq"} }
 
-// child returns the value under key in mapping m, creating an empty mapping when it is missing or null.
-func (c *cnode) child(key string) *cnode {
+// child returns the value under key in mapping m, creating an empty mapping when it is missing or null; a
+// created entry goes first when first is set, else last.
+func (c *cnode) child(key string, first bool) *cnode {
 	for i := 0; i+1 < len(c.content); i += 2 {
 		if k := c.content[i]; k.kind == yaml.ScalarNode && k.value == key {
 			if v := c.content[i+1]; v.kind == yaml.ScalarNode && v.tag == "!!null" {
@@ -64,12 +65,20 @@ func (c *cnode) child(key string) *cnode {
 		}
 	}
 	m := emptyMap()
-	c.content = append(c.content, str(key), m)
+	c.content = addEntry(c.content, first, str(key), m)
 	return m
 }
 
-// walk follows path from c, creating missing mappings like the editor does.
-func (c *cnode) walk(path []step) (*cnode, error) {
+// addEntry puts nodes at the start or at the end of content.
+func addEntry(content []*cnode, first bool, nodes ...*cnode) []*cnode {
+	if first {
+		return append(nodes, content...)
+	}
+	return append(content, nodes...)
+}
+
+// walk follows path from c, creating missing mappings like the editor does (first or last in their parent).
+func (c *cnode) walk(path []step, first bool) (*cnode, error) {
 	for _, st := range path {
 		if st.isIndex() {
 			if c.kind != yaml.SequenceNode || st.index >= len(c.content) {
@@ -81,14 +90,15 @@ func (c *cnode) walk(path []step) (*cnode, error) {
 		if c.kind != yaml.MappingNode {
 			return nil, fmt.Errorf("no mapping at %q", st.key)
 		}
-		c = c.child(st.key)
+		c = c.child(st.key, first)
 	}
 	return c, nil
 }
 
-// expectSet applies the intended edit to the meaning of a document: key=value in the mapping at path.
-func expectSet(root *cnode, path []step, key, value string) error {
-	m, err := root.walk(path)
+// expectSet applies the intended edit to the meaning of a document: key=value in the mapping at path, a new
+// entry (the key, or the first mapping missing on the way) placed first when first is set, else last.
+func expectSet(root *cnode, path []step, key, value string, first bool) error {
+	m, err := root.walk(path, first)
 	if err != nil {
 		return err
 	}
@@ -101,14 +111,15 @@ func expectSet(root *cnode, path []step, key, value string) error {
 			return nil
 		}
 	}
-	m.content = append(m.content, str(key), str(value))
+	m.content = addEntry(m.content, first, str(key), str(value))
 	return nil
 }
 
-// expectAppend applies the intended edit to the meaning of a document: item appended to the sequence under
-// key in the mapping at path, the sequence created when missing, null or empty.
-func expectAppend(root *cnode, path []step, key string, item *cnode) error {
-	m, err := root.walk(path)
+// expectAppend applies the intended edit to the meaning of a document: item added to the sequence under key
+// in the mapping at path (first when first is set, else last), the sequence created when missing, null or
+// empty.
+func expectAppend(root *cnode, path []step, key string, item *cnode, first bool) error {
+	m, err := root.walk(path, first)
 	if err != nil {
 		return err
 	}
@@ -122,13 +133,13 @@ func expectAppend(root *cnode, path []step, key string, item *cnode) error {
 			if v.kind != yaml.SequenceNode {
 				return fmt.Errorf("%s is not a sequence", key)
 			}
-			v.content = append(v.content, item)
+			v.content = addEntry(v.content, first, item)
 			return nil
 		}
 	}
 	seq := emptySeq()
 	seq.content = []*cnode{item}
-	m.content = append(m.content, str(key), seq)
+	m.content = addEntry(m.content, first, str(key), seq)
 	return nil
 }
 

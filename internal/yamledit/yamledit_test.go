@@ -214,13 +214,13 @@ func TestCommitRefusesUnintendedChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := load(src)
 			require.NoError(t, err)
-			_, err = s.commit(0, &tt.sp, func(root *cnode) error { return expectSet(root, keys("b"), "k", "v") })
+			_, err = s.commit(0, &tt.sp, func(root *cnode) error { return expectSet(root, keys("b"), "k", "v", false) })
 			assert.Equal(t, CodeVerification, refusalCode(t, err))
 		})
 	}
 	s, err := load(src)
 	require.NoError(t, err)
-	out, err := s.commit(0, &splice{from: 2, to: 3, text: "  c: 2\n  k: \"v\"\n"}, func(root *cnode) error { return expectSet(root, keys("b"), "k", "v") })
+	out, err := s.commit(0, &splice{from: 2, to: 3, text: "  c: 2\n  k: \"v\"\n"}, func(root *cnode) error { return expectSet(root, keys("b"), "k", "v", false) })
 	require.NoError(t, err)
 	assert.Equal(t, "a: 1\nb:\n  c: 2\n  k: \"v\"\nd: 3\n", string(out))
 }

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/manifest/editcheck"
+)
+
+const demoExpected = "../../testdata/demo/expected.json"
+
+// planRun runs `kedge plan` on the demo in process and returns its output.
+func planRun(t *testing.T, output string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := execute(context.Background(), []string{
+		"plan", "--snapshot", demoCluster, "--repo", demoRepo, "--cluster", "prod-eu-1", "--output", output,
+	}, &out, &errOut)
+	require.Equal(t, exitOK, code, errOut.String())
+	return out.String()
+}
+
+// comparedWorkload is the part of a plan entry that expected.json pins down.
+type comparedWorkload struct {
+	Namespace, Kind, Name string
+	Reasons               []drift.Reason
+	DesiredRevision       string
+	Status, Path, Edit    string
+}
+
+func comparedWorkloads(p drift.Plan) []comparedWorkload {
+	out := make([]comparedWorkload, 0, len(p.Workloads))
+	for _, w := range p.Workloads {
+		out = append(out, comparedWorkload{
+			Namespace: w.Namespace, Kind: w.Kind, Name: w.Name, Reasons: w.Reasons,
+			DesiredRevision: w.Desired.Revision,
+			Status:          w.Manifest.Status, Path: w.Manifest.Path, Edit: w.Manifest.Edit,
+		})
+	}
+	return out
+}
+
+func comparedSkips(p drift.Plan) []drift.Skipped {
+	out := make([]drift.Skipped, 0, len(p.Skipped))
+	for _, s := range p.Skipped {
+		out = append(out, drift.Skipped{Namespace: s.Namespace, Kind: s.Kind, Name: s.Name, Reason: s.Reason})
+	}
+	return out
+}
+
+func readPlan(t *testing.T, data []byte) drift.Plan {
+	t.Helper()
+	var p drift.Plan
+	require.NoError(t, json.Unmarshal(data, &p))
+	return p
+}
+
+// TestPlanMatchesTheHandDerivedDemoPlan holds `kedge plan --output json` on
+// the demo to testdata/demo/expected.json, worked out by hand from Istio's
+// injection rules and the demo repository's layout.
+func TestPlanMatchesTheHandDerivedDemoPlan(t *testing.T) {
+	raw, err := os.ReadFile(demoExpected)
+	require.NoError(t, err)
+	want := readPlan(t, raw)
+	got := readPlan(t, []byte(planRun(t, "json")))
+
+	assert.Equal(t, want.Cluster, got.Cluster)
+	assert.Equal(t, comparedWorkloads(want), comparedWorkloads(got))
+	assert.Equal(t, comparedSkips(want), comparedSkips(got))
+	for _, w := range got.Workloads {
+		if w.Manifest.Status == drift.ManifestFound {
+			assert.Empty(t, w.Manifest.Detail, "%s %s/%s is found but its edit is not made", w.Kind, w.Namespace, w.Name)
+		}
+	}
+}
+
+var diffHeader = regexp.MustCompile(`(?m)^diff --git a/(\S+) b/`)
+
+// TestPlanPatchOnTheDemo holds `kedge plan --output patch` to the promises
+// every patch makes: each changed line is a restart annotation, a
+// metadata:/annotations: line it needed, or kedge's overlay patch and its
+// kustomization entry; and applied with git, the repository renders to
+// exactly what it rendered before but for the restart annotations of the
+// drifted workloads, every one of which is restarted.
+func TestPlanPatchOnTheDemo(t *testing.T) {
+	patch := planRun(t, "patch")
+	plan := readPlan(t, []byte(planRun(t, "json")))
+	require.NotEmpty(t, patch)
+
+	ann := manifest.Annotations{Restart: manifest.DefaultRestartAnnotation, Target: manifest.DefaultTargetAnnotation}
+	t.Run("changed lines", func(t *testing.T) {
+		assert.Empty(t, editcheck.PatchLineViolations(patch, editcheck.Rules{
+			AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFile: "kedge-restart-patch.yaml",
+		}))
+	})
+
+	t.Run("applied and rendered", func(t *testing.T) {
+		after := filepath.Join(t.TempDir(), "gitops")
+		copyTree(t, demoRepo, after)
+		cmd := exec.Command("git", "apply", "--whitespace=nowarn", "-")
+		cmd.Dir = after
+		cmd.Stdin = bytes.NewBufferString(patch)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git apply: %s", out)
+
+		var restarts []editcheck.Restart
+		var edited []string
+		for _, w := range plan.Workloads {
+			target := manifest.TargetValue(w.Desired)
+			restarts = append(restarts, editcheck.Restart{
+				Namespace: w.Namespace, Kind: w.Kind, Name: w.Name,
+				Annotations: map[string]string{ann.Target: target, ann.Restart: manifest.RestartValue(w, target)},
+			})
+			if w.Manifest.Status == drift.ManifestFound && w.Manifest.Edit != drift.EditAlreadyBumped {
+				edited = append(edited, w.Kind+" "+w.Namespace+"/"+w.Name)
+			}
+		}
+		var changed []string
+		for _, m := range diffHeader.FindAllStringSubmatch(patch, -1) {
+			changed = append(changed, m[1])
+		}
+		res, err := editcheck.CompareRepos(demoRepo, after, changed, restarts)
+		require.NoError(t, err)
+		assert.Empty(t, res.Problems)
+		require.NotEmpty(t, edited)
+		for _, id := range edited {
+			assert.True(t, res.Restarted[id], "%s is found in the repository but the patch does not restart it", id)
+		}
+	})
+}
+
+// copyTree copies a directory of regular files.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	require.NoError(t, err)
+}

@@ -1,0 +1,248 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/reconcile"
+)
+
+// Damage is what a fault left behind after recovery. Everything in it
+// must be zero.
+type Damage struct {
+	// Duplicates: a second PR for one branch, a second dashboard issue, a
+	// comment said twice.
+	Duplicates []string
+	// Lost: a commit a person made that no longer is on its branch.
+	Lost []string
+	// Orphans: a kedge branch with no PR that the dashboard does not
+	// explain.
+	Orphans []string
+	// Wrong: the converged state is not what the plan asks for.
+	Wrong []string
+}
+
+// Zero is true when nothing was damaged.
+func (d Damage) Zero() bool {
+	return len(d.Duplicates)+len(d.Lost)+len(d.Orphans)+len(d.Wrong) == 0
+}
+
+func (d Damage) String() string {
+	var parts []string
+	for _, g := range []struct {
+		name  string
+		items []string
+	}{{"duplicate", d.Duplicates}, {"lost", d.Lost}, {"orphan", d.Orphans}, {"wrong", d.Wrong}} {
+		for _, it := range g.items {
+			parts = append(parts, g.name+": "+it)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+var commentMarkerRE = regexp.MustCompile(`<!-- kedge:comment (\S+) -->`)
+
+// Inspect compares the repository and GitHub with what the plan asks for
+// and counts the damage.
+func (w *World) Inspect() Damage {
+	w.T.Helper()
+	var d Damage
+	prefix := reconcile.BranchPrefix(Cluster)
+	prs := w.GH.PRs()
+
+	// One PR per branch, ever: kedge never opens a second PR for a branch
+	// (a new target of a PR closed unmerged is not part of any scenario).
+	byHead := map[string][]*github.PullRequest{}
+	for _, pr := range prs {
+		if strings.HasPrefix(pr.GetHead().GetRef(), prefix) {
+			byHead[pr.GetHead().GetRef()] = append(byHead[pr.GetHead().GetRef()], pr)
+		}
+	}
+	for head, list := range byHead {
+		if len(list) > 1 {
+			d.Duplicates = append(d.Duplicates, fmt.Sprintf("%d PRs for %s", len(list), head))
+		}
+	}
+	dashboards := w.Dashboards()
+	if len(dashboards) != 1 {
+		d.Duplicates = append(d.Duplicates, fmt.Sprintf("%d dashboard issues", len(dashboards)))
+	}
+	// Each kind of comment is said once per PR or issue.
+	numbers := []int{}
+	for _, pr := range prs {
+		numbers = append(numbers, pr.GetNumber())
+	}
+	for _, is := range dashboards {
+		numbers = append(numbers, is.GetNumber())
+	}
+	for _, n := range numbers {
+		said := map[string]int{}
+		for _, c := range w.GH.Comments(n) {
+			for _, m := range commentMarkerRE.FindAllStringSubmatch(c.GetBody(), -1) {
+				said[m[1]]++
+			}
+		}
+		for kind, count := range said {
+			if count > 1 {
+				d.Duplicates = append(d.Duplicates, fmt.Sprintf("#%d: comment %q %d times", n, kind, count))
+			}
+		}
+	}
+
+	refs := w.Git.Refs(w.T, RepoName)
+	for _, h := range w.HumanCommits() {
+		tip, ok := refs["refs/heads/"+h.Branch]
+		if !ok || !w.isAncestor(h.SHA, tip) {
+			d.Lost = append(d.Lost, fmt.Sprintf("%s on %s", short(h.SHA), h.Branch))
+		}
+	}
+
+	dashboardBody := ""
+	if len(dashboards) > 0 {
+		dashboardBody = dashboards[0].GetBody()
+	}
+	touched := map[string]bool{}
+	for _, h := range w.HumanCommits() {
+		touched[h.Branch] = true
+	}
+	for ref := range refs {
+		branch := strings.TrimPrefix(ref, "refs/heads/")
+		if !strings.HasPrefix(branch, prefix) {
+			continue
+		}
+		if len(byHead[branch]) > 0 {
+			continue // its PR, open or closed, explains it
+		}
+		if !strings.Contains(dashboardBody, branch) {
+			d.Orphans = append(d.Orphans, branch)
+		}
+	}
+
+	d.Wrong = append(d.Wrong, w.checkConverged(byHead, touched, dashboardBody)...)
+	for _, c := range w.GH.OutOfSurfaceCalls() {
+		d.Wrong = append(d.Wrong, "call outside the REST surface: "+c.Method+" "+c.Path)
+	}
+	sort.Strings(d.Duplicates)
+	sort.Strings(d.Orphans)
+	return d
+}
+
+// checkConverged holds the end state against the plan: every namespace
+// with edits has one open PR whose branch sits on the current base with
+// exactly the planned content, labelled and with reviewers; a branch a
+// person committed to is left to them and said to be theirs; no other PR
+// is open.
+func (w *World) checkConverged(byHead map[string][]*github.PullRequest, touched map[string]bool, dashboardBody string) []string {
+	var wrong []string
+	planned := w.PlannedEdits()
+	base := w.Git.BranchTip(w.T, RepoName, "main")
+	for ns, files := range planned {
+		branch := Branch(ns)
+		var open *github.PullRequest
+		for _, pr := range byHead[branch] {
+			if pr.GetState() == "open" {
+				open = pr
+			}
+		}
+		if touched[branch] {
+			if open != nil && !w.commented(open.GetNumber(), dashboard.CommentEdited) {
+				wrong = append(wrong, branch+": a person's commit is not acknowledged on the PR")
+			}
+			if open == nil && !strings.Contains(dashboardBody, branch) {
+				wrong = append(wrong, branch+": a person's branch is not explained on the dashboard")
+			}
+			continue
+		}
+		if open == nil {
+			wrong = append(wrong, branch+": no open PR")
+			continue
+		}
+		if got := w.parent(branch); got != base {
+			wrong = append(wrong, fmt.Sprintf("%s: built on %s, base is %s", branch, short(got), short(base)))
+		}
+		for path, content := range files {
+			if w.Git.ReadFile(w.T, RepoName, branch, path) != content {
+				wrong = append(wrong, branch+": "+path+" differs from the plan")
+			}
+		}
+		labels := map[string]bool{}
+		for _, l := range open.Labels {
+			labels[l.GetName()] = true
+		}
+		for _, l := range w.Cfg.PR.Labels {
+			if !labels[l] {
+				wrong = append(wrong, fmt.Sprintf("#%d: label %q missing", open.GetNumber(), l))
+			}
+		}
+		if len(open.RequestedReviewers)+len(open.RequestedTeams) == 0 {
+			wrong = append(wrong, fmt.Sprintf("#%d: reviewers not requested", open.GetNumber()))
+		}
+		if s, ok := dashboard.ParseState(open.GetBody()); !ok || s.Namespace != ns {
+			wrong = append(wrong, fmt.Sprintf("#%d: body carries no state for %s", open.GetNumber(), ns))
+		}
+	}
+	for head, list := range byHead {
+		ns := strings.TrimPrefix(head, reconcile.BranchPrefix(Cluster))
+		if _, want := planned[ns]; want {
+			continue
+		}
+		for _, pr := range list {
+			if pr.GetState() == "open" {
+				wrong = append(wrong, fmt.Sprintf("#%d (%s) is open with nothing to do", pr.GetNumber(), head))
+			}
+		}
+	}
+	sort.Strings(wrong)
+	return wrong
+}
+
+func (w *World) commented(number int, kind string) bool {
+	marker := "<!-- kedge:comment " + kind + " -->"
+	for _, c := range w.GH.Comments(number) {
+		if strings.Contains(c.GetBody(), marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// Dashboards are the cluster's dashboard issues.
+func (w *World) Dashboards() []*github.Issue {
+	var out []*github.Issue
+	for _, is := range w.GH.Issues() {
+		for _, l := range is.Labels {
+			if l.GetName() == reconcile.DashboardLabel && strings.Contains(is.GetBody(), "kedge:dashboard cluster="+Cluster+" ") {
+				out = append(out, is)
+			}
+		}
+	}
+	return out
+}
+
+func (w *World) parent(branch string) string {
+	log := w.Git.Log(w.T, RepoName, branch)
+	if len(log) == 0 || len(log[0].Parents) == 0 {
+		return ""
+	}
+	return log[0].Parents[0]
+}
+
+func (w *World) isAncestor(commit, tip string) bool {
+	cmd := exec.Command("git", "--git-dir="+w.Git.RepoPath(RepoName), "merge-base", "--is-ancestor", commit, tip)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent"}
+	return cmd.Run() == nil
+}
+
+func short(sha string) string {
+	if len(sha) > 8 {
+		return sha[:8]
+	}
+	return sha
+}

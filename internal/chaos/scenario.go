@@ -1,0 +1,447 @@
+package chaos
+
+import (
+	"fmt"
+	"net/http"
+	"path"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/ghemu"
+)
+
+// Scenario breaks one cycle of a World.
+type Scenario struct {
+	// Name is the fault, as the table shows it.
+	Name string
+	// AppAuth runs the scenario with GitHub App authentication.
+	AppAuth bool
+	// Setup brings the world to where the fault strikes: earlier cycles,
+	// changes made by people or by the cluster.
+	Setup func(w *World)
+	// Fault arms faults for the next cycle only.
+	Fault func(w *World)
+	// Kill, when set, kills the process of the faulted cycle at the first
+	// request it cuts.
+	Kill Rule
+	// After changes the world between the faulted cycle and recovery.
+	After func(w *World)
+	// Fired tells whether the fault really struck; nil uses the GitHub
+	// emulation's and the wire's records.
+	Fired func(w *World, faulted CycleResult) bool
+}
+
+// Outcome is a scenario's row in the table.
+type Outcome struct {
+	Scenario string
+	// Cycles is how many cycles it took until a cycle after which another
+	// one changes nothing, counting the faulted one; 0 when it did not
+	// converge within the limit.
+	Cycles int
+	Damage Damage
+	// FaultedErr is the faulted cycle's error, if any (expected for most).
+	FaultedErr error
+	// Problems are failures of the run itself: a fault that did not fire,
+	// a recovery cycle that failed, requests after a kill.
+	Problems []string
+}
+
+// OK is true when the scenario converged with no damage.
+func (o Outcome) OK() bool { return o.Cycles > 0 && o.Damage.Zero() && len(o.Problems) == 0 }
+
+// MaxCycles bounds recovery: the faulted cycle, the cycle that repairs it,
+// and slack for faults that need a second look (a lease lost during the
+// push is acknowledged on the PR in the following cycle).
+const MaxCycles = 3
+
+// Demo data the matrix runs on, relative to this package.
+const (
+	DemoCluster = "../../testdata/demo/cluster"
+	DemoRepo    = "../../testdata/demo/gitops"
+)
+
+// Run plays a scenario on a new World and checks what it left behind.
+func Run(t testing.TB, s Scenario) Outcome {
+	t.Helper()
+	w := NewWorld(t, Options{ClusterDir: DemoCluster, RepoDir: DemoRepo, AppAuth: s.AppAuth})
+	if s.Setup != nil {
+		s.Setup(w)
+	}
+	out := Outcome{Scenario: s.Name}
+	if s.Fault != nil {
+		s.Fault(w)
+	}
+	var faulted CycleResult
+	if s.Kill != nil {
+		faulted = w.KillCycle(s.Kill)
+	} else {
+		faulted = w.Cycle()
+	}
+	w.GH.SetFaultFunc(nil)
+	out.FaultedErr = faulted.Err
+	fired := s.Fired
+	if fired == nil {
+		fired = defaultFired
+	}
+	if !fired(w, faulted) {
+		out.Problems = append(out.Problems, "the fault never struck")
+	}
+	if n := w.GH.PendingFaults(); n > 0 {
+		out.Problems = append(out.Problems, fmt.Sprintf("%d queued faults never struck", n))
+	}
+	if faulted.Killed != nil && faulted.AfterDeath > 0 {
+		out.Problems = append(out.Problems, fmt.Sprintf("%d requests after the kill", faulted.AfterDeath))
+	}
+	if s.After != nil {
+		s.After(w)
+	}
+
+	cycles := 1
+	quiet := faulted.Quiet()
+	for !quiet && cycles <= MaxCycles {
+		r := w.Cycle()
+		if r.Quiet() {
+			quiet = true
+			break
+		}
+		if r.Err != nil {
+			out.Problems = append(out.Problems, fmt.Sprintf("recovery cycle %d: %v", cycles+1, r.Err))
+		}
+		cycles++
+	}
+	if quiet && cycles <= MaxCycles {
+		out.Cycles = cycles
+	}
+	out.Damage = w.Inspect()
+	return out
+}
+
+func defaultFired(w *World, r CycleResult) bool {
+	if r.Killed != nil || r.Cuts > 0 {
+		return true
+	}
+	for _, c := range r.Calls {
+		if c.Faulted {
+			return true
+		}
+	}
+	return false
+}
+
+// Setups.
+
+// Opened runs the first cycle: every drifted namespace has its PR.
+func Opened(w *World) {
+	w.T.Helper()
+	if r := w.Cycle(); r.Err != nil {
+		w.T.Fatalf("first cycle: %v", r.Err)
+	}
+}
+
+// BaseMoved has a person commit on the base branch, so that the next cycle
+// rebuilds every branch on the new base.
+func BaseMoved(w *World) {
+	w.CommitAsHuman("main", map[string]string{"docs/operations.md": "# Operations\n\nOn-call rota.\n"}, "Document the on-call rota")
+}
+
+// DriftGone makes namespace's drift disappear, as after a manual restart.
+func DriftGone(namespace string) func(w *World) {
+	return func(w *World) {
+		w.ChangeCluster(func(set *objects.Set) {
+			kept := set.Pods[:0:0]
+			for _, p := range set.Pods {
+				if p.Namespace != namespace {
+					kept = append(kept, p)
+				}
+			}
+			set.Pods = kept
+		})
+	}
+}
+
+// Changed is the world after the first cycle, once the base moved and one
+// namespace's drift went away: the next cycle rebuilds every branch, closes
+// a PR with a comment and rewrites the dashboard.
+func Changed(w *World) { Then(Opened, BaseMoved, DriftGone("search"))(w) }
+
+// Then chains setups.
+func Then(steps ...func(w *World)) func(w *World) {
+	return func(w *World) {
+		for _, s := range steps {
+			s(w)
+		}
+	}
+}
+
+// Faults.
+
+// GitHubFaults queues faults on the GitHub emulation.
+func GitHubFaults(faults ...ghemu.Fault) func(w *World) {
+	return func(w *World) { w.GH.QueueFault(faults...) }
+}
+
+// EveryWrite answers every GitHub write (token mints aside) with fault,
+// during the faulted cycle.
+func EveryWrite(fault ghemu.Fault) func(w *World) {
+	return func(w *World) {
+		w.GH.SetFaultFunc(func(r *http.Request) *ghemu.Fault {
+			if r.Method == http.MethodGet || strings.HasSuffix(r.URL.Path, "/access_tokens") {
+				return nil
+			}
+			f := fault
+			return &f
+		})
+	}
+}
+
+// AfterN lets the first n GitHub requests through and answers every later
+// one with fault, during the faulted cycle.
+func AfterN(n int, fault ghemu.Fault) func(w *World) {
+	return func(w *World) {
+		var mu sync.Mutex
+		seen := 0
+		w.GH.SetFaultFunc(func(*http.Request) *ghemu.Fault {
+			mu.Lock()
+			defer mu.Unlock()
+			seen++
+			if seen <= n {
+				return nil
+			}
+			f := fault
+			return &f
+		})
+	}
+}
+
+// FirstN answers the first n GitHub requests matching method and pattern
+// with fault.
+func FirstN(n int, method, pattern string, fault ghemu.Fault) func(w *World) {
+	return func(w *World) {
+		faults := make([]ghemu.Fault, n)
+		for i := range faults {
+			faults[i] = fault.For(method, pattern)
+		}
+		w.GH.QueueFault(faults...)
+	}
+}
+
+// OnWire applies verdict to the nth request matching service, method and
+// path pattern.
+func OnWire(service, method, pattern string, nth int, verdict Verdict) func(w *World) {
+	return func(w *World) {
+		seen := 0
+		w.Wire.SetRule(func(s Step) Verdict {
+			if s.Service != service || (method != "" && s.Method != method) || !matchPath(pattern, strings.TrimPrefix(s.Path, "/api/v3")) {
+				return Pass
+			}
+			seen++
+			if seen == nth {
+				return verdict
+			}
+			return Pass
+		})
+	}
+}
+
+// PushFails makes the next push answer status without touching the
+// repository.
+func PushFails(status int) func(w *World) {
+	return func(w *World) { w.Git.FailNextPush(status) }
+}
+
+// PushRacedOn makes a person move branch while kedge's next push is in
+// flight, after kedge read the refs.
+func PushRacedOn(branch string) func(w *World) {
+	return func(w *World) {
+		sha := w.Git.RaceNextPush(w.T, RepoName, branch, map[string]string{"NOTES.md": "Hand-made change.\n"}, "A hand-made change")
+		w.RememberHuman(branch, sha)
+	}
+}
+
+// PushRefusedOnce installs a pre-receive hook that refuses one push, as a
+// server-side policy does.
+func PushRefusedOnce(w *World) {
+	w.T.Helper()
+	installHook(w, "#!/bin/sh\nrm -f \"$0\"\necho 'refused by policy: try again later' >&2\nexit 1\n")
+}
+
+func matchPath(pattern, p string) bool {
+	if pattern == "" {
+		return true
+	}
+	ok, err := path.Match(pattern, p)
+	return err == nil && ok
+}
+
+// pushFired tells that the git server refused or failed a push.
+func pushFired(status int) func(w *World, r CycleResult) bool {
+	return func(w *World, r CycleResult) bool {
+		for _, req := range w.Git.Requests() {
+			if req.Service == "git-receive-pack" && req.Status == status {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// hookGone tells that a one-shot hook ran (it deletes itself).
+func hookGone(w *World, r CycleResult) bool { return !hookInstalled(w) }
+
+// Kill rules.
+
+// StepKind names what a request does, for the table.
+func StepKind(s Step) string {
+	p := strings.TrimPrefix(s.Path, "/api/v3")
+	switch {
+	case s.Service == "git" && strings.HasSuffix(p, "/git-receive-pack"):
+		return "push"
+	case s.Service == "git" && strings.HasSuffix(p, "/git-upload-pack"):
+		return "git fetch"
+	case s.Service == "git":
+		return "git ref listing"
+	}
+	for _, k := range stepKinds {
+		if s.Method == k.method && k.re.MatchString(p) {
+			return k.re.ReplaceAllString(p, k.name)
+		}
+	}
+	return s.Method + " " + p
+}
+
+var stepKinds = []struct {
+	method string
+	re     *regexp.Regexp
+	name   string
+}{
+	{"POST", regexp.MustCompile(`^/repos/[^/]+/[^/]+/pulls$`), "open PR"},
+	{"PATCH", regexp.MustCompile(`^/repos/[^/]+/[^/]+/pulls/(\d+)$`), "edit PR #$1"},
+	{"POST", regexp.MustCompile(`^/repos/[^/]+/[^/]+/pulls/(\d+)/requested_reviewers$`), "request reviewers on #$1"},
+	{"POST", regexp.MustCompile(`^/repos/[^/]+/[^/]+/issues/(\d+)/labels$`), "label #$1"},
+	{"POST", regexp.MustCompile(`^/repos/[^/]+/[^/]+/issues/(\d+)/comments$`), "comment on #$1"},
+	{"PATCH", regexp.MustCompile(`^/repos/[^/]+/[^/]+/issues/(\d+)$`), "edit issue #$1"},
+	{"POST", regexp.MustCompile(`^/repos/[^/]+/[^/]+/issues$`), "open dashboard issue"},
+	{"POST", regexp.MustCompile(`^/app/installations/\d+/access_tokens$`), "mint token"},
+}
+
+var numberRE = regexp.MustCompile(`#\d+`)
+
+// Killable is a step worth dying at: every change, and every git transfer
+// that writes into the cache directory.
+func Killable(s Step) bool { return s.Mutating || StepKind(s) == "git fetch" }
+
+// KillAt kills the process at the nth killable step, before or after the
+// remote side acted on it.
+func KillAt(nth int, when Verdict) Rule {
+	seen := 0
+	return func(s Step) Verdict {
+		if !Killable(s) {
+			return Pass
+		}
+		seen++
+		if seen == nth {
+			return when
+		}
+		return Pass
+	}
+}
+
+// KillScenarios makes scenarios that kill the process of the cycle that
+// follows setup before and after a killable step: every step when all is
+// set, else the first step of each kind (the first PR's opening stands for
+// every PR's). It runs that cycle once undisturbed to learn its steps.
+func KillScenarios(t testing.TB, label string, setup func(w *World), all bool) []Scenario {
+	t.Helper()
+	w := NewWorld(t, Options{ClusterDir: DemoCluster, RepoDir: DemoRepo})
+	if setup != nil {
+		setup(w)
+	}
+	r := w.Cycle()
+	if r.Err != nil {
+		t.Fatalf("%s: undisturbed cycle: %v", label, r.Err)
+	}
+	var out []Scenario
+	n := 0
+	kinds := map[string]bool{}
+	for _, s := range r.Steps {
+		if !Killable(s) {
+			continue
+		}
+		n++
+		kind := StepKind(s)
+		class := numberRE.ReplaceAllString(kind, "#N")
+		if kinds[class] && !all {
+			continue
+		}
+		kinds[class] = true
+		for _, when := range []Verdict{CutBefore, CutAfter} {
+			moment := "before"
+			if when == CutAfter {
+				moment = "after"
+			}
+			out = append(out, Scenario{
+				Name:  fmt.Sprintf("%s: killed %s step %d (%s)", label, moment, n, kind),
+				Setup: setup,
+				Kill:  KillAt(n, when),
+			})
+		}
+	}
+	return out
+}
+
+// Scenarios is the fault matrix apart from the kills.
+func Scenarios() []Scenario {
+	pulls := "/repos/*/*/pulls"
+	issues := "/repos/*/*/issues"
+	return []Scenario{
+		{Name: "5xx burst on reads (502, 503)", Fault: FirstN(2, "GET", "", ghemu.ServerError(http.StatusBadGateway))},
+		{Name: "5xx burst on opening a PR (500 ×2)", Fault: FirstN(2, "POST", pulls, ghemu.ServerError(http.StatusInternalServerError))},
+		{Name: "5xx outlasting the retries (503 ×4 on opening a PR)", Fault: FirstN(4, "POST", pulls, ghemu.ServerError(http.StatusServiceUnavailable))},
+		{Name: "5xx on every write for a cycle", Setup: Changed, Fault: EveryWrite(ghemu.ServerError(http.StatusBadGateway))},
+		{Name: "5xx on opening the dashboard issue (not retried)", Fault: FirstN(1, "POST", issues, ghemu.ServerError(http.StatusInternalServerError))},
+		{Name: "502 after GitHub opened the PR", Fault: OnWire("github", "POST", pulls, 1, Answer502After)},
+		{Name: "502 after GitHub opened the dashboard issue", Fault: OnWire("github", "POST", issues, 1, Answer502After)},
+		{Name: "502 after GitHub posted the closing comment", Setup: Then(Opened, DriftGone("search")),
+			Fault: OnWire("github", "POST", issues+"/*/comments", 1, Answer502After)},
+		{Name: "429 Retry-After 1s on opening a PR", Fault: FirstN(1, "POST", pulls, ghemu.TooManyRequests(1))},
+		{Name: "429 Retry-After 1h on opening a PR", Fault: FirstN(1, "POST", pulls, ghemu.TooManyRequests(3600))},
+		{Name: "403 secondary limit Retry-After 1s on labels", Fault: FirstN(1, "POST", issues+"/*/labels", ghemu.SecondaryRateLimit(1))},
+		{Name: "403 secondary limit Retry-After 60s on every write", Setup: Changed, Fault: EveryWrite(ghemu.SecondaryRateLimit(60))},
+		{Name: "403 primary limit exhausted mid-cycle", Fault: AfterN(6, ghemu.PrimaryRateLimit(time.Now().Add(time.Hour)))},
+		{Name: "timeout: connection cut after GitHub opened the PR", Fault: OnWire("github", "POST", pulls, 2, CutAfter)},
+		{Name: "timeout: connection cut after GitHub labelled the PR", Fault: OnWire("github", "POST", issues+"/*/labels", 1, CutAfter)},
+		{Name: "timeout: connection cut after GitHub requested reviewers", Fault: OnWire("github", "POST", pulls+"/*/requested_reviewers", 1, CutAfter)},
+		{Name: "timeout: connection cut after the dashboard update", Fault: OnWire("github", "PATCH", issues+"/*", 1, CutAfter)},
+		{Name: "timeout: connection cut before GitHub saw the PR", Fault: OnWire("github", "POST", pulls, 1, CutBefore)},
+		{Name: "timeout: connection cut after the closing comment", Setup: Then(Opened, DriftGone("search")),
+			Fault: OnWire("github", "POST", issues+"/*/comments", 1, CutAfter)},
+		{Name: "App auth: 502 on minting the installation token", AppAuth: true,
+			Fault: FirstN(1, "POST", "/app/installations/*/access_tokens", ghemu.ServerError(http.StatusBadGateway))},
+		{Name: "App auth: 429 on opening a PR", AppAuth: true, Fault: FirstN(1, "POST", pulls, ghemu.TooManyRequests(1))},
+		{Name: "push answered 503", Fault: PushFails(http.StatusServiceUnavailable), Fired: pushFired(http.StatusServiceUnavailable)},
+		{Name: "push refused by a server hook", Fault: PushRefusedOnce, Fired: hookGone},
+		{Name: "timeout: connection cut after the push landed", Fault: OnWire("git", "POST", "/*/git-receive-pack", 1, CutAfter)},
+		{Name: "base moved during the first push", Fault: PushRacedOn("main"), Fired: hookGone},
+		{Name: "base moved between cycles, then during the rebuild push", Setup: Then(Opened, BaseMoved), Fault: PushRacedOn("main"), Fired: hookGone},
+		{Name: "person commits on a kedge branch during kedge's push", Setup: Then(Opened, BaseMoved),
+			Fault: PushRacedOn(Branch("shop")), Fired: hookGone},
+		{Name: "person creates kedge's branch during the first push", Fault: PushRacedOn(Branch("shop")), Fired: hookGone},
+		{Name: "person commits on a kedge branch between cycles", Setup: Opened,
+			Fault: func(w *World) {
+				w.CommitAsHuman(Branch("orders"), map[string]string{"NOTES.md": "mine\n"}, "A hand-made change")
+				BaseMoved(w)
+			}, Fired: always},
+		{Name: "killed after the push, then the drift went away", Kill: func(s Step) Verdict {
+			if StepKind(s) == "push" {
+				return CutAfter
+			}
+			return Pass
+		}, After: DriftGone("payments")},
+	}
+}
+
+func always(*World, CycleResult) bool { return true }

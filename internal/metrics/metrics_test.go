@@ -1,0 +1,253 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/metrics"
+	"github.com/kedge-io/kedge/internal/reconcile"
+	"github.com/kedge-io/kedge/internal/testing/ghemu"
+	"github.com/kedge-io/kedge/internal/testing/gitserver"
+)
+
+func workload(ns, name string, drifted int, reasons ...drift.Reason) drift.Workload {
+	return drift.Workload{Namespace: ns, Kind: "Deployment", Name: name, Reasons: reasons, Pods: drift.PodCount{Total: drifted + 1, Drifted: drifted}}
+}
+
+func TestObserveCycleExposesTheLastPlan(t *testing.T) {
+	first := &reconcile.Report{
+		Plan: drift.Plan{
+			Workloads: []drift.Workload{
+				workload("shop", "cart", 3, drift.ReasonProxyImage, drift.ReasonRevision),
+				workload("shop", "frontend", 2, drift.ReasonProxyImage),
+				workload("payments", "api", 4, drift.ReasonRevision),
+			},
+			Skipped: []drift.Skipped{{Namespace: "shop", Kind: "Pod", Name: "debug", Reason: drift.SkipNoOwner}},
+		},
+		Namespaces: map[string]reconcile.Outcome{
+			"shop":     {State: dashboard.PROpen, PR: 1},
+			"payments": {State: dashboard.PROpen, PR: 2},
+			"search":   {State: dashboard.PRRolledOut, PR: 3},
+			"orders":   {},
+		},
+		Refused: []dashboard.RefusedFile{{Namespace: "shop", Path: "apps/shop/odd.yaml", Reason: "anchors"}},
+	}
+	// The next cycle: payments fixed, shop's frontend too.
+	second := &reconcile.Report{
+		Plan: drift.Plan{Workloads: []drift.Workload{workload("shop", "cart", 1, drift.ReasonRevision)}},
+		Namespaces: map[string]reconcile.Outcome{
+			"shop":     {State: dashboard.PROpen, PR: 1},
+			"payments": {State: dashboard.PRMergedRollingOut, PR: 2},
+		},
+	}
+	cases := []struct {
+		name    string
+		reports []*reconcile.Report
+		want    string
+	}{
+		{
+			name:    "drift, skips, pull requests and refused files of one cycle",
+			reports: []*reconcile.Report{first},
+			want: `
+# HELP kedge_drifted_pods Drifted pods of the workloads in the last plan, by namespace and drift reason.
+# TYPE kedge_drifted_pods gauge
+kedge_drifted_pods{namespace="payments",reason="revision"} 4
+kedge_drifted_pods{namespace="shop",reason="proxy-image"} 5
+kedge_drifted_pods{namespace="shop",reason="revision"} 3
+# HELP kedge_drifted_workloads Workloads with drifted pods in the last plan, by namespace and drift reason (a workload counts once per reason).
+# TYPE kedge_drifted_workloads gauge
+kedge_drifted_workloads{namespace="payments",reason="revision"} 1
+kedge_drifted_workloads{namespace="shop",reason="proxy-image"} 2
+kedge_drifted_workloads{namespace="shop",reason="revision"} 1
+# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle.
+# TYPE kedge_pull_requests gauge
+kedge_pull_requests{state="open"} 2
+kedge_pull_requests{state="rolled-out"} 1
+# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle.
+# TYPE kedge_refused_files gauge
+kedge_refused_files 1
+# HELP kedge_skipped_workloads Drifted owners kedge will not restart in the last plan, by namespace and skip reason.
+# TYPE kedge_skipped_workloads gauge
+kedge_skipped_workloads{namespace="shop",reason="no-owner"} 1
+`,
+		},
+		{
+			name:    "what stopped drifting disappears",
+			reports: []*reconcile.Report{first, second},
+			want: `
+# HELP kedge_drifted_pods Drifted pods of the workloads in the last plan, by namespace and drift reason.
+# TYPE kedge_drifted_pods gauge
+kedge_drifted_pods{namespace="shop",reason="revision"} 1
+# HELP kedge_drifted_workloads Workloads with drifted pods in the last plan, by namespace and drift reason (a workload counts once per reason).
+# TYPE kedge_drifted_workloads gauge
+kedge_drifted_workloads{namespace="shop",reason="revision"} 1
+# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle.
+# TYPE kedge_pull_requests gauge
+kedge_pull_requests{state="merged-rolling-out"} 1
+kedge_pull_requests{state="open"} 1
+# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle.
+# TYPE kedge_refused_files gauge
+kedge_refused_files 0
+`,
+		},
+		{
+			name:    "a cycle that failed before planning leaves the last plan standing",
+			reports: []*reconcile.Report{second, nil},
+			want: `
+# HELP kedge_drifted_pods Drifted pods of the workloads in the last plan, by namespace and drift reason.
+# TYPE kedge_drifted_pods gauge
+kedge_drifted_pods{namespace="shop",reason="revision"} 1
+# HELP kedge_drifted_workloads Workloads with drifted pods in the last plan, by namespace and drift reason (a workload counts once per reason).
+# TYPE kedge_drifted_workloads gauge
+kedge_drifted_workloads{namespace="shop",reason="revision"} 1
+# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle.
+# TYPE kedge_pull_requests gauge
+kedge_pull_requests{state="merged-rolling-out"} 1
+kedge_pull_requests{state="open"} 1
+# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle.
+# TYPE kedge_refused_files gauge
+kedge_refused_files 0
+`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := metrics.New(nil)
+			for _, r := range tc.reports {
+				var err error
+				if r == nil {
+					err = errors.New("read cluster: connection refused")
+				}
+				m.ObserveCycle("mesh", r, err, time.Second, time.Now())
+			}
+			require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(tc.want),
+				"kedge_drifted_pods", "kedge_drifted_workloads", "kedge_pull_requests", "kedge_refused_files", "kedge_skipped_workloads"))
+		})
+	}
+}
+
+func TestObserveCycleCountsResults(t *testing.T) {
+	m := metrics.New(nil)
+	end := time.Unix(1_750_000_000, 0)
+	m.ObserveCycle("start", &reconcile.Report{}, nil, 2*time.Second, end)
+	m.ObserveCycle("mesh", &reconcile.Report{}, fmt.Errorf("namespace shop: %w", errors.New("422")), time.Second, end.Add(time.Minute))
+	m.ObserveCycle("mesh", nil, fmt.Errorf("open repository: %w", context.Canceled), time.Second, end.Add(2*time.Minute))
+
+	want := `
+# HELP kedge_cycles_total Reconcile cycles run, by what started them (start, mesh, resync) and result.
+# TYPE kedge_cycles_total counter
+kedge_cycles_total{result="aborted",trigger="mesh"} 1
+kedge_cycles_total{result="error",trigger="mesh"} 1
+kedge_cycles_total{result="success",trigger="start"} 1
+# HELP kedge_last_successful_cycle_timestamp_seconds When the last cycle without error ended, as a Unix time.
+# TYPE kedge_last_successful_cycle_timestamp_seconds gauge
+kedge_last_successful_cycle_timestamp_seconds 1.75e+09
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"kedge_cycles_total", "kedge_last_successful_cycle_timestamp_seconds"))
+	assert.Equal(t, 3, testutil.CollectAndCount(m.Registry(), "kedge_cycle_duration_seconds"), "one histogram per result")
+}
+
+func TestGitHubMetricsFollowTheClient(t *testing.T) {
+	const token = "ghp_metricsTestToken000000000000000000"
+	gh := ghemu.New(t, ghemu.Options{Owner: "example-org", Repo: "gitops", Tokens: map[string]string{token: "kedge-bot"}, RateLimit: 5000})
+	client, err := forge.New(t.Context(), forge.Config{APIURL: gh.URL + "/", Owner: "example-org", Repo: "gitops", Token: token})
+	require.NoError(t, err)
+	m := metrics.New(client.Stats)
+
+	// Before GitHub has answered, the limit is unknown and not made up.
+	assert.Zero(t, testutil.CollectAndCount(m.Registry(), "kedge_github_rate_limit_remaining"))
+
+	for range 3 {
+		_, err := client.DefaultBranch(t.Context())
+		require.NoError(t, err)
+	}
+	stats := client.Stats()
+	want := fmt.Sprintf(`
+# HELP kedge_github_rate_limit GitHub's primary rate limit per window, as of the last answer that carried it.
+# TYPE kedge_github_rate_limit gauge
+kedge_github_rate_limit 5000
+# HELP kedge_github_rate_limit_remaining Requests left in GitHub's primary rate limit window, as of the last answer that carried it.
+# TYPE kedge_github_rate_limit_remaining gauge
+kedge_github_rate_limit_remaining %d
+# HELP kedge_github_requests_total HTTP requests sent to GitHub by method, retries and token mints included; answers from the ETag cache count as the 304 they were.
+# TYPE kedge_github_requests_total counter
+kedge_github_requests_total{method="GET"} 3
+# HELP kedge_github_not_modified_total Conditional requests GitHub answered 304 Not Modified (free of rate limit).
+# TYPE kedge_github_not_modified_total counter
+kedge_github_not_modified_total %d
+`, stats.RateRemaining, stats.NotModified)
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"kedge_github_rate_limit", "kedge_github_rate_limit_remaining", "kedge_github_requests_total", "kedge_github_not_modified_total"))
+	assert.Less(t, stats.RateRemaining, 5000)
+	assert.Equal(t, 1, testutil.CollectAndCount(m.Registry(), "kedge_github_rate_limit_reset_timestamp_seconds"))
+}
+
+func TestGitPushesAreTimedForTheirObserverOnly(t *testing.T) {
+	metrics.InstrumentGitTransports()
+	git := gitserver.New(t)
+	url := git.CreateRepoFiles(t, "example-org/gitops", map[string]string{"apps/shop/cart.yaml": "kind: Deployment\n"})
+	repo, err := gitrepo.Open(t.Context(), gitrepo.Options{
+		URL: url, Dir: t.TempDir(), Auth: gitrepo.StaticToken(git.Token()),
+		AuthorName: "kedge", AuthorEmail: "kedge@example.com",
+	})
+	require.NoError(t, err)
+
+	cases := []struct {
+		name      string
+		branch    string
+		observed  bool
+		wantCount int
+	}{
+		{name: "a push under an observer is timed", branch: "kedge/prod/shop", observed: true, wantCount: 1},
+		{name: "a push without an observer is not", branch: "kedge/prod/orders", wantCount: 1},
+		{name: "every push under an observer counts", branch: "kedge/prod/payments", observed: true, wantCount: 2},
+	}
+	m := metrics.New(nil)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			change, err := repo.PrepareBranch(tc.branch, map[string][]byte{"apps/shop/cart.yaml": []byte("kind: Deployment # " + tc.branch + "\n")}, "bump")
+			require.NoError(t, err)
+			ctx := t.Context()
+			if tc.observed {
+				ctx = metrics.WithPushObserver(ctx, m.ObservePush)
+			}
+			before := git.Pushes()
+			require.NoError(t, repo.Push(ctx, []gitrepo.Change{change}, nil))
+			require.Equal(t, before+1, git.Pushes(), "the push reached the server")
+			assert.Equal(t, uint64(tc.wantCount), histogramCount(t, m, "kedge_git_push_duration_seconds"))
+		})
+	}
+
+	// Clones and fetches are not pushes.
+	_, err = gitrepo.Open(metrics.WithPushObserver(t.Context(), m.ObservePush), gitrepo.Options{
+		URL: url, Dir: t.TempDir(), Auth: gitrepo.StaticToken(git.Token()), AuthorName: "kedge", AuthorEmail: "kedge@example.com",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), histogramCount(t, m, "kedge_git_push_duration_seconds"))
+}
+
+func histogramCount(t *testing.T, m *metrics.Metrics, name string) uint64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("%s not gathered", name)
+	return 0
+}
