@@ -54,5 +54,13 @@ demo: build
 bench:
 	$(GO) run ./hack/benchreport -out docs/benchmarks.md
 
+# The fault matrix, with the process killed at every step of every PR:
+# prints fault, cycles to converge, duplicates, lost commits.
+chaos:
+	@mkdir -p bin && rm -f bin/chaos-table.txt
+	@KEDGE_CHAOS_FULL=1 KEDGE_CHAOS_TABLE=$(CURDIR)/bin/chaos-table.txt \
+		$(GO) test -count=1 -timeout 20m -run '^TestFaultMatrix$$' ./internal/chaos/; \
+		status=$$?; cat bin/chaos-table.txt 2>/dev/null; exit $$status
+
 clean:
 	rm -rf bin

@@ -9,11 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/manifest/editcheck"
@@ -131,7 +133,17 @@ func TestPlanPatchOnTheDemo(t *testing.T) {
 		for _, m := range diffHeader.FindAllStringSubmatch(patch, -1) {
 			changed = append(changed, m[1])
 		}
-		res, err := editcheck.CompareRepos(demoRepo, after, changed, restarts)
+		set, err := cluster.ReadSnapshot(demoCluster)
+		require.NoError(t, err)
+		targets := map[string]string{}
+		for _, k := range set.Kustomizations {
+			if k.Spec.TargetNamespace != "" {
+				targets[strings.TrimPrefix(k.Spec.Path, "./")] = k.Spec.TargetNamespace
+			}
+		}
+		res, err := editcheck.CompareRepos(editcheck.Check{
+			Before: demoRepo, After: after, Changed: changed, Restarts: restarts, TargetNamespaces: targets,
+		})
 		require.NoError(t, err)
 		assert.Empty(t, res.Problems)
 		require.NotEmpty(t, edited)

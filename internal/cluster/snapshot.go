@@ -120,11 +120,19 @@ func relative(dir, path string) string {
 }
 
 func readSnapshotFile(path, name string) (*objects.Set, error) {
+	isJSON := strings.EqualFold(filepath.Ext(path), ".json")
+	if info, err := os.Stat(path); err == nil && info.Size() >= streamThreshold {
+		if set, err := readSnapshotStream(path, isJSON); err == nil {
+			return set, nil
+		}
+		// Whatever the stream could not take is read whole below, which
+		// gives the exact result or error of a small file.
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &SnapshotError{File: name, Err: err}
 	}
-	return decodeSnapshot(data, strings.EqualFold(filepath.Ext(path), ".json"), name)
+	return decodeSnapshot(data, isJSON, name)
 }
 
 // decodeSnapshot reads the objects of one snapshot file's content; name is

@@ -127,24 +127,22 @@ type pendingFile struct {
 	patches   []podTemplateEdit
 }
 
+// planned is one workload's restart, before it is written.
+type planned struct {
+	workload int // index in the plan
+	loc      Location
+	edit     podTemplateEdit
+}
+
 // Edits computes the edits restarting every found workload of the plan, as
 // located by the last Locate (or LocateAll) call for it. Workloads already
 // restarted for their target get the edit "already-bumped" in the plan and
-// no change. Nothing is written to the checkout.
+// no change. Nothing is written to the checkout, and no file kedge cannot
+// read or edit safely stops the others: it is reported in Refused.
 func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
 	ann = ann.withDefaults()
 	set := EditSet{Namespaces: map[string][]FileEdit{}}
-	pending := map[string]map[string]*pendingFile{} // namespace → path → edits
-	intended := map[string][]intent{}
-	add := func(ns, p string) *pendingFile {
-		if pending[ns] == nil {
-			pending[ns] = map[string]*pendingFile{}
-		}
-		if pending[ns][p] == nil {
-			pending[ns][p] = &pendingFile{path: p}
-		}
-		return pending[ns][p]
-	}
+	byNamespace := map[string][]planned{}
 	for i := range plan.Workloads {
 		w := &plan.Workloads[i]
 		if w.Manifest.Status != drift.ManifestFound {
@@ -165,51 +163,28 @@ func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
 			w.Manifest.Edit = drift.EditAlreadyBumped
 			continue
 		}
-		e := podTemplateEdit{
+		if loc.Manifest.Edit == drift.EditOverlayPatch && loc.Root == "" {
+			set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
+			continue
+		}
+		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], planned{workload: i, loc: loc, edit: podTemplateEdit{
 			set:        map[string]string{ann.Restart: RestartValue(*w, target), ann.Target: target},
 			id:         id,
 			apiVersion: loc.Source.APIVersion,
-		}
-		intended[w.Namespace] = append(intended[w.Namespace], intent{id: id, set: e.set, source: loc.Source})
-		switch loc.Manifest.Edit {
-		case drift.EditInPlace:
-			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: loc.Source.Document}
-			f := add(w.Namespace, loc.Source.Path)
-			f.inPlace = append(f.inPlace, e)
-		case drift.EditOverlayPatch:
-			if loc.Root == "" {
-				set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
-				continue
-			}
-			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: yamledit.AnyDocument}
-			f := add(w.Namespace, path.Join(loc.Root, restartPatchFile))
-			f.patchRoot = loc.Root
-			f.patches = append(f.patches, e)
-		}
+		}})
 	}
 
 	verifier := newVerifier(ix)
-	for _, ns := range sortedKeys(pending) {
-		var edits []FileEdit
-		for _, p := range sortedKeys(pending[ns]) {
-			f := pending[ns][p]
-			fe, refusal, err := ix.applyFile(f)
-			if err != nil {
-				return EditSet{}, err
-			}
-			if refusal != nil {
-				refusal.Namespace = ns
-				set.Refused = append(set.Refused, *refusal)
-				continue
-			}
-			edits = append(edits, fe...)
+	for _, ns := range sortedKeys(byNamespace) {
+		items := byNamespace[ns]
+		edits, refused, overridden := ix.namespaceEdits(items, verifier)
+		if ix.patchOverridden(plan, items, overridden) {
+			edits, refused, _ = ix.namespaceEdits(items, verifier)
 		}
-		edits, refused := verifier.check(edits, intended[ns])
 		for _, r := range refused {
 			r.Namespace = ns
 			set.Refused = append(set.Refused, r)
 		}
-		sort.Slice(edits, func(i, j int) bool { return edits[i].Path < edits[j].Path })
 		if len(edits) > 0 {
 			set.Namespaces[ns] = edits
 		}
@@ -234,18 +209,78 @@ func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
 	return set, nil
 }
 
+// namespaceEdits writes and verifies the restarts of one namespace. It also
+// returns the workloads whose restart an in-place edit cannot carry because
+// an overlay overrides their template annotations.
+func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit, []Refusal, map[WorkloadID]bool) {
+	pending := map[string]*pendingFile{}
+	add := func(p string) *pendingFile {
+		if pending[p] == nil {
+			pending[p] = &pendingFile{path: p}
+		}
+		return pending[p]
+	}
+	var intended []intent
+	for _, it := range items {
+		e, loc := it.edit, it.loc
+		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source})
+		switch loc.Manifest.Edit {
+		case drift.EditInPlace:
+			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: loc.Source.Document}
+			f := add(loc.Source.Path)
+			f.inPlace = append(f.inPlace, e)
+		case drift.EditOverlayPatch:
+			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: yamledit.AnyDocument}
+			f := add(path.Join(loc.Root, restartPatchFile))
+			f.patchRoot = loc.Root
+			f.patches = append(f.patches, e)
+		}
+	}
+	var edits []FileEdit
+	var refused []Refusal
+	for _, p := range sortedKeys(pending) {
+		fe, refusal := ix.applyFile(pending[p])
+		if refusal != nil {
+			refused = append(refused, *refusal)
+			continue
+		}
+		edits = append(edits, fe...)
+	}
+	edits, failed, overridden := verifier.check(edits, intended)
+	sort.Slice(edits, func(i, j int) bool { return edits[i].Path < edits[j].Path })
+	return edits, append(refused, failed...), overridden
+}
+
+// patchOverridden turns the in-place restarts that an overlay overrides into
+// patches in that overlay, which kustomize applies after the overlay's own
+// patches. It reports whether it changed any.
+func (ix *Index) patchOverridden(plan *drift.Plan, items []planned, overridden map[WorkloadID]bool) bool {
+	changed := false
+	for i := range items {
+		it := &items[i]
+		if !overridden[it.edit.id] || it.loc.Manifest.Edit != drift.EditInPlace || it.loc.Root == "" {
+			continue
+		}
+		w := plan.Workloads[it.workload]
+		if !ix.patchSafe(it.loc.Root, it.loc.Source, w, it.loc.hints) {
+			continue
+		}
+		it.loc.Manifest.Edit = drift.EditOverlayPatch
+		plan.Workloads[it.workload].Manifest.Edit = drift.EditOverlayPatch
+		changed = true
+	}
+	return changed
+}
+
 // applyFile computes one pending file's change, plus the kustomization
 // change an overlay patch needs. A refusal leaves every file of it untouched.
-func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
+func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	if f.patchRoot != "" {
 		return ix.applyPatchFile(f)
 	}
 	before, err := ix.readInside(f.path)
-	if errors.Is(err, errOutsideRepo) {
-		return nil, refusalFor(f.path, f.inPlace, err), nil
-	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", f.path, err)
+		return nil, refusalFor(f.path, f.inPlace, err)
 	}
 	after := before
 	var ids []WorkloadID
@@ -254,16 +289,16 @@ func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
 		ids = append(ids, e.id)
 		out, changed, err := yamledit.SetPodTemplateAnnotations(after, e.target, e.set)
 		if err != nil {
-			return nil, refusalFor(f.path, f.inPlace, err), nil
+			return nil, refusalFor(f.path, f.inPlace, err)
 		}
 		if changed {
 			after = out
 		}
 	}
 	if bytes.Equal(before, after) {
-		return nil, nil, nil
+		return nil, nil
 	}
-	return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil, nil
+	return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil
 }
 
 // readInside reads a repo-relative file, refusing one that a symlink
@@ -276,7 +311,7 @@ func (ix *Index) readInside(rel string) ([]byte, error) {
 	if !within(ix.root, resolved) {
 		return nil, fmt.Errorf("%s: %w", rel, errOutsideRepo)
 	}
-	return os.ReadFile(resolved)
+	return readRegular(resolved)
 }
 
 func refusalFor(p string, edits []podTemplateEdit, err error) *Refusal {
@@ -291,18 +326,15 @@ func refusalFor(p string, edits []podTemplateEdit, err error) *Refusal {
 	return r
 }
 
-func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
+func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	root := ix.roots[f.patchRoot]
 	if root == nil {
-		return nil, &Refusal{Path: f.path, Reason: "unknown kustomize root " + f.patchRoot}, nil
+		return nil, refusalFor(f.path, f.patches, errors.New("unknown kustomize root "+f.patchRoot))
 	}
 	before, err := ix.readInside(f.path)
-	if errors.Is(err, errOutsideRepo) {
-		return nil, refusalFor(f.path, f.patches, err), nil
-	}
 	created := errors.Is(err, os.ErrNotExist)
 	if err != nil && !created {
-		return nil, nil, fmt.Errorf("reading %s: %w", f.path, err)
+		return nil, refusalFor(f.path, f.patches, err)
 	}
 	sort.Slice(f.patches, func(i, j int) bool { return f.patches[i].id.String() < f.patches[j].id.String() })
 	after := bytes.Clone(before)
@@ -314,7 +346,7 @@ func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
 		ids = append(ids, e.id)
 		docs, err := parseDocuments(after)
 		if err != nil {
-			return nil, refusalFor(f.path, f.patches, err), nil
+			return nil, refusalFor(f.path, f.patches, err)
 		}
 		exists := false
 		for _, d := range docs {
@@ -325,7 +357,7 @@ func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
 		if exists {
 			out, changed, err := yamledit.SetPodTemplateAnnotations(after, e.target, e.set)
 			if err != nil {
-				return nil, refusalFor(f.path, f.patches, err), nil
+				return nil, refusalFor(f.path, f.patches, err)
 			}
 			if changed {
 				after = out
@@ -334,7 +366,7 @@ func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
 		}
 		doc, err := patchDocument(e)
 		if err != nil {
-			return nil, nil, err
+			return nil, refusalFor(f.path, f.patches, err)
 		}
 		after = appendDocument(after, doc, len(docs) > 0)
 	}
@@ -349,20 +381,20 @@ func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal, error) {
 	kpath := path.Join(root.Dir, root.File)
 	kbefore, err := ix.readInside(kpath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", kpath, err)
+		return nil, refusalFor(kpath, f.patches, err)
 	}
 	kafter, changed, err := yamledit.AddKustomizationPatch(kbefore, restartPatchFile)
 	if err != nil {
-		return nil, refusalFor(kpath, f.patches, err), nil
+		return nil, refusalFor(kpath, f.patches, err)
 	}
 	if changed {
 		out = append(out, FileEdit{Path: kpath, Before: kbefore, After: kafter, Workloads: ids})
 	}
-	return out, nil, nil
+	return out, nil
 }
 
-const patchFileHeader = "# Pod template annotations by which kedge restarts workloads of this overlay\n" +
-	"# whose base is shared with other overlays.\n"
+const patchFileHeader = "# Pod template annotations by which kedge restarts workloads of this overlay,\n" +
+	"# written here because the files that define them are shared or overridden.\n"
 
 // patchDocument renders one strategic-merge patch document: the identity as
 // the base writes it (kustomize matches patches against it) and the pod

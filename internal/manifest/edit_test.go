@@ -2,11 +2,15 @@ package manifest
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest/editcheck"
 )
@@ -20,11 +24,43 @@ func drifted(ns, kind, name string, desired drift.Desired) drift.Workload {
 	return w
 }
 
+// labelled returns w with the metadata a GitOps controller puts on what it
+// applies, as "key=value" pairs; keys with a slash and "tracking-id" in them
+// are annotations.
+func labelled(w drift.Workload, pairs ...string) drift.Workload {
+	w.Labels, w.Annotations = map[string]string{}, map[string]string{}
+	for _, p := range pairs {
+		k, v, _ := strings.Cut(p, "=")
+		if strings.HasSuffix(k, "tracking-id") {
+			w.Annotations[k] = v
+		} else {
+			w.Labels[k] = v
+		}
+	}
+	return w
+}
+
+// fluxApplied labels w as applied by the Flux Kustomization flux-system/name.
+func fluxApplied(w drift.Workload, name string) drift.Workload {
+	return labelled(w, "kustomize.toolkit.fluxcd.io/name="+name, "kustomize.toolkit.fluxcd.io/namespace=flux-system")
+}
+
+// argoTracked annotates w as tracked by the Argo CD Application app.
+func argoTracked(w drift.Workload, app string) drift.Workload {
+	return labelled(w, "argocd.argoproj.io/tracking-id="+app+":apps/"+w.Kind+":"+w.Namespace+"/"+w.Name)
+}
+
 type editCase struct {
 	repo      string
 	workloads []drift.Workload
 	// hints by "namespace/name".
 	hints map[string]Hints
+	// cluster is a directory of the checkout holding the Flux and Argo CD
+	// objects the cluster runs; hints then come from them and the
+	// workloads' tracking metadata, as kedge reads them from a cluster.
+	cluster string
+	// repoURL is the address the checkout is cloned from.
+	repoURL string
 }
 
 var editCases = []editCase{
@@ -89,17 +125,181 @@ var editCases = []editCase{
 		repo: "verify-refusal",
 		workloads: []drift.Workload{
 			// The base document renders twice in env (a-app, b-app): a patch
-			// by the base's name would hit both, and kustomize refuses it.
+			// there by the base's name would hit both, and kustomize refuses
+			// it. mid-a renders it once, as what becomes env/a-app.
 			drifted("env", "Deployment", "a-app", istio125),
 			drifted("other", "Deployment", "app", istio125),
 		},
 	},
+	{
+		// The demo's catalog: a base deployed once under a name prefix is
+		// edited in place, and verified as the prefixed workload.
+		repo: "prefixed-base",
+		workloads: []drift.Workload{
+			drifted("catalog", "Deployment", "catalog-api", istio125),
+			drifted("catalog", "Deployment", "catalog-image-resizer", istio125),
+		},
+	},
+	{
+		repo: "flux-target-namespace", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// Flux applies apps/echo once per team: no edit restarts one
+			// team's echo alone.
+			fluxApplied(drifted("team-a", "Deployment", "echo", istio125), "echo-a"),
+			// A directory without kustomization; its files name no namespace.
+			fluxApplied(drifted("solo", "Deployment", "solo", istio125), "solo"),
+			// The file says default; targetNamespace puts it in pinned.
+			fluxApplied(drifted("pinned", "Deployment", "pinned", istio125), "pinned"),
+		},
+	},
+	{
+		repo: "argo-sources", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			// An Application with two paths of this repository: a kustomize
+			// root and a plain directory.
+			argoTracked(drifted("guestbook", "Deployment", "guestbook-ui", istio125), "guestbook"),
+			argoTracked(drifted("guestbook", "StatefulSet", "redis", istio125), "guestbook"),
+			// A chart with values from this repository.
+			labelled(drifted("podinfo", "Deployment", "podinfo", istio125), "app.kubernetes.io/instance=podinfo"),
+			// A chart next to a path that does not hold the workload.
+			argoTracked(drifted("mixed", "StatefulSet", "mixed-redis-master", istio125), "mixed"),
+		},
+	},
+	{
+		repo: "file-resources",
+		workloads: []drift.Workload{
+			// base/web.yaml is listed by prod and staging.
+			drifted("prod", "Deployment", "web", istio125),
+			// base/worker.yaml by prod only.
+			drifted("prod", "Deployment", "worker", istio125),
+		},
+	},
+	{
+		repo: "inline-patches",
+		workloads: []drift.Workload{
+			// Inline JSON 6902 and strategic-merge patches, by name and by
+			// label selector, leave the annotation of the base to reach it.
+			drifted("shop", "Deployment", "api", istio125),
+			// An inline patch replaces the template annotations: what the
+			// base says is lost, so the restart goes in a patch applied
+			// after it.
+			drifted("payments", "StatefulSet", "ledger", istio125),
+		},
+	},
+	{
+		repo: "components",
+		workloads: []drift.Workload{
+			// The base is team-a's alone; the component patches it.
+			drifted("team-a", "Deployment", "app", istio125),
+			// The component's own Deployment is in both teams.
+			drifted("team-a", "Deployment", "exporter", istio125),
+			drifted("team-b", "Deployment", "exporter", istio125),
+		},
+	},
+	{
+		repo: "yml-names",
+		workloads: []drift.Workload{
+			// Shared base; the overlay's kustomization file is `Kustomization`.
+			drifted("a", "Deployment", "web", istio125),
+			drifted("b", "Deployment", "web", istio125),
+			drifted("solo", "StatefulSet", "solo", istio125),
+		},
+	},
+	{
+		repo: "multi-cluster", cluster: "clusters/eu-1/flux-system",
+		workloads: []drift.Workload{
+			// Both clusters define shop/web; this cluster's Flux path picks one.
+			fluxApplied(drifted("shop", "Deployment", "web", istio125), "shop"),
+		},
+	},
+	{
+		repo: "nested-dir",
+		workloads: []drift.Workload{
+			// Directories without kustomization, listed file by file.
+			drifted("apps", "Deployment", "web", istio125),
+			drifted("apps", "StatefulSet", "worker", istio125),
+		},
+	},
+	{
+		repo: "json",
+		workloads: []drift.Workload{
+			drifted("json", "Deployment", "api", istio125),
+			// No template annotations, 4-space indents, no final newline.
+			drifted("json", "Deployment", "worker", istio125),
+		},
+	},
+	{
+		repo: "namespaces",
+		workloads: []drift.Workload{
+			// The file says legacy; the kustomization sets shop.
+			drifted("shop", "Deployment", "cart", istio125),
+			// Two files of one root define debug, in two namespaces.
+			drifted("tools", "Deployment", "debug", istio125),
+		},
+	},
+	{
+		repo: "ambiguous",
+		workloads: []drift.Workload{
+			drifted("dev", "Deployment", "api", istio125),
+		},
+	},
+	{
+		repo: "helm",
+		workloads: []drift.Workload{
+			drifted("podinfo", "Deployment", "podinfo", istio125),
+		},
+		hints: map[string]Hints{"podinfo/podinfo": {Helm: "HelmRelease podinfo/podinfo"}},
+	},
+	{
+		repo: "remote",
+		workloads: []drift.Workload{
+			drifted("local", "Deployment", "local-app", istio125),
+			drifted("nested", "Deployment", "app", istio125),
+		},
+		hints: map[string]Hints{"nested/app": {Paths: []string{"apps/nested"}, Via: "Flux Kustomization flux-system/nested"}},
+	},
+	{
+		repo: "symlink",
+		workloads: []drift.Workload{
+			drifted("vault", "Deployment", "good", istio125),
+			drifted("vault", "Deployment", "secret-app", istio125),
+		},
+	},
 }
 
-func (c editCase) hintsFor(w drift.Workload) Hints { return c.hints[w.Namespace+"/"+w.Name] }
+// hintsFunc returns the case's hints: from its cluster objects when it has
+// some, else from its table.
+func (c editCase) hintsFunc(t *testing.T) func(drift.Workload) Hints {
+	if c.cluster == "" {
+		return func(w drift.Workload) Hints { return c.hints[w.Namespace+"/"+w.Name] }
+	}
+	set, err := cluster.ReadSnapshot(filepath.Join(fixtureRepo(c.repo), filepath.FromSlash(c.cluster)))
+	require.NoError(t, err)
+	var urls []string
+	if c.repoURL != "" {
+		urls = append(urls, c.repoURL)
+	}
+	return HintsFor(set, urls...)
+}
 
 func (c editCase) plan() *drift.Plan {
 	return &drift.Plan{Cluster: "test", Workloads: append([]drift.Workload(nil), c.workloads...)}
+}
+
+// targetNamespaces are the directories the case's workloads are applied
+// from with a namespace forced on them.
+func (c editCase) targetNamespaces(t *testing.T) map[string]string {
+	out := map[string]string{}
+	hints := c.hintsFunc(t)
+	for _, w := range c.workloads {
+		h := hints(w)
+		for _, p := range h.Paths {
+			if h.TargetNamespace != "" {
+				out[p] = h.TargetNamespace
+			}
+		}
+	}
+	return out
 }
 
 // planEdits indexes repo and computes the case's edits.
@@ -108,7 +308,7 @@ func planEdits(t *testing.T, c editCase, repo string) (*drift.Plan, EditSet) {
 	ix, err := BuildIndex(repo, IndexOptions{})
 	require.NoError(t, err)
 	plan := c.plan()
-	ix.LocateAll(plan, c.hintsFor)
+	ix.LocateAll(plan, c.hintsFunc(t))
 	set, err := ix.Edits(plan, Annotations{})
 	require.NoError(t, err)
 	return plan, set
@@ -158,7 +358,7 @@ func TestEditsApplyAndRender(t *testing.T) {
 				t.Run(ns, func(t *testing.T) {
 					after := copyCase(t, c.repo)
 					gitApply(t, after, UnifiedDiff(set.Namespaces[ns]))
-					checkApplied(t, fixtureRepo(c.repo), after, c.plan(), set.Namespaces[ns])
+					checkApplied(t, fixtureRepo(c.repo), after, c.plan(), set.Namespaces[ns], c.targetNamespaces(t))
 				})
 			}
 		})
@@ -168,7 +368,7 @@ func TestEditsApplyAndRender(t *testing.T) {
 // checkApplied holds an applied diff to editcheck's promises: nothing but
 // the restart annotations changed, and every workload the edits name was
 // restarted under its own identity.
-func checkApplied(t *testing.T, before, after string, plan *drift.Plan, edits []FileEdit) {
+func checkApplied(t *testing.T, before, after string, plan *drift.Plan, edits []FileEdit, targets map[string]string) {
 	t.Helper()
 	ann := Annotations{}.withDefaults()
 	var restarts []editcheck.Restart
@@ -183,7 +383,9 @@ func checkApplied(t *testing.T, before, after string, plan *drift.Plan, edits []
 	for _, e := range edits {
 		changed = append(changed, e.Path)
 	}
-	res, err := editcheck.CompareRepos(before, after, changed, restarts)
+	res, err := editcheck.CompareRepos(editcheck.Check{
+		Before: before, After: after, Changed: changed, Restarts: restarts, TargetNamespaces: targets,
+	})
 	require.NoError(t, err)
 	assert.Empty(t, res.Problems)
 	for _, e := range edits {
@@ -262,4 +464,35 @@ func TestEditsRefuseWhenNoOverlayIsSafe(t *testing.T) {
 		Reason:    "base/web.yaml is deployed as several workloads and no overlay renders it only as Deployment team-z/web",
 		Workloads: []WorkloadID{{"team-z", "Deployment", "web"}},
 	}, set.Refused[0])
+}
+
+// TestEditsChangeOnlyRestartLines holds the patch of every fixture to the
+// promise reviewers rely on: each changed line is a restart annotation, a
+// metadata:/annotations: line it needed, or kedge's overlay patch file and
+// its entry in the overlay's kustomization.
+func TestEditsChangeOnlyRestartLines(t *testing.T) {
+	ann := Annotations{}.withDefaults()
+	rules := editcheck.Rules{AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFile: restartPatchFile}
+	for _, c := range editCases {
+		t.Run(c.repo, func(t *testing.T) {
+			_, set := planEdits(t, c, fixtureRepo(c.repo))
+			assert.Empty(t, editcheck.PatchLineViolations(UnifiedDiff(set.All()), rules))
+		})
+	}
+}
+
+// TestEveryFixtureIsPlanned keeps the fixture repositories and the edit
+// cases together, so that no repository escapes the checks above.
+func TestEveryFixtureIsPlanned(t *testing.T) {
+	entries, err := os.ReadDir(fixtures)
+	require.NoError(t, err)
+	planned := map[string]bool{}
+	for _, c := range editCases {
+		planned[c.repo] = true
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			assert.True(t, planned[e.Name()], "testdata/manifest/%s has no edit case", e.Name())
+		}
+	}
 }

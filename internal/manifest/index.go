@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // IndexOptions says which part of a checkout to index.
@@ -30,6 +31,7 @@ const (
 	ProblemHelmTemplate ProblemKind = "helm-template"
 	ProblemNotYAML      ProblemKind = "not-yaml"
 	ProblemUnparsable   ProblemKind = "unparsable"
+	ProblemNotRegular   ProblemKind = "not-a-file"
 )
 
 // Problem is a path the index skipped, and why. Problems are never fatal:
@@ -259,6 +261,10 @@ func (ix *Index) walk(start string, scan *scanResult) error {
 		if d.IsDir() {
 			return nil
 		}
+		if !d.Type().IsRegular() {
+			ix.problem(p, ProblemNotRegular, errNotRegular)
+			return nil
+		}
 		if slices.Contains(kustomizationFileNames, name) {
 			dir := filepath.Dir(p)
 			if prev, ok := scan.kustomizations[dir]; !ok || kustomizationRank(name) < kustomizationRank(prev) {
@@ -361,7 +367,7 @@ func (ix *Index) buildRoot(kf *kustomizationFile, kfiles map[string]*kustomizati
 		return nil
 	}
 	kpath := filepath.Join(kf.dir, kf.name)
-	data, err := os.ReadFile(kpath)
+	data, err := readRegular(kpath)
 	if err == nil {
 		data, err = withOriginAnnotations(data)
 	}
@@ -446,7 +452,7 @@ func (ix *Index) sourceFor(rootDir, originPath string, obj *Object, cache map[st
 	rel := ix.rel(p)
 	docs, ok := cache[rel]
 	if !ok {
-		data, err := os.ReadFile(p)
+		data, err := readRegular(p)
 		if err != nil {
 			return Source{}, err
 		}
@@ -495,7 +501,7 @@ func (ix *Index) readRestartPatch(kf *kustomizationFile) map[string]bool {
 	if !slices.Contains(kf.files, restartPatchFile) {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(kf.dir, restartPatchFile))
+	data, err := readRegular(filepath.Join(kf.dir, restartPatchFile))
 	if err != nil {
 		return nil
 	}
@@ -513,9 +519,13 @@ func (ix *Index) readRestartPatch(kf *kustomizationFile) map[string]bool {
 }
 
 func (ix *Index) indexPlainFile(p string) {
-	data, err := os.ReadFile(p)
+	data, err := readRegular(p)
 	if err != nil {
 		ix.problem(p, ProblemUnparsable, err)
+		return
+	}
+	if !utf8.Valid(data) {
+		ix.problem(p, ProblemUnparsable, errors.New("not UTF-8 text"))
 		return
 	}
 	if bytes.Contains(data, []byte("{{")) {

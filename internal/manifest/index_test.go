@@ -3,11 +3,14 @@ package manifest
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
@@ -345,4 +348,89 @@ spec:
 	assert.Equal(t, "in-list", docs[0].Name)
 	assert.Equal(t, 2, docs[2].Index)
 	assert.Equal(t, "last", docs[2].Name)
+}
+
+// TestBuildIndexReportsUnreadableFiles builds a checkout of files that
+// cannot be read as manifests, each of which a real repository can hold, and
+// requires that every one is reported, none stops the index or blocks it,
+// and the good file next to them is still found.
+func TestBuildIndexReportsUnreadableFiles(t *testing.T) {
+	repo := t.TempDir()
+	write := func(p, content string) {
+		full := filepath.Join(repo, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	write("apps/good/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: good\n  namespace: good\n"+
+		"spec:\n  template:\n    metadata:\n      labels:\n        app: good\n")
+	write("apps/binary.yaml", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+	write("apps/tabs.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n\tname: tabs\n")
+	write("apps/empty.yaml", "")
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, "apps", "dir.yaml"), 0o755))
+	require.NoError(t, os.Symlink("nowhere.yaml", filepath.Join(repo, "apps", "dangling.yaml")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(repo, "apps", "pipe.yaml"), 0o644))
+	write("missing-file/kustomization.yaml", "resources:\n  - missing.yaml\n")
+	write("not-a-list/kustomization.yaml", "resources: {not: [a list\n")
+	write("pipe-listed/kustomization.yaml", "resources:\n  - pipe.yaml\n")
+	require.NoError(t, syscall.Mkfifo(filepath.Join(repo, "pipe-listed", "pipe.yaml"), 0o644))
+
+	type result struct {
+		ix  *Index
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ix, err := BuildIndex(repo, IndexOptions{})
+		done <- result{ix, err}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("indexing blocked on a file")
+	}
+	require.NoError(t, res.err)
+	assert.Equal(t, map[string]ProblemKind{
+		"apps/binary.yaml":   ProblemUnparsable,
+		"apps/tabs.yaml":     ProblemUnparsable,
+		"apps/dangling.yaml": ProblemOutsideRepo,
+		"apps/pipe.yaml":     ProblemNotRegular,
+		"missing-file":       ProblemBuildFailed,
+		"not-a-list":         ProblemBuildFailed,
+		"pipe-listed":        ProblemBuildFailed,
+		// The pipe is reported where it lies as well.
+		"pipe-listed/pipe.yaml": ProblemNotRegular,
+	}, problemsOf(res.ix))
+	assert.Equal(t, []indexed{{"Deployment", "good", "good", "", Source{
+		Path: "apps/good/deploy.yaml", APIVersion: "apps/v1", Kind: "Deployment", Name: "good", Namespace: "good",
+	}}}, objectsOf(res.ix))
+}
+
+// TestEditsReportFilesThatCannotBeRead: a file that vanished or turned into
+// something else since the index was built is a refusal, not a failure of
+// the whole plan.
+func TestEditsReportFilesThatCannotBeRead(t *testing.T) {
+	repo := copyCase(t, "plain")
+	ix, err := BuildIndex(repo, IndexOptions{})
+	require.NoError(t, err)
+	plan := &drift.Plan{Workloads: []drift.Workload{
+		drifted("payments", "Deployment", "api", istio125),
+		drifted("kube-system", "DaemonSet", "node-agent", drift.Desired{Revision: "1-26-0"}),
+	}}
+	ix.LocateAll(plan, nil)
+	require.NoError(t, os.Remove(filepath.Join(repo, "apps", "multi.yaml")))
+	require.NoError(t, os.Remove(filepath.Join(repo, "apps", "agent.yaml")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(repo, "apps", "agent.yaml"), 0o644))
+
+	set, err := ix.Edits(plan, Annotations{})
+	require.NoError(t, err)
+	assert.Empty(t, set.Namespaces)
+	var refused []string
+	for _, r := range set.Refused {
+		refused = append(refused, r.Path)
+	}
+	assert.Equal(t, []string{"apps/agent.yaml", "apps/multi.yaml"}, refused)
+	for _, w := range plan.Workloads {
+		assert.Contains(t, w.Manifest.Detail, "edit refused", w.Name)
+	}
 }

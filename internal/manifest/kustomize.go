@@ -43,7 +43,7 @@ type kustomizationFile struct {
 }
 
 func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
-	data, err := os.ReadFile(filepath.Join(dir, name))
+	data, err := readRegular(filepath.Join(dir, name))
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +175,9 @@ func (g *guardFS) Open(p string) (filesys.File, error) {
 	if _, ok := g.replace[r]; ok {
 		return nil, errors.New("open is not supported for replaced files")
 	}
+	if err := regular(r); err != nil {
+		return nil, err
+	}
 	return os.Open(r)
 }
 
@@ -245,7 +248,7 @@ func (g *guardFS) ReadFile(p string) ([]byte, error) {
 		g.reads[r] = struct{}{}
 		return data, nil
 	}
-	data, err := os.ReadFile(r)
+	data, err := readRegular(r)
 	if err == nil {
 		g.reads[r] = struct{}{}
 	}
@@ -258,6 +261,29 @@ func (g *guardFS) Walk(p string, fn filepath.WalkFunc) error {
 		return err
 	}
 	return filepath.Walk(r, fn)
+}
+
+// errNotRegular is returned for a path that is a device, socket or named
+// pipe: reading one could block forever or never end.
+var errNotRegular = errors.New("not a regular file")
+
+func regular(p string) error {
+	info, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w", p, errNotRegular)
+	}
+	return nil
+}
+
+// readRegular reads a file, refusing anything but a regular file.
+func readRegular(p string) ([]byte, error) {
+	if err := regular(p); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
 }
 
 // kustomizeBuild renders one kustomize root. Plugins are off (no exec, no Go

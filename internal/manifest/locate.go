@@ -28,6 +28,8 @@ type Location struct {
 	// TemplateAnnotations are the workload's rendered pod template
 	// annotations.
 	TemplateAnnotations map[string]string
+	// hints are those the location was found with.
+	hints Hints
 }
 
 // LocateAll fills the manifest of every workload of the plan. hints may be
@@ -46,6 +48,7 @@ func (ix *Index) LocateAll(plan *drift.Plan, hints func(drift.Workload) Hints) {
 // for Edits.
 func (ix *Index) Locate(w drift.Workload, hints Hints) Location {
 	loc := ix.locate(w, hints)
+	loc.hints = hints
 	ix.mu.Lock()
 	ix.located[keyOf(w)] = loc
 	ix.mu.Unlock()

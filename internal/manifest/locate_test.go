@@ -159,6 +159,70 @@ func TestLocate(t *testing.T) {
 				Detail: "Flux Kustomization flux-system/payments applies it from https://example.com/other.git, not this repository"},
 		},
 		{
+			name: "one workload defined for two clusters, no hint", repo: "multi-cluster",
+			workload: workload("shop", "Deployment", "web"),
+			want: drift.Manifest{Status: drift.ManifestAmbiguous, Detail: "2 definitions match Deployment shop/web",
+				Candidates: []string{"clusters/eu-1/shop/web.yaml", "clusters/us-1/shop/web.yaml"}},
+		},
+		{
+			name: "the cluster's Flux path picks its definition", repo: "multi-cluster",
+			workload: workload("shop", "Deployment", "web"),
+			hints:    Hints{Paths: []string{"clusters/us-1/shop"}, Via: "Flux Kustomization flux-system/shop"},
+			want:     found("clusters/us-1/shop/web.yaml", drift.EditInPlace), wantRoot: "clusters/us-1/shop",
+		},
+		{
+			name: "the namespace written in the file is overridden by the kustomization", repo: "namespaces",
+			workload: workload("legacy", "Deployment", "cart"),
+			want:     drift.Manifest{Status: drift.ManifestNotFound, Detail: "no Deployment legacy/cart in the indexed paths"},
+		},
+		{
+			name: "one root, two files, two namespaces", repo: "namespaces",
+			workload: workload("staging", "Deployment", "debug"),
+			want:     found("apps/tools/debug-staging.yaml", drift.EditInPlace), wantRoot: "apps/tools",
+		},
+		{
+			name: "files of directories without kustomization listed by a parent", repo: "nested-dir",
+			workload: workload("apps", "StatefulSet", "worker"),
+			want:     found("apps/worker/statefulset.yaml", drift.EditInPlace), wantRoot: "apps",
+		},
+		{
+			name: "a root Flux applies into two namespaces", repo: "flux-target-namespace",
+			workload: workload("team-b", "Deployment", "echo"),
+			hints: Hints{Paths: []string{"apps/echo"}, TargetNamespace: "team-b", Via: "Flux Kustomization flux-system/echo-b",
+				Applied: []Applied{
+					{Path: "apps/echo", Namespace: "team-a", Force: true},
+					{Path: "apps/echo", Namespace: "team-b", Force: true},
+				}},
+			want: drift.Manifest{Status: drift.ManifestFound, Path: "apps/echo/deployment.yaml", Edit: drift.EditOverlayPatch,
+				Detail: "apps/echo/deployment.yaml is deployed as several workloads and no overlay renders it only as Deployment team-b/echo"},
+		},
+		{
+			name: "a plain directory Flux applies into two namespaces", repo: "flux-target-namespace",
+			workload: workload("x", "Deployment", "solo"),
+			hints: Hints{Paths: []string{"apps/solo"}, TargetNamespace: "x",
+				Applied: []Applied{
+					{Path: "apps/solo", Namespace: "x", Force: true},
+					{Path: "apps/solo", Namespace: "y", Force: true},
+				}},
+			want: drift.Manifest{Status: drift.ManifestFound, Path: "apps/solo/deployment.yaml", Edit: drift.EditOverlayPatch,
+				Detail: "apps/solo/deployment.yaml is deployed as several workloads and no kustomization renders it; add one per deployment to let kedge patch Deployment x/solo alone"},
+		},
+		{
+			name: "a component's workload in two overlays", repo: "components",
+			workload: workload("team-b", "Deployment", "exporter"),
+			want:     found("components/metrics/exporter.yaml", drift.EditOverlayPatch), wantRoot: "overlays/team-b",
+		},
+		{
+			name: "a file listed by two overlays", repo: "file-resources",
+			workload: workload("staging", "Deployment", "web"),
+			want:     found("base/web.yaml", drift.EditOverlayPatch), wantRoot: "overlays/staging",
+		},
+		{
+			name: "an intermediate overlay renders the shared document once", repo: "verify-refusal",
+			workload: workload("env", "Deployment", "b-app"),
+			want:     found("base/app.yaml", drift.EditOverlayPatch), wantRoot: "mid-b",
+		},
+		{
 			name: "outside the checkout is never found", repo: "symlink",
 			workload: workload("vault", "Deployment", "secret-app"),
 			want:     drift.Manifest{Status: drift.ManifestNotFound, Detail: "no Deployment vault/secret-app in the indexed paths"},

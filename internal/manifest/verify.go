@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"reflect"
@@ -62,8 +63,10 @@ type intent struct {
 	source Source
 }
 
-// check returns the edits that verify, and refusals for the others.
-func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Refusal) {
+// check returns the edits that verify, refusals for the others, and the
+// workloads whose intended annotations a render lost (an overlay overrides
+// them).
+func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Refusal, map[WorkloadID]bool) {
 	replace := map[string][]byte{}
 	for _, e := range edits {
 		replace[v.ix.abs(e.Path)] = e.After
@@ -79,6 +82,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 		}
 	}
 	failed := map[int]string{}
+	overridden := map[WorkloadID]bool{}
 	for _, root := range sortedKeys(affected) {
 		before, ok := v.before[root]
 		if !ok {
@@ -90,6 +94,10 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 		}
 		after := v.render(root, replace)
 		if err := compareRenders(before, after, v.ix.intendedIn(root, intended)); err != nil {
+			var lost *lostAnnotationError
+			if errors.As(err, &lost) {
+				overridden[lost.workload] = true
+			}
 			for _, i := range affected[root] {
 				if _, done := failed[i]; !done {
 					failed[i] = fmt.Sprintf("rendering %s with the edit: %v", root, err)
@@ -98,7 +106,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 		}
 	}
 	if len(failed) == 0 {
-		return edits, nil
+		return edits, nil, overridden
 	}
 	var kept []FileEdit
 	var refused []Refusal
@@ -110,7 +118,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 		}
 		refused = append(refused, Refusal{Path: e.Path, Reason: reason, Workloads: e.Workloads})
 	}
-	return kept, refused
+	return kept, refused, overridden
 }
 
 // intendedIn maps the intended workloads to the identities root renders
@@ -122,8 +130,8 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 // root renders from the document is another workload, and must not change.
 // The including roots read the edited files as well, so they are checked in
 // their own right.
-func (ix *Index) intendedIn(root string, intended []intent) map[WorkloadID]map[string]string {
-	out := map[WorkloadID]map[string]string{}
+func (ix *Index) intendedIn(root string, intended []intent) map[WorkloadID]intent {
+	out := map[WorkloadID]intent{}
 	included := len(ix.includedBy[root]) > 0
 	for _, in := range intended {
 		for _, i := range ix.byPath[in.source.Path] {
@@ -133,7 +141,7 @@ func (ix *Index) intendedIn(root string, intended []intent) map[WorkloadID]map[s
 			}
 			self := o.Kind == in.id.Kind && o.Name == in.id.Name && (o.Namespace == in.id.Namespace || o.Namespace == "")
 			if self || included {
-				out[WorkloadID{Namespace: o.Namespace, Kind: o.Kind, Name: o.Name}] = in.set
+				out[WorkloadID{Namespace: o.Namespace, Kind: o.Kind, Name: o.Name}] = in
 			}
 		}
 	}
@@ -147,7 +155,18 @@ func (ix *Index) kustomizationPath(dir string) string {
 	return path.Join(dir, kustomizationFileNames[0])
 }
 
-func compareRenders(before, after renderResult, intended map[WorkloadID]map[string]string) error {
+// lostAnnotationError says a render of the workload lacks an annotation
+// the edit wrote: something later in the build overrides it.
+type lostAnnotationError struct {
+	workload, rendered WorkloadID
+	key, got, want     string
+}
+
+func (e *lostAnnotationError) Error() string {
+	return fmt.Sprintf("%s: annotation %s is %q, want %q", e.rendered, e.key, e.got, e.want)
+}
+
+func compareRenders(before, after renderResult, intended map[WorkloadID]intent) error {
 	if after.err != nil {
 		return after.err
 	}
@@ -159,17 +178,20 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]map[stri
 		if b.id != a.id {
 			return fmt.Errorf("%s rendered where %s was", a.id, b.id)
 		}
-		if want, ok := intended[a.id]; ok {
+		if in, ok := intended[a.id]; ok {
 			got := templateAnnotations(a.body)
-			for k, v := range want {
-				if got[k] != v {
-					return fmt.Errorf("%s: annotation %s is %q, want %q", a.id, k, got[k], v)
-				}
-			}
-			keys := make([]string, 0, len(want))
-			for k := range want {
+			keys := make([]string, 0, len(in.set))
+			for k := range in.set {
 				keys = append(keys, k)
 			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if got[k] != in.set[k] {
+					return &lostAnnotationError{workload: in.id, rendered: a.id, key: k, got: got[k], want: in.set[k]}
+				}
+			}
+			// The before render is shared between checks: strip copies.
+			b.body, a.body = copyMap(b.body), copyMap(a.body)
 			stripTemplateAnnotations(b.body, keys)
 			stripTemplateAnnotations(a.body, keys)
 		}
@@ -178,6 +200,17 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]map[stri
 		}
 	}
 	return nil
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			v = copyMap(sub)
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func templateMetadata(body map[string]any) map[string]any {

@@ -212,4 +212,3 @@ func changedLines(a, b []byte) int {
 	}
 	return n
 }
-

@@ -50,8 +50,11 @@ func TestEndpoints(t *testing.T) {
 			wantDetail: []string{"github: pending", "informers: pending"},
 		},
 		{
-			name:       "caches synced, GitHub refuses the credentials",
-			set:        func() { ready.Set(server.CheckInformers, nil); ready.Set(server.CheckGitHub, errors.New("401 Bad credentials")) },
+			name: "caches synced, GitHub refuses the credentials",
+			set: func() {
+				ready.Set(server.CheckInformers, nil)
+				ready.Set(server.CheckGitHub, errors.New("401 Bad credentials"))
+			},
 			wantReady:  http.StatusServiceUnavailable,
 			wantDetail: []string{"github: 401 Bad credentials"},
 			wantAbsent: []string{"informers"},

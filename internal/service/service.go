@@ -65,6 +65,9 @@ type Config struct {
 	// ShutdownGrace bounds the cycle in flight after shutdown begins; zero
 	// means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// SyncReport is how often a slow first cache sync is logged and shown
+	// in /readyz with its cause; zero means DefaultSyncReport.
+	SyncReport time.Duration
 }
 
 // Service is a running kedge.
@@ -97,6 +100,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.SyncReport <= 0 {
+		cfg.SyncReport = DefaultSyncReport
 	}
 	s := &Service{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, ready: cfg.Readiness}
 	if s.log == nil {
@@ -179,15 +185,29 @@ func (s *Service) prepare(ctx, life context.Context) error {
 			return fmt.Errorf("start cluster source: %w", err)
 		}
 		start := time.Now()
-		if err := s.cfg.Source.WaitForSync(ctx); err != nil {
+		// Caches that never fill (RBAC, an API server away) wait forever;
+		// say why in the log and in /readyz while waiting.
+		for {
+			waitCtx, cancel := context.WithTimeout(ctx, s.cfg.SyncReport)
+			err := s.cfg.Source.WaitForSync(waitCtx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			s.ready.Set(server.CheckInformers, err)
-			return err
+			s.log.Warn("cluster caches not synced yet", "waited", time.Since(start).String(), "error", err.Error())
 		}
 		s.ready.Set(server.CheckInformers, nil)
 		s.log.Info("cluster caches synced", "took", time.Since(start).String())
 	}
 	return s.checkGitHub(ctx)
 }
+
+// DefaultSyncReport is how often a cache sync that takes long is reported.
+const DefaultSyncReport = 30 * time.Second
 
 // GitHub auth check backoff: a wrong key or an outage should not spin.
 const (

@@ -104,7 +104,7 @@ func SetPodTemplateAnnotations(src []byte, t Target, set map[string]string) (out
 	sort.Strings(names)
 	out = src
 	for _, k := range names {
-		next, ch, err := setOnObject(out, t, podTemplateAnnotationsPath, k, set[k], refuseWorkloadRef)
+		next, ch, err := setOnObject(out, t, podTemplateAnnotationsPath, k, set[k], checkPodTemplate)
 		if err != nil {
 			return nil, false, err
 		}
@@ -145,6 +145,16 @@ func validateLabel(key, value string) error {
 		return refuse(CodeInvalidInput, "label value %q is invalid: %s", value, errs[0])
 	}
 	return nil
+}
+
+// checkPodTemplate refuses a pod template kedge cannot restart by annotation: one it borrows from elsewhere,
+// or whose annotations are not all strings (no valid Kubernetes object, and no reading back the result).
+func checkPodTemplate(obj *object) error {
+	if err := refuseWorkloadRef(obj); err != nil {
+		return err
+	}
+	_, err := readStringMap(obj.node, podTemplateAnnotationsPath)
+	return err
 }
 
 // refuseWorkloadRef stops a Rollout that borrows its pod template from a Deployment: a template created here

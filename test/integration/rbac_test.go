@@ -2,7 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // readResource is a kind kedge reads (DESIGN §5), as group and resource.
@@ -164,4 +167,21 @@ func TestDeployRBACAllowsReadingOnly(t *testing.T) {
 			assert.True(t, apierrors.IsForbidden(err), "forbidden, not %v", err)
 		})
 	}
+}
+
+// Without the deploy/ RBAC the caches never fill: /readyz says why, and no
+// cycle runs on a partial view of the cluster.
+func TestNotReadyWhileTheClusterCannotBeRead(t *testing.T) {
+	admin := controlPlane(t)
+	nobody := rest.CopyConfig(admin)
+	nobody.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kedge:someone-else", Groups: []string{"system:authenticated"}}
+	w := newWorld(t)
+	r := w.startReplica(t, "kedge", replicaOptions{kube: nobody, syncReport: 500 * time.Millisecond})
+	eventually(t, 10*time.Second, func() bool {
+		_, failing := r.ready.Ready()
+		return len(failing) > 0 && strings.Contains(strings.Join(failing, "\n"), "forbidden")
+	}, "/readyz names the forbidden lists")
+	assert.Zero(t, r.recorder.count())
+	assert.Contains(t, r.logs.String(), "cluster caches not synced yet")
+	require.NoError(t, r.stop(t, 5*time.Second))
 }

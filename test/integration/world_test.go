@@ -146,6 +146,7 @@ type replicaOptions struct {
 	election       *service.Election
 	scheduler      service.SchedulerOptions
 	grace          time.Duration
+	syncReport     time.Duration
 	// token overrides the GitHub token.
 	token string
 }
@@ -180,7 +181,7 @@ func (w *world) startReplica(t *testing.T, name string, opts replicaOptions) *re
 	svc, err := service.New(service.Config{
 		Source: live, Reconciler: rec, GitHub: assembled.Forge,
 		Metrics: m, Readiness: ready, Log: log, Election: opts.election,
-		Scheduler: opts.scheduler, ShutdownGrace: opts.grace,
+		Scheduler: opts.scheduler, ShutdownGrace: opts.grace, SyncReport: opts.syncReport,
 	})
 	require.NoError(t, err)
 

@@ -171,11 +171,26 @@ type Result struct {
 	Problems []string
 }
 
+// Check is one patch to hold to its promises.
+type Check struct {
+	// Before and After are the checkout without and with the patch.
+	Before, After string
+	// Changed are the repo-relative paths the patch touches.
+	Changed []string
+	// Restarts are the workloads the patch may restart.
+	Restarts []Restart
+	// TargetNamespaces maps repo-relative directories to the namespace the
+	// GitOps controller forces on everything it applies from them (Flux's
+	// targetNamespace).
+	TargetNamespaces map[string]string
+}
+
 // CompareRepos renders every kustomize root of both checkouts, and reads
 // the changed files that no kustomization reads (plain manifests a GitOps
 // controller applies as they are), and checks that the only differences are
-// the annotations of the restarts. changed are repo-relative paths.
-func CompareRepos(before, after string, changed []string, restarts []Restart) (Result, error) {
+// the annotations of the restarts.
+func CompareRepos(c Check) (Result, error) {
+	before, after, changed, restarts := c.Before, c.After, c.Changed, c.Restarts
 	res := Result{Restarted: map[string]bool{}}
 	roots, included, err := Roots(before)
 	if err != nil {
@@ -210,7 +225,7 @@ func CompareRepos(before, after string, changed []string, restarts []Restart) (R
 		if err := note(after, reads); err != nil {
 			return res, err
 		}
-		compare(root, b, a, !included[root], restarts, &res)
+		compare(root, b, a, !included[root], c.forced(root), restarts, &res)
 	}
 	for _, f := range changed {
 		if reached[f] {
@@ -228,12 +243,23 @@ func CompareRepos(before, after string, changed []string, restarts []Restart) (R
 		if err != nil {
 			return res, err
 		}
-		compare(f, b, a, true, restarts, &res)
+		compare(f, b, a, true, c.forced(f), restarts, &res)
 	}
 	return res, nil
 }
 
-func compare(where string, before, after []map[string]any, deployed bool, restarts []Restart, res *Result) {
+// forced returns the namespace forced on what is applied from p.
+func (c Check) forced(p string) string {
+	best, ns := -1, ""
+	for dir, n := range c.TargetNamespaces {
+		if (dir == "." || p == dir || strings.HasPrefix(p, dir+"/")) && len(dir) > best {
+			best, ns = len(dir), n
+		}
+	}
+	return ns
+}
+
+func compare(where string, before, after []map[string]any, deployed bool, forced string, restarts []Restart, res *Result) {
 	if len(before) != len(after) {
 		res.Problems = append(res.Problems, fmt.Sprintf("%s: %d objects instead of %d", where, len(after), len(before)))
 		return
@@ -254,7 +280,11 @@ func compare(where string, before, after []map[string]any, deployed bool, restar
 			continue
 		}
 		if deployed {
-			if id.Kind != r.Kind || id.Name != r.Name || (id.Namespace != "" && id.Namespace != r.Namespace) {
+			ns := id.Namespace
+			if forced != "" {
+				ns = forced
+			}
+			if id.Kind != r.Kind || id.Name != r.Name || (ns != "" && ns != r.Namespace) {
 				res.Problems = append(res.Problems, fmt.Sprintf("%s: %s carries the restart of %s", where, id, r))
 				continue
 			}

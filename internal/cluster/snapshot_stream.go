@@ -1,0 +1,467 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// streamThreshold is the file size from which a YAML snapshot file is
+// decoded as a stream. The pods of a large cluster are one List of a
+// gigabyte or more: converted as one YAML document, they would take tens of
+// gigabytes and one core. Streaming decodes the List's items one by one,
+// spread over the cores, and never holds the file.
+var streamThreshold int64 = 4 << 20
+
+// streamChunkBytes is about how much YAML one worker decodes at a time.
+const streamChunkBytes = 1 << 20
+
+// errNotStreamable says a file has a shape the streaming decoder does not
+// handle (or an error); the whole-file decoder then reads it, so results
+// and error messages are exactly what it gives.
+var errNotStreamable = errors.New("not streamable")
+
+// streamYAML decodes a YAML snapshot file in document order, with each
+// top-level `items:` block sequence split into its items. Documents are
+// split exactly as k8s.io/apimachinery's YAMLReader splits them (lines
+// starting with "---", line ends normalised to "\n"). Anything unusual
+// (aliases across items, items not at column 0, a malformed document)
+// returns errNotStreamable.
+func streamYAML(r io.Reader) (*objects.Set, error) {
+	d := newStreamDecoder()
+	err := d.run(r)
+	parts, werr := d.finish()
+	if err != nil {
+		return nil, err
+	}
+	if werr != nil {
+		return nil, errNotStreamable
+	}
+	set := &objects.Set{}
+	for _, p := range parts {
+		merge(set, p)
+	}
+	return set, nil
+}
+
+// chunk is a run of YAML texts decoded by one worker: either List items
+// (each one's leading "-" already blanked) or one whole document.
+type chunk struct {
+	seq   int
+	data  []byte
+	ends  []int // end offset of each text in data
+	whole bool  // a whole document: addObject on it, skipping empty ones
+	json  bool  // the texts are JSON
+}
+
+type streamDecoder struct {
+	work    chan *chunk
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	parts   map[int]*objects.Set
+	failed  bool
+	seq     int
+	pending *chunk
+	json    bool // items are JSON, not YAML
+}
+
+func newStreamDecoder() *streamDecoder {
+	d := &streamDecoder{work: make(chan *chunk, 2*runtime.GOMAXPROCS(0)), parts: map[int]*objects.Set{}}
+	for range runtime.GOMAXPROCS(0) {
+		d.wg.Add(1)
+		go d.worker()
+	}
+	return d
+}
+
+func (d *streamDecoder) worker() {
+	defer d.wg.Done()
+	for c := range d.work {
+		set, err := decodeChunk(c)
+		d.mu.Lock()
+		if err != nil {
+			d.failed = true
+		} else {
+			d.parts[c.seq] = set
+		}
+		d.mu.Unlock()
+	}
+}
+
+func decodeChunk(c *chunk) (*objects.Set, error) {
+	set := &objects.Set{}
+	start := 0
+	for _, end := range c.ends {
+		raw := c.data[start:end]
+		start = end
+		if !c.json {
+			var err error
+			if raw, err = yaml.YAMLToJSON(raw); err != nil {
+				return nil, err
+			}
+		}
+		if c.whole && isEmptyDocument(raw) {
+			continue
+		}
+		if err := addObject(set, raw); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
+}
+
+func (d *streamDecoder) failedYet() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.failed
+}
+
+// finish waits for the workers and returns the decoded parts in order.
+func (d *streamDecoder) finish() ([]*objects.Set, error) {
+	close(d.work)
+	d.wg.Wait()
+	if d.failed {
+		return nil, errNotStreamable
+	}
+	out := make([]*objects.Set, 0, len(d.parts))
+	for i := 0; i < d.seq; i++ {
+		if p, ok := d.parts[i]; ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (d *streamDecoder) send(c *chunk) {
+	c.seq = d.seq
+	d.seq++
+	d.work <- c
+}
+
+// addItem appends one List item to the pending chunk, sending the chunk
+// when it is full.
+func (d *streamDecoder) addItem(item []byte) error {
+	if d.pending == nil {
+		d.pending = &chunk{data: make([]byte, 0, streamChunkBytes+len(item)), json: d.json}
+	}
+	c := d.pending
+	c.data = append(c.data, item...)
+	c.ends = append(c.ends, len(c.data))
+	if len(c.data) >= streamChunkBytes {
+		return d.flush()
+	}
+	return nil
+}
+
+// flush sends the pending chunk; it stops the read early once a worker
+// has failed, since the whole file is then read again the slow way.
+func (d *streamDecoder) flush() error {
+	if d.pending != nil {
+		d.send(d.pending)
+		d.pending = nil
+	}
+	if d.failedYet() {
+		return errNotStreamable
+	}
+	return nil
+}
+
+// document states of the line scanner.
+const (
+	inHeader   = iota // top-level keys of a document
+	inItems           // the block sequence under a top-level "items:"
+	afterItems        // top-level keys after the items
+)
+
+// docScan collects one document: its header lines (everything but the
+// items) and whether it had an items block.
+type docScan struct {
+	state  int
+	header []byte
+	item   []byte
+	inItem bool
+	items  int
+}
+
+func (d *streamDecoder) run(r io.Reader) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	doc := &docScan{}
+	first := true
+	var line []byte
+	for {
+		var err error
+		line, err = readLine(br, line[:0])
+		if err != nil && err != io.EOF {
+			return err
+		}
+		eof := err == io.EOF
+		if first {
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+			first = false
+		}
+		if bytes.HasPrefix(line, []byte("---")) {
+			trimmed := bytes.TrimSpace(line[3:])
+			if len(trimmed) > 0 && trimmed[0] != '#' {
+				return errNotStreamable
+			}
+			if err := d.endDocument(doc); err != nil {
+				return err
+			}
+			doc = &docScan{}
+			if eof {
+				return nil
+			}
+			continue
+		}
+		if eof {
+			// YAMLReader drops the empty line ReadLine reports at EOF.
+			if len(line) > 1 {
+				if err := d.addLine(doc, line); err != nil {
+					return err
+				}
+			}
+			return d.endDocument(doc)
+		}
+		if err := d.addLine(doc, line); err != nil {
+			return err
+		}
+	}
+}
+
+// readLine reads one line as YAMLReader's LineReader does: without its
+// "\n" or "\r\n", then with "\n" appended. At EOF it returns what is left
+// (possibly just "\n") and io.EOF.
+func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		part, isPrefix, err := br.ReadLine()
+		buf = append(buf, part...)
+		if err != nil {
+			return append(buf, '\n'), err
+		}
+		if !isPrefix {
+			return append(buf, '\n'), nil
+		}
+	}
+}
+
+func isTopLevelKey(line []byte) bool {
+	if len(line) == 0 || line[0] == ' ' || line[0] == '\t' || line[0] == '#' || line[0] == '-' || line[0] == '\n' {
+		return false
+	}
+	c := line[0]
+	if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_') {
+		return false
+	}
+	i := bytes.IndexByte(line, ':')
+	return i > 0 && (line[i+1] == ' ' || line[i+1] == '\n')
+}
+
+func (d *streamDecoder) addLine(doc *docScan, line []byte) error {
+	switch doc.state {
+	case inHeader, afterItems:
+		if bytes.Equal(bytes.TrimRight(line, " \n"), []byte("items:")) {
+			if doc.state == afterItems {
+				return errNotStreamable // a second items key
+			}
+			doc.state = inItems
+			return nil
+		}
+		doc.header = append(doc.header, line...)
+		return nil
+	}
+	// inItems
+	switch {
+	case line[0] == '-' && (line[1] == ' ' || line[1] == '\n'):
+		if err := d.endItem(doc); err != nil {
+			return err
+		}
+		doc.inItem = true
+		doc.item = append(doc.item, ' ')
+		doc.item = append(doc.item, line[1:]...)
+	case line[0] == ' ' || line[0] == '#' || line[0] == '\n':
+		if !doc.inItem && line[0] == ' ' && len(bytes.TrimSpace(line)) > 0 {
+			return errNotStreamable // items indented: not the layout handled here
+		}
+		if doc.inItem {
+			doc.item = append(doc.item, line...)
+		}
+	case isTopLevelKey(line):
+		if err := d.endItem(doc); err != nil {
+			return err
+		}
+		doc.state = afterItems
+		doc.header = append(doc.header, line...)
+	default:
+		return errNotStreamable
+	}
+	return nil
+}
+
+func (d *streamDecoder) endItem(doc *docScan) error {
+	if !doc.inItem {
+		return nil
+	}
+	doc.items++
+	doc.inItem = false
+	err := d.addItem(doc.item)
+	doc.item = doc.item[:0]
+	return err
+}
+
+// endDocument checks the document's header: a List's items (already sent)
+// stand; any other document is decoded whole, in its place.
+func (d *streamDecoder) endDocument(doc *docScan) error {
+	if err := d.endItem(doc); err != nil {
+		return err
+	}
+	if doc.state == inHeader {
+		if err := d.flush(); err != nil {
+			return err
+		}
+		if len(doc.header) > 0 {
+			d.send(&chunk{data: doc.header, ends: []int{len(doc.header)}, whole: true})
+		}
+		return nil
+	}
+	if doc.items == 0 {
+		return errNotStreamable
+	}
+	raw, err := yaml.YAMLToJSON(doc.header)
+	if err != nil {
+		return errNotStreamable
+	}
+	var head typeHeader
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &head) != nil {
+		return errNotStreamable
+	}
+	if head.Kind == "" || head.Items != nil || !(head.Kind == "List" || hasListSuffix(head.Kind)) {
+		return errNotStreamable
+	}
+	return d.flush()
+}
+
+func hasListSuffix(kind string) bool {
+	return len(kind) > len("List") && kind[len(kind)-len("List"):] == "List"
+}
+
+// streamJSON decodes a JSON snapshot file, a sequence of top-level
+// objects, with the items of each List decoded one by one on every core.
+// Any other shape returns errNotStreamable.
+func streamJSON(r io.Reader) (*objects.Set, error) {
+	d := newStreamDecoder()
+	err := d.runJSON(r)
+	parts, werr := d.finish()
+	if err != nil {
+		return nil, err
+	}
+	if werr != nil {
+		return nil, errNotStreamable
+	}
+	set := &objects.Set{}
+	for _, p := range parts {
+		merge(set, p)
+	}
+	return set, nil
+}
+
+func (d *streamDecoder) runJSON(r io.Reader) error {
+	d.json = true
+	br := bufio.NewReaderSize(r, 1<<20)
+	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3)
+	}
+	dec := json.NewDecoder(br)
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil || tok != json.Delim('{') {
+			return errNotStreamable
+		}
+		if err := d.jsonObject(dec); err != nil {
+			return err
+		}
+	}
+}
+
+// jsonObject reads one top-level object whose opening brace was read: its
+// items go to the workers as they come, the other keys make the header.
+func (d *streamDecoder) jsonObject(dec *json.Decoder) error {
+	header := map[string]json.RawMessage{}
+	items := -1
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return errNotStreamable
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return errNotStreamable
+		}
+		if key != "items" {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return errNotStreamable
+			}
+			header[key] = raw
+			continue
+		}
+		if items >= 0 {
+			return errNotStreamable // a second items key
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return errNotStreamable
+		}
+		items = 0
+		for dec.More() {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return errNotStreamable
+			}
+			items++
+			if err := d.addItem(raw); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return errNotStreamable
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return errNotStreamable
+	}
+	raw, err := json.Marshal(header)
+	if err != nil {
+		return errNotStreamable
+	}
+	var head typeHeader
+	if items <= 0 || json.Unmarshal(raw, &head) != nil || head.Kind == "" || head.Items != nil ||
+		!(head.Kind == "List" || hasListSuffix(head.Kind)) {
+		return errNotStreamable
+	}
+	return d.flush()
+}
+
+// readSnapshotStream decodes a large file as a stream, or returns
+// errNotStreamable.
+func readSnapshotStream(path string, isJSON bool) (*objects.Set, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errNotStreamable
+	}
+	defer f.Close()
+	if isJSON {
+		return streamJSON(f)
+	}
+	return streamYAML(f)
+}

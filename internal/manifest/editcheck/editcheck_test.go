@@ -1,0 +1,80 @@
+package editcheck
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var rules = Rules{AnnotationKeys: []string{"kedge.io/restartedAt", "kedge.io/restart-target"}, PatchFile: "kedge-restart-patch.yaml"}
+
+func TestPatchLineViolations(t *testing.T) {
+	hunk := func(file string, lines ...string) string {
+		return "diff --git a/" + file + " b/" + file + "\n--- a/" + file + "\n+++ b/" + file + "\n@@ -1,3 +1,4 @@\n" +
+			" context: line\n" + strings.Join(lines, "\n") + "\n"
+	}
+	tests := []struct {
+		name  string
+		patch string
+		want  []string
+	}{
+		{"new annotations", hunk("apps/web.yaml", "+      annotations:", `+        kedge.io/restartedAt: "abc"`, `+        kedge.io/restart-target: "1-25-0"`), nil},
+		{"replaced value", hunk("apps/web.yaml", "-        kedge.io/restartedAt: old", `+        kedge.io/restartedAt: "new"`), nil},
+		{"quoted and JSON keys", hunk("apps/web.json", `+          "kedge.io/restartedAt": "abc",`, `+    'kedge.io/restart-target': x`), nil},
+		{"missing metadata", hunk("apps/web.yaml", "+    metadata:", "+      annotations:", `+        kedge.io/restartedAt: "abc"`), nil},
+		{"empty annotations filled", hunk("apps/web.yaml", "-      annotations: {}", "+      annotations:", `+        kedge.io/restartedAt: "abc"`), nil},
+		{"overlay patch file", hunk("overlays/a/kedge-restart-patch.yaml", "+kind: Deployment", "+  name: web"), nil},
+		{"kustomization entry", hunk("overlays/a/kustomization.yaml", "+patches:", "+  - path: kedge-restart-patch.yaml"), nil},
+		{"Kustomization file name", hunk("overlays/a/Kustomization", "+- path: ./kedge-restart-patch.yaml"), nil},
+		{
+			"neighbour line rewritten", hunk("apps/web.yaml", "-        a: b", "+        a: b", `+        kedge.io/restartedAt: "abc"`),
+			[]string{"apps/web.yaml: -        a: b", "apps/web.yaml: +        a: b"},
+		},
+		{"comma added to JSON", hunk("apps/web.json", `-    "team": "shop"`, `+    "team": "shop",`), []string{`apps/web.json: -    "team": "shop"`, `apps/web.json: +    "team": "shop",`}},
+		{"other patch listed", hunk("overlays/a/kustomization.yaml", "+  - path: replicas.yaml"), []string{"overlays/a/kustomization.yaml: +  - path: replicas.yaml"}},
+		{"other key", hunk("apps/web.yaml", "+  replicas: 3"), []string{"apps/web.yaml: +  replicas: 3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, PatchLineViolations(tt.patch, rules))
+		})
+	}
+}
+
+// TestCompareReposCatchesNeighbours edits a base two overlays share, which
+// restarts the workload of the other overlay too.
+func TestCompareReposCatchesNeighbours(t *testing.T) {
+	write := func(root, p, content string) {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	deployment := func(annotations string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    metadata:\n" +
+			"      labels:\n        app: web\n" + annotations
+	}
+	restarted := "      annotations:\n        kedge.io/restartedAt: \"abc\"\n"
+	before, after := t.TempDir(), t.TempDir()
+	for _, repo := range []string{before, after} {
+		write(repo, "base/kustomization.yaml", "resources:\n  - web.yaml\n")
+		write(repo, "team-a/kustomization.yaml", "namespace: team-a\nresources:\n  - ../base\n")
+		write(repo, "team-b/kustomization.yaml", "namespace: team-b\nresources:\n  - ../base\n")
+	}
+	write(before, "base/web.yaml", deployment(""))
+	write(after, "base/web.yaml", deployment(restarted))
+	restarts := []Restart{{Namespace: "team-a", Kind: "Deployment", Name: "web", Annotations: map[string]string{"kedge.io/restartedAt": "abc"}}}
+
+	res, err := CompareRepos(Check{Before: before, After: after, Changed: []string{"base/web.yaml"}, Restarts: restarts})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"team-b: Deployment team-b/web carries the restart of Deployment team-a/web"}, res.Problems)
+	assert.Equal(t, map[string]bool{"Deployment team-a/web": true}, res.Restarted)
+
+	roots, included, err := Roots(before)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"base", "team-a", "team-b"}, roots)
+	assert.Equal(t, map[string]bool{"base": true}, included)
+}

@@ -1,0 +1,172 @@
+package migrate
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/drift"
+)
+
+// try computes a candidate's edit and verifies it.
+func (c *Checkout) try(cand candidate, m *drift.Migration, key string) (*LabelEdit, error) {
+	before, err := c.read(cand.path)
+	if err != nil {
+		return nil, err
+	}
+	after, changed, err := cand.set(before, m.To)
+	if err != nil {
+		return nil, err
+	}
+	if !changed {
+		return nil, fmt.Errorf("the file already says %s=%s", key, m.To)
+	}
+	if cand.rendered {
+		if err := c.verify(cand.path, after, m.Namespace, key, m.From, m.To); err != nil {
+			return nil, err
+		}
+	}
+	to := m.To
+	return &LabelEdit{
+		Namespace: m.Namespace, Path: cand.path, Before: before, After: after,
+		apply: func(src []byte) ([]byte, bool, error) { return cand.set(src, to) },
+	}, nil
+}
+
+// verify renders every root that reads the edited file, before and after,
+// and accepts the edit only when the sole difference is the namespace's
+// label going from one value to the other. A commonLabels entry that also
+// labels workloads (and rewrites their immutable selectors), or a patch
+// that sets the label again later, fails here instead of reaching Git.
+func (c *Checkout) verify(file string, after []byte, namespace, key, from, to string) error {
+	replace := map[string][]byte{c.abs(file): after}
+	checked := 0
+	for _, r := range c.renders {
+		if r.err != nil || !r.reads[file] {
+			continue
+		}
+		checked++
+		before, err := c.objects(r, nil)
+		if err != nil {
+			return fmt.Errorf("rendering %s: %w", r.dir, err)
+		}
+		edited, err := c.objects(r, replace)
+		if err != nil {
+			return fmt.Errorf("rendering %s with the edit: %w", r.dir, err)
+		}
+		if err := compare(before, edited, namespace, key, from, to); err != nil {
+			return fmt.Errorf("in %s, %w", r.dir, err)
+		}
+	}
+	if checked == 0 {
+		return fmt.Errorf("no kustomize root reads %s", file)
+	}
+	return nil
+}
+
+type objectID struct{ apiVersion, kind, namespace, name string }
+
+func (id objectID) String() string {
+	if id.namespace == "" {
+		return id.kind + " " + id.name
+	}
+	return id.kind + " " + id.namespace + "/" + id.name
+}
+
+func (c *Checkout) objects(r *rootRender, replace map[string][]byte) (map[objectID]map[string]any, error) {
+	rm, err := build(newCheckoutFS(c.root, replace), c.abs(r.dir))
+	if err != nil {
+		return nil, err
+	}
+	out := map[objectID]map[string]any{}
+	for _, res := range rm.Resources() {
+		body, err := res.Map()
+		if err != nil {
+			return nil, err
+		}
+		out[objectID{res.GetApiVersion(), res.GetKind(), res.GetNamespace(), res.GetName()}] = body
+	}
+	return out, nil
+}
+
+func compare(before, after map[objectID]map[string]any, namespace, key, from, to string) error {
+	var changed []string
+	seen := false
+	for id, b := range before {
+		a, ok := after[id]
+		if !ok {
+			changed = append(changed, id.String()+" (gone)")
+			continue
+		}
+		if id.kind == "Namespace" && id.name == namespace && id.namespace == "" {
+			seen = true
+			if got := labelOf(b, key); got != from {
+				return fmt.Errorf("Namespace %s is rendered with %s=%s, not %s", namespace, key, got, from)
+			}
+			if got := labelOf(a, key); got != to {
+				return fmt.Errorf("Namespace %s is still rendered with %s=%s: something later in the build sets it", namespace, key, got)
+			}
+			b = withLabel(b, key, to)
+		}
+		if !equalJSON(a, b) {
+			changed = append(changed, id.String())
+		}
+	}
+	for id := range after {
+		if _, ok := before[id]; !ok {
+			changed = append(changed, id.String()+" (new)")
+		}
+	}
+	if len(changed) > 0 {
+		sort.Strings(changed)
+		if len(changed) > 3 {
+			changed = append(changed[:3], fmt.Sprintf("%d more", len(changed)-3))
+		}
+		return fmt.Errorf("the edit also changes %s", strings.Join(changed, ", "))
+	}
+	if !seen {
+		return fmt.Errorf("the build does not render Namespace %s", namespace)
+	}
+	return nil
+}
+
+func labelOf(body map[string]any, key string) string {
+	meta, _ := body["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	v, _ := labels[key].(string)
+	return v
+}
+
+// withLabel returns a copy of body with one label set, sharing what it
+// does not change.
+func withLabel(body map[string]any, key, value string) map[string]any {
+	out := make(map[string]any, len(body))
+	for k, v := range body {
+		out[k] = v
+	}
+	meta := map[string]any{}
+	if m, ok := body["metadata"].(map[string]any); ok {
+		for k, v := range m {
+			meta[k] = v
+		}
+	}
+	labels := map[string]any{}
+	if l, ok := meta["labels"].(map[string]any); ok {
+		for k, v := range l {
+			labels[k] = v
+		}
+	}
+	labels[key] = value
+	meta["labels"] = labels
+	out["metadata"] = meta
+	return out
+}
+
+func equalJSON(a, b map[string]any) bool {
+	ja, errA := sigsyaml.Marshal(a)
+	jb, errB := sigsyaml.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
