@@ -155,3 +155,12 @@ func within[T any](t *testing.T, limit time.Duration, fn func() T) T {
 		panic("unreachable")
 	}
 }
+
+// skipKnown skips a case whose defect is known and not fixed yet, unless
+// KEDGE_BAD_KNOWN is set (to check a fix).
+func skipKnown(t *testing.T, issue string) {
+	t.Helper()
+	if issue != "" && os.Getenv("KEDGE_BAD_KNOWN") == "" {
+		t.Skip("known issue: " + issue)
+	}
+}

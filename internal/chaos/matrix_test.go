@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
+// matrixWorkers is how many scenarios run at once.
+const matrixWorkers = 4
+
 // TestFaultMatrix plays every fault on its own world and holds each to the
 // same rules: it converges within MaxCycles, with no duplicate, no lost
 // commit, no unexplained branch and the end state the plan asks for. The
@@ -20,25 +23,38 @@ func TestFaultMatrix(t *testing.T) {
 	scenarios := Scenarios()
 	scenarios = append(scenarios, KillScenarios(t, "first cycle", nil, all)...)
 	scenarios = append(scenarios, KillScenarios(t, "change cycle", Changed, all)...)
+	scenarios = append(scenarios, KillScenarios(t, "edited cycle", Then(Opened, PersonCommitsOn("orders"), BaseMoved), all)...)
 
 	outcomes := make([]Outcome, len(scenarios))
-	var mu sync.Mutex
 	t.Run("faults", func(t *testing.T) {
-		for i, s := range scenarios {
-			t.Run(s.Name, func(t *testing.T) {
-				t.Parallel()
-				o := Run(t, s)
-				mu.Lock()
-				outcomes[i] = o
-				mu.Unlock()
-				assert.Positive(t, o.Cycles, "converges within %d cycles", MaxCycles)
-				assert.Empty(t, o.Damage.Duplicates, "duplicates")
-				assert.Empty(t, o.Damage.Lost, "lost commits")
-				assert.Empty(t, o.Damage.Orphans, "unexplained branches")
-				assert.Empty(t, o.Damage.Wrong, "end state")
-				assert.Empty(t, o.Problems, "the run itself")
-			})
+		// Scenarios wait on retries and on git's processes as much as they
+		// compute: run more of them at once than there are cores.
+		work := make(chan int)
+		var wg sync.WaitGroup
+		for range matrixWorkers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					s := scenarios[i]
+					t.Run(s.Name, func(t *testing.T) {
+						o := Run(t, s)
+						outcomes[i] = o
+						assert.Positive(t, o.Cycles, "converges within %d cycles", MaxCycles)
+						assert.Empty(t, o.Damage.Duplicates, "duplicates")
+						assert.Empty(t, o.Damage.Lost, "lost commits")
+						assert.Empty(t, o.Damage.Orphans, "unexplained branches")
+						assert.Empty(t, o.Damage.Wrong, "end state")
+						assert.Empty(t, o.Problems, "the run itself")
+					})
+				}
+			}()
 		}
+		for i := range scenarios {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
 	})
 	table := Table(outcomes)
 	t.Log("\n" + table)

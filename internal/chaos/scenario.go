@@ -253,6 +253,39 @@ func PushFails(status int) func(w *World) {
 	return func(w *World) { w.Git.FailNextPush(status) }
 }
 
+// PersonCommitsOn has a person commit on namespace's kedge branch.
+func PersonCommitsOn(namespace string) func(w *World) {
+	return func(w *World) {
+		w.CommitAsHuman(Branch(namespace), map[string]string{"NOTES.md": "Hand-made change.\n"}, "A hand-made change")
+	}
+}
+
+// Outage answers every GitHub request 503 for d from the start of the
+// faulted cycle.
+func Outage(d time.Duration) func(w *World) {
+	return func(w *World) {
+		var once sync.Once
+		var end time.Time
+		w.GH.SetFaultFunc(func(*http.Request) *ghemu.Fault {
+			once.Do(func() { end = time.Now().Add(d) })
+			if time.Now().After(end) {
+				return nil
+			}
+			f := ghemu.ServerError(http.StatusServiceUnavailable)
+			return &f
+		})
+	}
+}
+
+// PushRefusedOnceFor installs an update hook that refuses branch in the
+// next push that updates it, as a protected-branch rule does, and lets the
+// push's other branches through.
+func PushRefusedOnceFor(branch string) func(w *World) {
+	return func(w *World) {
+		installHook(w, "update", "#!/bin/sh\nif [ \"$1\" = refs/heads/"+branch+" ]; then\n  rm -f \"$0\"\n  echo \"$1 is protected\" >&2\n  exit 1\nfi\nexit 0\n")
+	}
+}
+
 // PushRacedOn makes a person move branch while kedge's next push is in
 // flight, after kedge read the refs.
 func PushRacedOn(branch string) func(w *World) {
@@ -266,7 +299,7 @@ func PushRacedOn(branch string) func(w *World) {
 // server-side policy does.
 func PushRefusedOnce(w *World) {
 	w.T.Helper()
-	installHook(w, "#!/bin/sh\nrm -f \"$0\"\necho 'refused by policy: try again later' >&2\nexit 1\n")
+	installHook(w, "pre-receive", "#!/bin/sh\nrm -f \"$0\"\necho 'refused by policy: try again later' >&2\nexit 1\n")
 }
 
 func matchPath(pattern, p string) bool {
@@ -288,9 +321,6 @@ func pushFired(status int) func(w *World, r CycleResult) bool {
 		return false
 	}
 }
-
-// hookGone tells that a one-shot hook ran (it deletes itself).
-func hookGone(w *World, r CycleResult) bool { return !hookInstalled(w) }
 
 // Kill rules.
 
@@ -423,18 +453,22 @@ func Scenarios() []Scenario {
 			Fault: FirstN(1, "POST", "/app/installations/*/access_tokens", ghemu.ServerError(http.StatusBadGateway))},
 		{Name: "App auth: 429 on opening a PR", AppAuth: true, Fault: FirstN(1, "POST", pulls, ghemu.TooManyRequests(1))},
 		{Name: "push answered 503", Fault: PushFails(http.StatusServiceUnavailable), Fired: pushFired(http.StatusServiceUnavailable)},
-		{Name: "push refused by a server hook", Fault: PushRefusedOnce, Fired: hookGone},
+		{Name: "push refused by a server hook", Fault: PushRefusedOnce, Fired: hooksGone},
 		{Name: "timeout: connection cut after the push landed", Fault: OnWire("git", "POST", "/*/git-receive-pack", 1, CutAfter)},
-		{Name: "base moved during the first push", Fault: PushRacedOn("main"), Fired: hookGone},
-		{Name: "base moved between cycles, then during the rebuild push", Setup: Then(Opened, BaseMoved), Fault: PushRacedOn("main"), Fired: hookGone},
+		{Name: "base moved during the first push", Fault: PushRacedOn("main"), Fired: hooksGone},
+		{Name: "base moved between cycles, then during the rebuild push", Setup: Then(Opened, BaseMoved), Fault: PushRacedOn("main"), Fired: hooksGone},
 		{Name: "person commits on a kedge branch during kedge's push", Setup: Then(Opened, BaseMoved),
-			Fault: PushRacedOn(Branch("shop")), Fired: hookGone},
-		{Name: "person creates kedge's branch during the first push", Fault: PushRacedOn(Branch("shop")), Fired: hookGone},
+			Fault: PushRacedOn(Branch("shop")), Fired: hooksGone},
+		{Name: "person creates kedge's branch during the first push", Fault: PushRacedOn(Branch("shop")), Fired: hooksGone},
 		{Name: "person commits on a kedge branch between cycles", Setup: Opened,
 			Fault: func(w *World) {
 				w.CommitAsHuman(Branch("orders"), map[string]string{"NOTES.md": "mine\n"}, "A hand-made change")
 				BaseMoved(w)
 			}, Fired: always},
+		{Name: "person commits on a kedge branch, then the drift goes away", Setup: Opened,
+			Fault: Then(PersonCommitsOn("payments"), DriftGone("payments")), Fired: always},
+		{Name: "GitHub outage: every request answered 503 for 2s", Fault: Outage(2 * time.Second)},
+		{Name: "push refused for one branch only", Fault: PushRefusedOnceFor(Branch("orders")), Fired: hooksGone},
 		{Name: "killed after the push, then the drift went away", Kill: func(s Step) Verdict {
 			if StepKind(s) == "push" {
 				return CutAfter

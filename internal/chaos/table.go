@@ -12,8 +12,12 @@ func Table(outcomes []Outcome) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FAULT\tCYCLES TO CONVERGE\tDUPLICATES\tLOST COMMITS\tORPHAN BRANCHES\tRESULT")
-	failed := 0
+	failed, ran := 0, 0
 	for _, o := range outcomes {
+		if o.Scenario == "" {
+			continue // not run (filtered out with -run)
+		}
+		ran++
 		cycles := "-"
 		if o.Cycles > 0 {
 			cycles = fmt.Sprint(o.Cycles)
@@ -26,6 +30,6 @@ func Table(outcomes []Outcome) string {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", o.Scenario, cycles, len(o.Damage.Duplicates), len(o.Damage.Lost), len(o.Damage.Orphans), result)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(&b, "\n%d faults, %d failed.\n", len(outcomes), failed)
+	fmt.Fprintf(&b, "\n%d faults, %d failed.\n", ran, failed)
 	return b.String()
 }

@@ -11,8 +11,11 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"log/slog"
@@ -57,6 +60,9 @@ type Options struct {
 	AppAuth bool
 	// Log receives kedge's structured logs; nil discards them.
 	Log *slog.Logger
+	// AfterCycle, when set, sees each cycle's assembled service and
+	// outcome (to feed metrics, to keep errors).
+	AfterCycle func(svc *app.Service, res CycleResult)
 }
 
 // World is kedge against a real git server and the GitHub emulation, both
@@ -70,7 +76,8 @@ type World struct {
 	// KeyPEM is the App's private key (App-auth worlds).
 	KeyPEM []byte
 
-	log *slog.Logger
+	log        *slog.Logger
+	afterCycle func(*app.Service, CycleResult)
 
 	mu  sync.Mutex
 	set *objects.Set
@@ -86,7 +93,7 @@ type HumanCommit struct {
 // NewWorld builds a World; everything stops when the test ends.
 func NewWorld(t testing.TB, opts Options) *World {
 	t.Helper()
-	w := &World{T: t, Wire: &Wire{}, log: opts.Log}
+	w := &World{T: t, Wire: &Wire{}, log: opts.Log, afterCycle: opts.AfterCycle}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -256,6 +263,9 @@ func (w *World) cycle(kill Rule) CycleResult {
 			res.Mutating = append(res.Mutating, c)
 		}
 	}
+	if w.afterCycle != nil {
+		w.afterCycle(svc, res)
+	}
 	return res
 }
 
@@ -263,13 +273,21 @@ func (w *World) cycle(kill Rule) CycleResult {
 // is now: namespace → path → content.
 func (w *World) PlannedEdits() map[string]map[string]string {
 	w.T.Helper()
+	set, _ := w.Source(context.Background())
+	clusterJSON, err := json.Marshal(set)
+	must(w.T, err)
+	sum := sha256.Sum256(clusterJSON)
+	// Most scenarios end on the same base and cluster: plan each pair once.
+	key := w.Git.BranchTip(w.T, RepoName, "main") + "/" + hex.EncodeToString(sum[:])
+	if cached, ok := plannedCache.Load(key); ok {
+		return cached.(map[string]map[string]string)
+	}
 	dir := filepath.Join(w.T.TempDir(), "base")
 	for _, path := range w.Git.Files(w.T, RepoName, "main") {
 		full := filepath.Join(dir, filepath.FromSlash(path))
 		must(w.T, os.MkdirAll(filepath.Dir(full), 0o755))
 		must(w.T, os.WriteFile(full, []byte(w.Git.ReadFile(w.T, RepoName, "main", path)), 0o644))
 	}
-	set, _ := w.Source(context.Background())
 	res, err := engine.Build(set, app.EngineOptions(w.Cfg, dir))
 	must(w.T, err)
 	out := map[string]map[string]string{}
@@ -282,8 +300,13 @@ func (w *World) PlannedEdits() map[string]map[string]string {
 			out[ns][e.Path] = string(e.After)
 		}
 	}
+	plannedCache.Store(key, out)
 	return out
 }
+
+// plannedCache holds PlannedEdits by base commit and cluster content: a
+// commit names its tree, and every world starts from the same commit.
+var plannedCache sync.Map
 
 // Secrets are the credentials kedge holds in this world: the static token
 // or the App key (PEM and its base64 body), and every installation token

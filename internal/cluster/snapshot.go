@@ -17,6 +17,10 @@ import (
 	"strings"
 	"sync"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -97,11 +101,7 @@ func ReadSnapshot(dir string) (*objects.Set, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	set := &objects.Set{}
-	for _, p := range parts {
-		merge(set, p)
-	}
-	return set, nil
+	return mergeAll(parts), nil
 }
 
 func isSnapshotFile(path string) bool {
@@ -139,10 +139,11 @@ func readSnapshotFile(path, name string) (*objects.Set, error) {
 // what errors call the file.
 func decodeSnapshot(data []byte, isJSON bool, name string) (*objects.Set, error) {
 	set := &objects.Set{}
+	trim := newTrimmer()
 	doc := 0
 	err := eachDocument(data, isJSON, func(raw []byte) error {
 		doc++
-		if err := addObject(set, raw); err != nil {
+		if err := addObject(set, raw, trim); err != nil {
 			return &SnapshotError{File: name, Document: doc, Err: err}
 		}
 		return nil
@@ -207,7 +208,11 @@ type typeHeader struct {
 	Items      []json.RawMessage `json:"items"`
 }
 
-func addObject(set *objects.Set, raw []byte) error {
+// addObject decodes one object (or List) into set. Pods and ReplicaSets,
+// the bulk of a cluster, are kept trimmed to what kedge reads, exactly as
+// the live source's caches keep them: a snapshot reads like the cluster it
+// was taken from, and a large one fits in memory.
+func addObject(set *objects.Set, raw []byte, trim *trimmer) error {
 	if len(bytes.TrimSpace(raw)) > 0 && bytes.TrimSpace(raw)[0] != '{' {
 		return errors.New("not an object (expected a mapping with apiVersion and kind)")
 	}
@@ -220,14 +225,14 @@ func addObject(set *objects.Set, raw []byte) error {
 	}
 	if head.Kind == "List" || (strings.HasSuffix(head.Kind, "List") && head.Items != nil) {
 		for i, item := range head.Items {
-			if err := addObject(set, item); err != nil {
+			if err := addObject(set, item, trim); err != nil {
 				return fmt.Errorf("items[%d]: %w", i, err)
 			}
 		}
 		return nil
 	}
 	group, _ := splitAPIVersion(head.APIVersion)
-	target := route(set, group, head.Kind)
+	target := route(set, group, head.Kind, trim)
 	if target == nil {
 		return nil
 	}
@@ -246,16 +251,20 @@ func splitAPIVersion(apiVersion string) (group, version string) {
 
 // route returns a decoder appending the object to the right slice of set,
 // or nil for a kind kedge does not read.
-func route(set *objects.Set, group, kind string) func([]byte) error {
+func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) error {
 	switch group + "/" + kind {
 	case "/Namespace":
 		return appendTo(&set.Namespaces)
 	case "/Pod":
-		return appendTo(&set.Pods)
+		return appendTrimmed(&set.Pods, func(p *corev1.Pod) corev1.Pod { return trim.trimPod(p).pod() })
 	case "/ConfigMap":
 		return appendTo(&set.ConfigMaps)
 	case "apps/ReplicaSet":
-		return appendTo(&set.ReplicaSets)
+		return appendTrimmed(&set.ReplicaSets, func(rs *appsv1.ReplicaSet) appsv1.ReplicaSet {
+			out := trim.trimReplicaSet(rs)
+			out.TypeMeta = rs.TypeMeta
+			return *out
+		})
 	case "apps/Deployment":
 		return appendTo(&set.Deployments)
 	case "apps/StatefulSet":
@@ -280,6 +289,19 @@ func route(set *objects.Set, group, kind string) func([]byte) error {
 	return nil
 }
 
+// appendTrimmed decodes the whole object, so a malformed field fails the
+// read wherever it is, and keeps what trimmed returns.
+func appendTrimmed[T any](slice *[]T, trimmed func(*T) T) func([]byte) error {
+	return func(raw []byte) error {
+		var obj T
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return err
+		}
+		*slice = append(*slice, trimmed(&obj))
+		return nil
+	}
+}
+
 func appendTo[T any](slice *[]T) func([]byte) error {
 	return func(raw []byte) error {
 		var obj T
@@ -291,19 +313,44 @@ func appendTo[T any](slice *[]T) func([]byte) error {
 	}
 }
 
-func merge(dst, src *objects.Set) {
-	dst.Namespaces = append(dst.Namespaces, src.Namespaces...)
-	dst.Pods = append(dst.Pods, src.Pods...)
-	dst.ConfigMaps = append(dst.ConfigMaps, src.ConfigMaps...)
-	dst.ReplicaSets = append(dst.ReplicaSets, src.ReplicaSets...)
-	dst.Deployments = append(dst.Deployments, src.Deployments...)
-	dst.StatefulSets = append(dst.StatefulSets, src.StatefulSets...)
-	dst.DaemonSets = append(dst.DaemonSets, src.DaemonSets...)
-	dst.Jobs = append(dst.Jobs, src.Jobs...)
-	dst.CronJobs = append(dst.CronJobs, src.CronJobs...)
-	dst.Rollouts = append(dst.Rollouts, src.Rollouts...)
-	dst.MutatingWebhookConfigurations = append(dst.MutatingWebhookConfigurations, src.MutatingWebhookConfigurations...)
-	dst.Applications = append(dst.Applications, src.Applications...)
-	dst.Kustomizations = append(dst.Kustomizations, src.Kustomizations...)
-	dst.GitRepositories = append(dst.GitRepositories, src.GitRepositories...)
+// mergeAll concatenates the parts' objects in order. A kind held by one
+// part only is taken over as it is, so the slice of a gigabyte List is
+// never copied.
+func mergeAll(parts []*objects.Set) *objects.Set {
+	return &objects.Set{
+		Namespaces:   concat(parts, func(s *objects.Set) []corev1.Namespace { return s.Namespaces }),
+		Pods:         concat(parts, func(s *objects.Set) []corev1.Pod { return s.Pods }),
+		ConfigMaps:   concat(parts, func(s *objects.Set) []corev1.ConfigMap { return s.ConfigMaps }),
+		ReplicaSets:  concat(parts, func(s *objects.Set) []appsv1.ReplicaSet { return s.ReplicaSets }),
+		Deployments:  concat(parts, func(s *objects.Set) []appsv1.Deployment { return s.Deployments }),
+		StatefulSets: concat(parts, func(s *objects.Set) []appsv1.StatefulSet { return s.StatefulSets }),
+		DaemonSets:   concat(parts, func(s *objects.Set) []appsv1.DaemonSet { return s.DaemonSets }),
+		Jobs:         concat(parts, func(s *objects.Set) []batchv1.Job { return s.Jobs }),
+		CronJobs:     concat(parts, func(s *objects.Set) []batchv1.CronJob { return s.CronJobs }),
+		Rollouts:     concat(parts, func(s *objects.Set) []objects.Rollout { return s.Rollouts }),
+		MutatingWebhookConfigurations: concat(parts, func(s *objects.Set) []admissionregistrationv1.MutatingWebhookConfiguration {
+			return s.MutatingWebhookConfigurations
+		}),
+		Applications:    concat(parts, func(s *objects.Set) []objects.Application { return s.Applications }),
+		Kustomizations:  concat(parts, func(s *objects.Set) []objects.Kustomization { return s.Kustomizations }),
+		GitRepositories: concat(parts, func(s *objects.Set) []objects.GitRepository { return s.GitRepositories }),
+	}
+}
+
+func concat[T any](parts []*objects.Set, get func(*objects.Set) []T) []T {
+	var only []T
+	total, holders := 0, 0
+	for _, p := range parts {
+		if s := get(p); len(s) > 0 {
+			only, total, holders = s, total+len(s), holders+1
+		}
+	}
+	if holders <= 1 {
+		return only
+	}
+	out := make([]T, 0, total)
+	for _, p := range parts {
+		out = append(out, get(p)...)
+	}
+	return out
 }

@@ -46,11 +46,7 @@ func streamYAML(r io.Reader) (*objects.Set, error) {
 	if werr != nil {
 		return nil, errNotStreamable
 	}
-	set := &objects.Set{}
-	for _, p := range parts {
-		merge(set, p)
-	}
-	return set, nil
+	return mergeAll(parts), nil
 }
 
 // chunk is a run of YAML texts decoded by one worker: either List items
@@ -72,10 +68,11 @@ type streamDecoder struct {
 	seq     int
 	pending *chunk
 	json    bool // items are JSON, not YAML
+	trim    *trimmer
 }
 
 func newStreamDecoder() *streamDecoder {
-	d := &streamDecoder{work: make(chan *chunk, 2*runtime.GOMAXPROCS(0)), parts: map[int]*objects.Set{}}
+	d := &streamDecoder{work: make(chan *chunk, 2*runtime.GOMAXPROCS(0)), parts: map[int]*objects.Set{}, trim: newTrimmer()}
 	for range runtime.GOMAXPROCS(0) {
 		d.wg.Add(1)
 		go d.worker()
@@ -86,7 +83,7 @@ func newStreamDecoder() *streamDecoder {
 func (d *streamDecoder) worker() {
 	defer d.wg.Done()
 	for c := range d.work {
-		set, err := decodeChunk(c)
+		set, err := decodeChunk(c, d.trim)
 		d.mu.Lock()
 		if err != nil {
 			d.failed = true
@@ -97,7 +94,7 @@ func (d *streamDecoder) worker() {
 	}
 }
 
-func decodeChunk(c *chunk) (*objects.Set, error) {
+func decodeChunk(c *chunk, trim *trimmer) (*objects.Set, error) {
 	set := &objects.Set{}
 	start := 0
 	for _, end := range c.ends {
@@ -112,7 +109,7 @@ func decodeChunk(c *chunk) (*objects.Set, error) {
 		if c.whole && isEmptyDocument(raw) {
 			continue
 		}
-		if err := addObject(set, raw); err != nil {
+		if err := addObject(set, raw, trim); err != nil {
 			return nil, err
 		}
 	}
@@ -366,11 +363,7 @@ func streamJSON(r io.Reader) (*objects.Set, error) {
 	if werr != nil {
 		return nil, errNotStreamable
 	}
-	set := &objects.Set{}
-	for _, p := range parts {
-		merge(set, p)
-	}
-	return set, nil
+	return mergeAll(parts), nil
 }
 
 func (d *streamDecoder) runJSON(r io.Reader) error {

@@ -210,6 +210,9 @@ var editCases = []editCase{
 		workloads: []drift.Workload{
 			// Both clusters define shop/web; this cluster's Flux path picks one.
 			fluxApplied(drifted("shop", "Deployment", "web", istio125), "shop"),
+			// Both clusters' overlays build on one base: editing it would
+			// restart the other cluster's api too.
+			fluxApplied(drifted("shop", "Deployment", "api", istio125), "shop"),
 		},
 	},
 	{

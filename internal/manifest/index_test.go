@@ -1,8 +1,10 @@
 package manifest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -432,5 +434,31 @@ func TestEditsReportFilesThatCannotBeRead(t *testing.T) {
 	assert.Equal(t, []string{"apps/agent.yaml", "apps/multi.yaml"}, refused)
 	for _, w := range plan.Workloads {
 		assert.Contains(t, w.Manifest.Detail, "edit refused", w.Name)
+	}
+}
+
+func TestParseDocumentsRefusesExcessiveAliasing(t *testing.T) {
+	var laughs strings.Builder
+	laughs.WriteString("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i < 9; i++ {
+		fmt.Fprintf(&laughs, "a%d: &a%d [*a%d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d]\n", i, i, i-1)
+	}
+	tests := []struct {
+		name    string
+		src     string
+		wantErr bool
+	}{
+		{"billion laughs", laughs.String() + "kind: Deployment\n", true},
+		{"anchors as people use them", "x-env: &env [{name: A, value: b}]\nkind: Deployment\nspec:\n  env: *env\n  more: *env\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseDocuments([]byte(tt.src))
+			if tt.wantErr {
+				assert.ErrorIs(t, err, errExcessiveAliasing)
+			} else {
+				assert.NoError(t, err)
+			}
+		})
 	}
 }

@@ -312,12 +312,23 @@ func (ix *Index) applies(p string, o *Object) bool {
 	if !under(o.Root, p) {
 		return false
 	}
-	for _, outer := range ix.includedBy[o.Root] {
-		if under(outer, p) {
-			return false
-		}
+	return !anyUnder(ix.includedBy[o.Root], p)
+}
+
+// anyUnder reports whether a path of sorted (as includedBy's lists are)
+// is dir or below it. A base shared by hundreds of overlays is asked this
+// once per overlay for each of them, so it must not scan the list.
+func anyUnder(sorted []string, dir string) bool {
+	if dir == "." {
+		return len(sorted) > 0
 	}
-	return true
+	if _, found := slices.BinarySearch(sorted, dir); found {
+		return true
+	}
+	// Paths below dir sort together, from the first one at or after
+	// dir+"/" ("dir-x" sorts between dir and them).
+	i, _ := slices.BinarySearch(sorted, dir+"/")
+	return i < len(sorted) && strings.HasPrefix(sorted[i], dir+"/")
 }
 
 // rendersOf returns the objects root renders from document src.
@@ -391,29 +402,48 @@ func (ix *Index) fromSibling(outer string, line []string, own, o *Object) bool {
 }
 
 // sharedFor reports whether editing document doc of a source file restarts
-// more than one workload: the document is deployed into several namespaces
-// (a base under overlays for several teams, a directory two GitOps objects
-// apply) or under several names. doc < 0 asks about every document. Objects
-// of the file that kustomize roots render into several namespaces count as
-// well, whichever document they come from: one pull request per namespace
-// would then each change the same file.
+// more than one workload: the document is deployed by several overlays
+// (a base under overlays for several teams or clusters, a directory two
+// GitOps objects apply), into several namespaces, or under several names.
+// A render that another render of the document builds on (an overlay an
+// aggregating root includes) is the same deployment. doc < 0 asks about
+// every document. Objects of the file that kustomize roots render into
+// several namespaces count as well, whichever document they come from: one
+// pull request per namespace would then each change the same file.
 func (ix *Index) sharedFor(file string, doc int, hints Hints) bool {
-	perDoc := map[int]map[deployment]bool{}
+	type render struct {
+		root string
+		deployment
+	}
+	perDoc := map[int][]render{}
 	namespaces := map[string]bool{}
 	for _, i := range ix.byPath[file] {
 		o := &ix.objects[i]
 		for _, d := range ix.deployedAs(o, hints) {
-			if perDoc[o.Source.Document] == nil {
-				perDoc[o.Source.Document] = map[deployment]bool{}
-			}
-			perDoc[o.Source.Document][d] = true
+			perDoc[o.Source.Document] = append(perDoc[o.Source.Document], render{o.Root, d})
 			if o.Root != "" {
 				namespaces[d.namespace] = true
 			}
 		}
 	}
-	for d, set := range perDoc {
-		if (doc < 0 || d == doc) && len(set) > 1 {
+	for d, renders := range perDoc {
+		if doc >= 0 && d != doc {
+			continue
+		}
+		independent := map[render]bool{}
+		for _, r := range renders {
+			builtOn := false
+			for _, other := range renders {
+				if other.root != r.root && r.root != "" && other.root != "" && slices.Contains(ix.roots[other.root].includes, r.root) {
+					builtOn = true
+					break
+				}
+			}
+			if !builtOn {
+				independent[r] = true
+			}
+		}
+		if len(independent) > 1 {
 			return true
 		}
 	}

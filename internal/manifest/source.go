@@ -9,6 +9,47 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
+// errExcessiveAliasing refuses a document whose aliases would expand it far
+// beyond its written size ("billion laughs"): kustomize and the API server
+// would expand it, and no real manifest needs it.
+var errExcessiveAliasing = errors.New("document contains excessive aliasing")
+
+// excessiveAliasing tells whether expanding the aliases of a document
+// would multiply its size: the expanded node count is computed once per
+// anchored node, so the check itself stays linear.
+func excessiveAliasing(doc *yaml.Node) bool {
+	written := 0
+	expanded := map[*yaml.Node]int{}
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if v, ok := expanded[n]; ok {
+			return v
+		}
+		expanded[n] = 1 // an alias cycle counts once
+		total := 1
+		for _, c := range n.Content {
+			total += size(c)
+			if total > 1<<30 {
+				break
+			}
+		}
+		expanded[n] = total
+		return total
+	}
+	var count func(n *yaml.Node)
+	count = func(n *yaml.Node) {
+		written++
+		for _, c := range n.Content {
+			count(c)
+		}
+	}
+	count(doc)
+	return size(doc) > 10*written+10000
+}
+
 // document is one object of a source file (a YAML document, or an item of
 // a `kind: List` document), with the identity as the file writes it.
 type document struct {
@@ -40,6 +81,9 @@ func parseDocuments(data []byte) ([]document, error) {
 		}
 		if len(node.Content) == 0 {
 			continue
+		}
+		if excessiveAliasing(&node) {
+			return nil, errExcessiveAliasing
 		}
 		root := node.Content[0]
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {

@@ -55,14 +55,23 @@ type Expectation struct {
 	// DriftedWorkloads is how many workloads drift; each one is found in
 	// the repository.
 	DriftedWorkloads int
-	// SharedBaseWorkloads is how many drifted workloads come from a shared
-	// base and need an overlay patch rather than an edit in place.
+	// SharedBaseWorkloads is how many drifted workloads come from a base
+	// that several namespaces deploy, and need an overlay patch rather than
+	// an edit in place.
 	SharedBaseWorkloads int
 }
 
 // Expect returns what the plan must show.
 func (f *Fleet) Expect() Expectation {
 	var e Expectation
+	users := map[string]int{}
+	for _, ns := range f.model.namespaces {
+		for _, w := range ns.workloads {
+			if w.base != "" {
+				users[w.base]++
+			}
+		}
+	}
 	for i := range f.model.namespaces {
 		ns := &f.model.namespaces[i]
 		if !ns.drifted {
@@ -71,7 +80,7 @@ func (f *Fleet) Expect() Expectation {
 		e.DriftedNamespaces = append(e.DriftedNamespaces, ns.name)
 		e.DriftedWorkloads += len(ns.workloads)
 		for _, w := range ns.workloads {
-			if w.base != "" {
+			if users[w.base] > 1 {
 				e.SharedBaseWorkloads++
 			}
 		}

@@ -66,7 +66,7 @@ func TestKedgeRunBinary(t *testing.T) {
 	w := newWorld(t)
 
 	bin := filepath.Join(t.TempDir(), "kedge")
-	build := exec.Command("go", "build", "-o", bin, "github.com/kedge-io/kedge/cmd/kedge")
+	build := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "github.com/kedge-io/kedge/cmd/kedge")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 

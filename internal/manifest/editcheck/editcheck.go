@@ -37,33 +37,93 @@ var (
 // PatchLineViolations returns every added or removed line of a unified diff
 // that is neither a restart annotation line, nor a metadata:/annotations:
 // line the annotation needed, nor a line of kedge's overlay patch file or of
-// its entry in the overlay's kustomization.
+// its entry in the overlay's kustomization. A removed line also passes when
+// a line added in its place is the same line with only a restart annotation
+// (or the patch entry) written into it: a flow mapping on one line cannot
+// gain an entry otherwise.
 func PatchLineViolations(patch string, rules Rules) []string {
 	var out []string
 	file := ""
+	var removed, added []string
+	flush := func() {
+		for _, r := range removed {
+			if allowed(file, r, rules) || extendedBy(file, r, added, rules) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s: -%s", file, r))
+		}
+		for _, a := range added {
+			if !allowed(file, a, rules) {
+				out = append(out, fmt.Sprintf("%s: +%s", file, a))
+			}
+		}
+		removed, added = nil, nil
+	}
 	inHunk := false
 	for n, l := range strings.Split(patch, "\n") {
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
+			flush()
 			fields := strings.Fields(l)
 			file = strings.TrimPrefix(fields[len(fields)-1], "b/")
 			inHunk = false
 			continue
 		case strings.HasPrefix(l, "@@ "):
+			flush()
 			inHunk = true
 			continue
-		case !inHunk, l == "", strings.HasPrefix(l, `\`), strings.HasPrefix(l, " "):
+		case !inHunk, strings.HasPrefix(l, `\`):
+			continue
+		case l == "", strings.HasPrefix(l, " "):
+			flush()
 			continue
 		}
-		if l[0] != '+' && l[0] != '-' {
+		text := strings.TrimSuffix(l[1:], "\r")
+		switch l[0] {
+		case '-':
+			if len(added) > 0 {
+				flush()
+			}
+			removed = append(removed, text)
+		case '+':
+			added = append(added, text)
+		default:
+			flush()
 			out = append(out, fmt.Sprintf("line %d: not a diff line: %q", n+1, l))
-			continue
-		}
-		if !allowed(file, strings.TrimSuffix(l[1:], "\r"), rules) {
-			out = append(out, fmt.Sprintf("%s: %c%s", file, l[0], l[1:]))
 		}
 	}
+	flush()
 	return out
+}
+
+// extendedBy reports whether one of the added lines is the removed line with
+// only a restart annotation or the patch entry inserted: what differs
+// between them is, on the removed side, nothing or an empty value, and on
+// the added side text naming an annotation key or the patch file.
+func extendedBy(file, removed string, added []string, rules Rules) bool {
+	for _, a := range added {
+		p := 0
+		for p < len(removed) && p < len(a) && removed[p] == a[p] {
+			p++
+		}
+		s := 0
+		for s < len(removed)-p && s < len(a)-p && removed[len(removed)-1-s] == a[len(a)-1-s] {
+			s++
+		}
+		gone, inserted := strings.TrimSpace(removed[p:len(removed)-s]), a[p:len(a)-s]
+		if gone != "" && gone != "{}" && gone != "~" && gone != "null" {
+			continue
+		}
+		if kustomizationNames[path.Base(file)] && strings.Contains(inserted, rules.PatchFile) {
+			return true
+		}
+		for _, k := range rules.AnnotationKeys {
+			if strings.Contains(inserted, k) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func allowed(file string, text string, rules Rules) bool {

@@ -37,6 +37,22 @@ func TestPatchLineViolations(t *testing.T) {
 		{"comma added to JSON", hunk("apps/web.json", `-    "team": "shop"`, `+    "team": "shop",`), []string{`apps/web.json: -    "team": "shop"`, `apps/web.json: +    "team": "shop",`}},
 		{"other patch listed", hunk("overlays/a/kustomization.yaml", "+  - path: replicas.yaml"), []string{"overlays/a/kustomization.yaml: +  - path: replicas.yaml"}},
 		{"other key", hunk("apps/web.yaml", "+  replicas: 3"), []string{"apps/web.yaml: +  replicas: 3"}},
+		{
+			"flow line gains the annotation",
+			hunk("apps/web.json", `-  "template": {"metadata": {"labels": {"app": "web"}, "annotations": {}},`,
+				`+  "template": {"metadata": {"labels": {"app": "web"}, "annotations": {"kedge.io/restartedAt": "abc"}},`),
+			nil,
+		},
+		{
+			"flow line gains the annotation and loses something else",
+			hunk("apps/web.yaml", "-  template: {metadata: {labels: {app: web}}}", "+  template: {metadata: {labels: {app: api}, annotations: {kedge.io/restartedAt: abc}}}"),
+			[]string{"apps/web.yaml: -  template: {metadata: {labels: {app: web}}}"},
+		},
+		{
+			"flow patches list",
+			hunk("overlays/a/kustomization.yaml", "-  patches: [{path: a.yaml}]", "+  patches: [{path: a.yaml}, {path: kedge-restart-patch.yaml}]"),
+			nil,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/manifest"
+)
+
+// childResult is what a child run prints on its last line.
+type childResult struct {
+	Seconds float64 `json:"seconds"`
+	Objects int     `json:"objects"`
+}
+
+// runChild is the benchreport binary re-executed to measure one step in
+// a process of its own, so its peak memory is the step's alone:
+//
+//	decode DIR  reads a snapshot (the floor of `kedge plan`)
+//	index DIR   indexes a GitOps checkout
+func runChild(mode, dir string) error {
+	start := time.Now()
+	var n int
+	switch mode {
+	case "decode":
+		set, err := cluster.ReadSnapshot(dir)
+		if err != nil {
+			return err
+		}
+		n = len(set.Pods)
+	case "index":
+		ix, err := manifest.BuildIndex(dir, manifest.IndexOptions{})
+		if err != nil {
+			return err
+		}
+		n = len(ix.Objects())
+	default:
+		return fmt.Errorf("unknown child mode %q", mode)
+	}
+	return json.NewEncoder(os.Stdout).Encode(childResult{Seconds: time.Since(start).Seconds(), Objects: n})
+}

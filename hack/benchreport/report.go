@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// report is everything measured in one run.
+type report struct {
+	Machine machine
+	Runs    int
+	Scale   float64
+	Started time.Time
+	Took    time.Duration
+	Fleet   *fleetData
+
+	Decode, Plan, IndexFleet, PlanRepo series
+
+	Index        series
+	IndexSeconds []float64
+	IndexObjects int
+
+	Bench benchResults
+	Live  *liveResult
+}
+
+// row is one line of the summary table.
+type row struct {
+	figure, measured, floor, ratio, target string
+	met                                    *bool
+}
+
+func yes(ok bool) *bool { return &ok }
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+func mib(b int64) string             { return fmt.Sprintf("%d MiB", b>>20) }
+
+func ratio(a, b time.Duration) (string, float64) {
+	if b <= 0 {
+		return "–", 0
+	}
+	r := a.Seconds() / b.Seconds()
+	return fmt.Sprintf("%.2f×", r), r
+}
+
+func (r *report) rows() []row {
+	var rows []row
+	f := r.Fleet
+	size := fmt.Sprintf("%dk-pod / %dk-namespace / %dk-workload snapshot", f.Spec.Pods/1000, f.Spec.Namespaces/1000, f.Spec.Workloads/1000)
+
+	decode, plan, planRepo, index := r.Decode.medianWall(), r.Plan.medianWall(), r.PlanRepo.medianWall(), r.IndexFleet.medianWall()
+	text, x := ratio(plan, decode)
+	rows = append(rows, row{"`kedge plan` on the " + size, seconds(plan), "decode only: " + seconds(decode), text, "≤ 1.5×", yes(x <= 1.5)})
+	text, x = ratio(planRepo, decode)
+	rows = append(rows, row{fmt.Sprintf("`kedge plan --repo` on the same snapshot and its %d-file repository", f.RepoFiles),
+		seconds(planRepo), "decode only: " + seconds(decode), text, "≤ 1.5×", yes(x <= 1.5)})
+	text, _ = ratio(planRepo, decode+index)
+	rows = append(rows, row{"`kedge plan --repo`, against reading both inputs", seconds(planRepo),
+		"decode + index: " + seconds(decode+index), text, "(context)", nil})
+	peak, peakRepo := r.Plan.maxRSS(), r.PlanRepo.maxRSS()
+	rows = append(rows, row{"`kedge plan` peak RSS (highest run)", mib(peak), "decode only: " + mib(r.Decode.maxRSS()), "–", "≤ 1 GiB", yes(peak <= 1<<30)})
+	rows = append(rows, row{"`kedge plan --repo` peak RSS (highest run)", mib(peakRepo), "–", "–", "≤ 1 GiB", yes(peakRepo <= 1<<30)})
+
+	if l := r.Live; l != nil {
+		text, x := ratio(l.Plan.medianWall(), l.Kubectl.medianWall())
+		rows = append(rows, row{fmt.Sprintf("live `kedge plan` against a real API server holding %dk pods", l.Spec.Pods/1000),
+			seconds(l.Plan.medianWall()), "`kubectl get pods -A -o json`: " + seconds(l.Kubectl.medianWall()), text, "≤ 1.5×", yes(x <= 1.5)})
+	} else {
+		rows = append(rows, row{"live `kedge plan` against a real API server holding 20k pods",
+			"not run (opt-in: `KEDGE_BENCH_LIVE=1 make bench`)", "–", "–", "≤ 1.5×", nil})
+	}
+
+	if v, ok := r.Bench.metric("BenchmarkTrimmedPodCache", "trimmed-B/pod"); ok {
+		untrimmed, _ := r.Bench.metric("BenchmarkTrimmedPodCache", "untrimmed-B/pod")
+		rows = append(rows, row{"informer memory per pod after trimming", fmt.Sprintf("%.0f B", v),
+			fmt.Sprintf("untrimmed: %.0f B", untrimmed), "–", "≤ 2 KiB", yes(v <= 2048)})
+	}
+
+	idx := median(r.IndexSeconds)
+	rows = append(rows, row{fmt.Sprintf("index of a %d-file repository: time", f.IndexRepoFiles), fmt.Sprintf("%.1f s", idx), "–", "–", "≤ 5 s", yes(idx <= 5)})
+	rows = append(rows, row{"index of the same repository: peak RSS (highest run)", mib(r.Index.maxRSS()), "–", "–", "≤ 500 MiB", yes(r.Index.maxRSS() <= 500<<20)})
+
+	if pushes, ok := r.Bench.metric("BenchmarkCycleOpening500PRs", "pushes"); ok {
+		calls, _ := r.Bench.metric("BenchmarkCycleOpening500PRs", "REST-calls/new-PR")
+		prs, _ := r.Bench.metric("BenchmarkCycleOpening500PRs", "new-PRs")
+		rows = append(rows, row{fmt.Sprintf("a cycle that changes %.0f namespace branches: git pushes", prs), fmt.Sprintf("%.0f", pushes), "–", "–", "1 push", yes(pushes == 1)})
+		rows = append(rows, row{"the same cycle: REST calls per new PR (all calls of the cycle ÷ PRs opened)", fmt.Sprintf("%.2f", calls), "–", "–", "≤ 4", yes(calls <= 4)})
+	}
+	if pushes, ok := r.Bench.metric("BenchmarkCycleUnchanged", "pushes"); ok {
+		mutating, _ := r.Bench.metric("BenchmarkCycleUnchanged", "mutating-calls")
+		reads, _ := r.Bench.metric("BenchmarkCycleUnchanged", "reads")
+		notModified, _ := r.Bench.metric("BenchmarkCycleUnchanged", "reads-304")
+		rows = append(rows, row{"a cycle in which nothing changed: pushes / mutating REST calls",
+			fmt.Sprintf("%.0f / %.0f", pushes, mutating), "–", "–", "0 / 0", yes(pushes == 0 && mutating == 0)})
+		rows = append(rows, row{"the same cycle: reads answered 304", fmt.Sprintf("%.0f of %.0f", notModified, reads), "–", "–", "all", yes(reads > 0 && notModified == reads)})
+	}
+	debounce, _ := r.Bench.metric("BenchmarkMeshChangeToPR", "debounce-s")
+	for _, c := range []struct{ unit, what string }{
+		{"namespace-label-s", "namespace label"},
+		{"tag-MWC-s", "revision tag (MutatingWebhookConfiguration)"},
+		{"injector-ConfigMap-s", "injector ConfigMap (proxy image)"},
+	} {
+		if v, ok := r.Bench.metric("BenchmarkMeshChangeToPR", c.unit); ok {
+			rows = append(rows, row{fmt.Sprintf("%s change → PR opened (debounce %.0f s included)", c.what, debounce),
+				fmt.Sprintf("%.1f s", v), fmt.Sprintf("debounce: %.0f s", debounce), "–", "≤ 60 s", yes(v <= 60)})
+		}
+	}
+	return rows
+}
+
+func (r *report) table() string {
+	var b strings.Builder
+	b.WriteString("| figure | measured (median) | floor | ratio | target | met? |\n")
+	b.WriteString("|---|---|---|---|---|---|\n")
+	for _, row := range r.rows() {
+		met := "–"
+		if row.met != nil {
+			met = "no"
+			if *row.met {
+				met = "yes"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.figure, row.measured, row.floor, row.ratio, row.target, met)
+	}
+	return b.String()
+}
+
+func runsOf(s series) string {
+	parts := make([]string, len(s.wall))
+	for i := range s.wall {
+		parts[i] = fmt.Sprintf("%.1f s / %d MiB", s.wall[i].Seconds(), s.rss[i]>>20)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	m := r.Machine
+	f := r.Fleet
+	b.WriteString("# kedge performance at fleet scale\n\n")
+	b.WriteString("Generated by `make bench` (`go run ./hack/benchreport`); do not edit by hand. ")
+	fmt.Fprintf(&b, "Every figure is the median of %d runs; each is set against its floor measured in the same run, "+
+		"taking turns with it, so the load of a shared machine stretches both alike.\n\n", r.Runs)
+	if r.Scale != 1 {
+		fmt.Fprintf(&b, "**Trial run: the fleets are scaled down by %g; these are not the figures of record.**\n\n", r.Scale)
+	}
+	b.WriteString("## Machine\n\n")
+	fmt.Fprintf(&b, "- %d cores (%s), %.1f GiB memory, %s, %s\n", m.Cores, m.CPU, m.MemoryGiB, m.Kernel, m.Go)
+	fmt.Fprintf(&b, "- load average (1 / 5 / 15 min) at the start: %s; at the end: %s\n", m.LoadStart, m.LoadAfter)
+	fmt.Fprintf(&b, "- run on %s, took %s\n\n", r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second))
+	b.WriteString("## Results\n\n")
+	b.WriteString(r.table())
+	b.WriteString("\n## What was measured\n\n")
+	fmt.Fprintf(&b, "**The fleet** (`internal/synth`, seed %d): %d pods in %d namespaces and %d workloads (Deployments, StatefulSets, "+
+		"DaemonSets, Argo Rollouts) with their ReplicaSets, three Istio control planes and a revision tag; %d namespaces "+
+		"(%d workloads) drift. Pods are full API objects as `kubectl get -o json` prints them (about 10 KiB each, sidecar "+
+		"containers, volumes and status included). The snapshot is %d MiB of JSON Lists. Its GitOps repository has %d files: "+
+		"Flux overlays per namespace (some on bases shared by hundreds of namespaces), Argo CD directories and plain files.\n\n",
+		f.Spec.Seed, f.Spec.Pods, f.Spec.Namespaces, f.Spec.Workloads, len(f.Expect.DriftedNamespaces), f.Expect.DriftedWorkloads,
+		f.SnapshotBytes>>20, f.RepoFiles)
+	b.WriteString("**`kedge plan`** is the real binary run as a child process (`--output json`); its output is checked to hold " +
+		"every drifted workload, and with `--repo` every one found in a file. The floor *decode only* is a child process " +
+		"that reads the same snapshot with `cluster.ReadSnapshot` and exits; *index* one that indexes the same repository. " +
+		"Peak RSS is the child's `ru_maxrss`. Runs (wall time / peak RSS):\n\n")
+	fmt.Fprintf(&b, "- decode only: %s\n- `kedge plan`: %s\n- index of the fleet's repository: %s\n- `kedge plan --repo`: %s\n\n",
+		runsOf(r.Decode), runsOf(r.Plan), runsOf(r.IndexFleet), runsOf(r.PlanRepo))
+	fmt.Fprintf(&b, "**Index of a %d-file repository**: `manifest.BuildIndex` in a child process on the repository of a fleet "+
+		"of %d namespaces (%d workloads indexed); the time is the child's own measurement of the call, the memory its peak RSS. Runs: %s.\n\n",
+		f.IndexRepoFiles, f.IndexSpec.Namespaces, r.IndexObjects, indexRuns(r))
+	b.WriteString("**Informer memory** is `BenchmarkTrimmedPodCache` (`internal/cluster`): 10,000 of the fleet's pods decoded " +
+		"one by one and added through the live source's transform to an informer's indexer; the heap it keeps, per pod.\n\n")
+	b.WriteString("**Cycles** are `BenchmarkCycleOpening500PRs` and `BenchmarkCycleUnchanged` (`internal/reconcile`): the whole " +
+		"service (`app.New`) against a real git server (`git http-backend`) and the GitHub emulation, on a fleet of 500 " +
+		"namespaces that all drift, with `limits.maxNewPRsPerCycle`, `limits.maxOpenPRs` and `limits.mutationGap` lifted so one " +
+		"cycle does all the work (with the defaults the same work is spread over 50 cycles, one write a second). REST calls " +
+		"per new PR counts every call of the cycle, listing and dashboard included. The unchanged cycle is the third: the " +
+		"first opens the PRs, the second reads the listings they changed.\n\n")
+	b.WriteString("**Mesh change → PR** is `BenchmarkMeshChangeToPR` (`internal/cluster/integration`): the service " +
+		"(`internal/service`: live source, debounced scheduler with the default `cycle.debounce`, reconcile cycles, default " +
+		"write spacing and PR limits) against a real kube-apiserver holding a 16-namespace fleet without drift; from the API " +
+		"write to the PR being open on the emulated GitHub.\n\n")
+	if l := r.Live; l != nil {
+		fmt.Fprintf(&b, "**Live plan**: a real kube-apiserver (`hack/testbin.sh`) holding a fleet of %d pods, %d namespaces, "+
+			"%d workloads (created in %s, 32 at a time). `kedge plan --kubeconfig` (informers, protobuf, trimmed caches) "+
+			"against `kubectl get pods -A -o json` (the kubectl of the same build), output to /dev/null. Runs: kubectl %s; kedge %s.\n\n",
+			l.Spec.Pods, l.Spec.Namespaces, l.Spec.Workloads, l.Load.Round(time.Second), runsOf(l.Kubectl), runsOf(l.Plan))
+	} else {
+		b.WriteString("**Live plan** was not measured in this run: creating 20,000 pods in the test API server takes several " +
+			"minutes, so the figure is opt-in: `KEDGE_BENCH_LIVE=1 make bench`.\n\n")
+	}
+	return b.String()
+}
+
+func indexRuns(r *report) string {
+	parts := make([]string, len(r.IndexSeconds))
+	for i, s := range r.IndexSeconds {
+		parts[i] = fmt.Sprintf("%.1f s / %d MiB", s, r.Index.rss[i]>>20)
+	}
+	return strings.Join(parts, "; ")
+}

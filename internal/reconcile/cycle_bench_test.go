@@ -1,0 +1,165 @@
+package reconcile_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/reconcile"
+	"github.com/kedge-io/kedge/internal/synth"
+	"github.com/kedge-io/kedge/internal/testing/ghemu"
+	"github.com/kedge-io/kedge/internal/testing/gitserver"
+)
+
+const (
+	// benchNamespaces is how many namespace branches one cycle changes.
+	benchNamespaces = 500
+	benchToken      = "ghs_benchToken00000000000000000000000000"
+	benchRepo       = "gitops"
+)
+
+// benchFleet is a kedge deployment against the real git server and the
+// GitHub emulation, for a synthetic fleet whose every namespace drifts.
+type benchFleet struct {
+	git *gitserver.Server
+	gh  *ghemu.Server
+	svc *app.Service
+	set *objects.Set
+}
+
+func newBenchFleet(b *testing.B, namespaces int) *benchFleet {
+	b.Helper()
+	fleet, err := synth.New(synth.Spec{
+		Seed: 1, Namespaces: namespaces, Workloads: 2 * namespaces, Pods: 4 * namespaces, Drift: 1,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	if _, err := fleet.WriteRepo(dir); err != nil {
+		b.Fatal(err)
+	}
+	f := &benchFleet{git: gitserver.New(b), set: fleet.Set}
+	f.git.SetToken(benchToken)
+	f.git.CreateRepo(b, benchRepo, dir)
+	f.gh = ghemu.New(b, ghemu.Options{
+		Owner: "example-org", Repo: benchRepo,
+		Tokens:   map[string]string{benchToken: "kedge-bot"},
+		Branches: ghemu.GitBranches(f.git.RepoPath(benchRepo)),
+	})
+	cfg, err := config.Load("", nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Cluster = fleet.Spec.Cluster
+	cfg.Repo.Owner, cfg.Repo.Name = "example-org", benchRepo
+	cfg.Repo.URL = f.git.RepoURL(benchRepo)
+	cfg.GitHub.APIURL = f.gh.URL + "/"
+	cfg.GitHub.Token = benchToken
+	cfg.Git.CacheDir = b.TempDir()
+	// The limits would spread 500 new PRs over 50 cycles, and the write
+	// spacing over 25 minutes; what is measured here is the work a cycle
+	// does, not the pacing GitHub asks for.
+	cfg.Limits.MaxOpenPRs = 0
+	cfg.Limits.MaxNewPRsPerCycle = 0
+	cfg.Limits.MutationGap = 0
+	if err := cfg.Validate(config.ModeRun); err != nil {
+		b.Fatal(err)
+	}
+	source := func(context.Context) (*objects.Set, error) {
+		copied := *f.set
+		return &copied, nil
+	}
+	// One service for every cycle: its GitHub client keeps the ETags that
+	// make an unchanged cycle's reads free.
+	f.svc, err = app.New(context.Background(), cfg, source, app.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
+}
+
+func (f *benchFleet) cycle(b *testing.B) *reconcile.Report {
+	b.Helper()
+	report, err := f.svc.Reconciler.RunOnce(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return report
+}
+
+// BenchmarkCycleOpening500PRs measures the first cycle of a fleet whose
+// 500 namespaces all drift: every namespace branch is pushed in one push,
+// and each new PR costs a handful of REST calls.
+func BenchmarkCycleOpening500PRs(b *testing.B) {
+	var pushes, calls, mutating, opened int
+	for b.Loop() {
+		b.StopTimer()
+		f := newBenchFleet(b, benchNamespaces)
+		b.StartTimer()
+		report := f.cycle(b)
+		b.StopTimer()
+		pushes = f.git.Pushes()
+		if report.Pushes != pushes {
+			b.Fatalf("report says %d pushes, the server saw %d", report.Pushes, pushes)
+		}
+		opened = len(f.gh.PRs())
+		calls = len(f.gh.Calls())
+		mutating = len(f.gh.MutatingCalls())
+		for _, c := range f.gh.OutOfSurfaceCalls() {
+			b.Errorf("call outside the REST surface: %s %s", c.Method, c.Path)
+		}
+		b.StartTimer()
+	}
+	if opened != benchNamespaces {
+		b.Fatalf("opened %d PRs, want %d", opened, benchNamespaces)
+	}
+	b.ReportMetric(float64(pushes), "pushes")
+	b.ReportMetric(float64(opened), "new-PRs")
+	b.ReportMetric(float64(calls)/float64(opened), "REST-calls/new-PR")
+	b.ReportMetric(float64(mutating)/float64(opened), "mutating-calls/new-PR")
+}
+
+// BenchmarkCycleUnchanged measures a cycle in which nothing changed,
+// neither in the cluster nor on GitHub since the previous cycle read it:
+// no push, no write, and every read a conditional request GitHub answers
+// 304 without charging it. The first cycle opens every PR; the second
+// reads them (their listing changed); the third is the steady state.
+func BenchmarkCycleUnchanged(b *testing.B) {
+	f := newBenchFleet(b, benchNamespaces)
+	f.cycle(b)
+	f.cycle(b)
+	var pushes, mutating, reads, notModified int
+	for b.Loop() {
+		b.StopTimer()
+		before := f.git.Pushes()
+		f.gh.ResetCalls()
+		b.StartTimer()
+		report := f.cycle(b)
+		b.StopTimer()
+		pushes = f.git.Pushes() - before + report.Pushes
+		mutating = len(f.gh.MutatingCalls())
+		reads, notModified = 0, 0
+		for _, c := range f.gh.Calls() {
+			if c.Method != http.MethodGet {
+				continue
+			}
+			reads++
+			if c.Status == http.StatusNotModified {
+				notModified++
+			}
+		}
+		for _, c := range f.gh.MutatingCalls() {
+			b.Logf("mutating call: %s %s", c.Method, strings.TrimPrefix(c.Path, "/repos/example-org/"+benchRepo))
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(pushes), "pushes")
+	b.ReportMetric(float64(mutating), "mutating-calls")
+	b.ReportMetric(float64(reads), "reads")
+	b.ReportMetric(float64(notModified), "reads-304")
+}
