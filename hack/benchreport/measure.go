@@ -8,13 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
 // outcome is one measured process: its wall time, its CPU time and the peak
-// resident memory of the process (getrusage of the child).
+// resident memory of its program.
 type outcome struct {
 	Wall    time.Duration
 	CPU     time.Duration
@@ -45,17 +46,51 @@ func measureTo(ctx context.Context, dir string, env []string, discard bool, name
 		cmd.Stdout = null
 	}
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return outcome{}, err
+	}
+	done := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() { peak <- watchPeakRSS(cmd.Process.Pid, done) }()
+	err := cmd.Wait()
 	wall := time.Since(start)
+	close(done)
+	hwm := <-peak
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(stderr.String(), 2000))
 	}
-	r := outcome{Wall: wall, Stdout: stdout.Bytes()}
+	r := outcome{Wall: wall, Stdout: stdout.Bytes(), PeakRSS: hwm}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.PeakRSS = ru.Maxrss * 1024 // Linux reports KiB
 		r.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return r, nil
+}
+
+// watchPeakRSS follows a process's VmHWM (the peak resident set of its
+// program, since exec) until done. getrusage's ru_maxrss cannot be used:
+// Go starts children with vfork, and Linux then carries the parent's peak
+// into the child's.
+func watchPeakRSS(pid int, done <-chan struct{}) int64 {
+	status := fmt.Sprintf("/proc/%d/status", pid)
+	var peak int64
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if data, err := os.ReadFile(status); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					if kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64); err == nil {
+						peak = max(peak, kb*1024)
+					}
+				}
+			}
+		}
+		select {
+		case <-done:
+			return peak
+		case <-tick.C:
+		}
+	}
 }
 
 // childSeconds reads the duration a child mode printed on its last line.

@@ -162,7 +162,7 @@ func (r *report) markdown() string {
 	b.WriteString("**`kedge plan`** is the real binary run as a child process (`--output json`); its output is checked to hold " +
 		"every drifted workload, and with `--repo` every one found in a file. The floor *decode only* is a child process " +
 		"that reads the same snapshot with `cluster.ReadSnapshot` and exits; *index* one that indexes the same repository. " +
-		"Peak RSS is the child's `ru_maxrss`. Runs (wall time / peak RSS):\n\n")
+		"Peak RSS is the child program's VmHWM, read from /proc while it runs (getrusage would report the parent's peak: Go starts children with vfork). Runs (wall time / peak RSS):\n\n")
 	fmt.Fprintf(&b, "- decode only: %s\n- `kedge plan`: %s\n- index of the fleet's repository: %s\n- `kedge plan --repo`: %s\n\n",
 		runsOf(r.Decode), runsOf(r.Plan), runsOf(r.IndexFleet), runsOf(r.PlanRepo))
 	fmt.Fprintf(&b, "**Index of a %d-file repository**: `manifest.BuildIndex` in a child process on the repository of a fleet "+

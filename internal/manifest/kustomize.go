@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 
@@ -304,3 +305,26 @@ func kustomizeBuild(fs *guardFS, dir string) (_ resmap.ResMap, err error) {
 	opts.PluginConfig = types.DisabledPluginConfig()
 	return krusty.MakeKustomizer(opts).Run(fs, dir)
 }
+
+// Render renders the kustomize root dir of the checkout at root exactly as
+// the index does (no plugins, any file inside the checkout and nothing
+// outside it), with replace standing in for the content of files (absolute
+// paths). It also returns the absolute paths of the files the build read,
+// so a caller editing one of them knows which roots to render again.
+func Render(root, dir string, replace map[string][]byte) (resmap.ResMap, []string, error) {
+	fs := newGuardFS(root, replace)
+	rm, err := kustomizeBuild(fs, dir)
+	reads := make([]string, 0, len(fs.reads))
+	for p := range fs.reads {
+		reads = append(reads, p)
+	}
+	sort.Strings(reads)
+	return rm, reads, err
+}
+
+// WithOriginAnnotations switches on buildMetadata originAnnotations in a
+// top kustomization's content, so every rendered object names its source.
+func WithOriginAnnotations(data []byte) ([]byte, error) { return withOriginAnnotations(data) }
+
+// Within reports whether the resolved path p lies inside root.
+func Within(root, p string) bool { return within(root, p) }

@@ -71,15 +71,14 @@ func (c *Checkout) render(r manifest.Root) *rootRender {
 	kpath := c.abs(path.Join(r.Dir, r.File))
 	data, err := os.ReadFile(kpath)
 	if err == nil {
-		data, err = withOrigins(data)
+		data, err = manifest.WithOriginAnnotations(data)
 	}
 	if err != nil {
 		rr.err = err
 		return rr
 	}
-	cfs := newCheckoutFS(c.root, map[string][]byte{kpath: data})
-	rm, err := build(cfs, c.abs(r.Dir))
-	for p := range cfs.reads {
+	rm, reads, err := manifest.Render(c.root, c.abs(r.Dir), map[string][]byte{kpath: data})
+	for _, p := range reads {
 		rel := c.rel(p)
 		rr.reads[rel] = true
 		if slices.Contains(kustomizationNames, path.Base(rel)) && path.Dir(rel) != r.Dir {
@@ -96,7 +95,7 @@ func (c *Checkout) render(r manifest.Root) *rootRender {
 		}
 		ns := renderedNamespace{labels: res.GetLabels()}
 		if origin, err := res.GetOrigin(); err == nil && origin != nil && origin.Repo == "" && origin.Path != "" {
-			if p, err := filepath.EvalSymlinks(filepath.Join(c.abs(r.Dir), filepath.FromSlash(origin.Path))); err == nil && inside(c.root, p) {
+			if p, err := filepath.EvalSymlinks(filepath.Join(c.abs(r.Dir), filepath.FromSlash(origin.Path))); err == nil && manifest.Within(c.root, p) {
 				ns.origin = c.rel(p)
 			}
 		}
@@ -115,7 +114,7 @@ func (c *Checkout) starts() []string {
 		if filepath.IsAbs(clean) {
 			continue
 		}
-		if r, err := filepath.EvalSymlinks(filepath.Join(c.root, clean)); err == nil && inside(c.root, r) {
+		if r, err := filepath.EvalSymlinks(filepath.Join(c.root, clean)); err == nil && manifest.Within(c.root, r) {
 			out = append(out, r)
 		}
 	}
@@ -138,7 +137,7 @@ func (c *Checkout) read(rel string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !inside(c.root, p) {
+	if !manifest.Within(c.root, p) {
 		return nil, fmt.Errorf("%s: %w", rel, errOutside)
 	}
 	return os.ReadFile(p)

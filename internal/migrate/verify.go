@@ -3,6 +3,7 @@ package migrate
 import (
 	"bytes"
 	"fmt"
+	"github.com/kedge-io/kedge/internal/manifest"
 	"sort"
 	"strings"
 
@@ -77,7 +78,7 @@ func (id objectID) String() string {
 }
 
 func (c *Checkout) objects(r *rootRender, replace map[string][]byte) (map[objectID]map[string]any, error) {
-	rm, err := build(newCheckoutFS(c.root, replace), c.abs(r.dir))
+	rm, _, err := manifest.Render(c.root, c.abs(r.dir), replace)
 	if err != nil {
 		return nil, err
 	}
