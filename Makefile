@@ -26,11 +26,11 @@ testbin:
 	@bash hack/testbin.sh >/dev/null
 
 # Everything: lint, unit and integration tests against the real control
-# plane, and short fuzz runs of the parsers and the editor. The fault matrix
-# (internal/chaos) runs in `make chaos`.
+# plane, the fault matrix with one kill per kind of step (`make chaos` kills
+# at every step), and short fuzz runs of the parsers and the editor.
 test: lint testbin
 	KUBEBUILDER_ASSETS=$$(bash hack/testbin.sh | tail -n1) KEDGE_REQUIRE_TESTBIN=$${KEDGE_REQUIRE_TESTBIN:-1} \
-		$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v /internal/chaos)
+		$(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) fuzz
 
 unit:
@@ -40,6 +40,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSetPodTemplateAnnotations$$' -fuzztime=$(FUZZTIME) ./internal/yamledit
 	$(GO) test -run='^$$' -fuzz='^FuzzAddKustomizationPatch$$' -fuzztime=$(FUZZTIME) ./internal/yamledit
 	$(GO) test -run='^$$' -fuzz='^FuzzReadSnapshot$$' -fuzztime=$(FUZZTIME) ./internal/cluster
+	$(GO) test -run='^$$' -fuzz='^FuzzStreamingDecode$$' -fuzztime=$(FUZZTIME) ./internal/cluster
 	$(GO) test -run='^$$' -fuzz='^FuzzEscape$$' -fuzztime=$(FUZZTIME) ./internal/dashboard
 
 demo: build
@@ -55,13 +56,19 @@ demo: build
 bench:
 	$(GO) run ./hack/benchreport -out docs/benchmarks.md
 
-# The fault matrix, with the process killed at every step of every PR:
-# prints fault, cycles to converge, duplicates, lost commits.
-chaos:
-	@mkdir -p bin && rm -f bin/chaos-table.txt
+# The fault matrix, with the process killed at every step of every PR, and
+# the API server restarted under the service's watches: prints fault,
+# cycles to converge, duplicates, lost commits.
+chaos: testbin
+	@mkdir -p bin && rm -f bin/chaos-table.txt bin/chaos-live.txt
 	@KEDGE_CHAOS_FULL=1 KEDGE_CHAOS_TABLE=$(CURDIR)/bin/chaos-table.txt \
 		$(GO) test -count=1 -timeout 20m -run '^TestFaultMatrix$$' ./internal/chaos/; \
-		status=$$?; cat bin/chaos-table.txt 2>/dev/null; exit $$status
+		matrix=$$?; \
+		KUBEBUILDER_ASSETS=$$(bash hack/testbin.sh | tail -n1) KEDGE_REQUIRE_TESTBIN=1 \
+		KEDGE_CHAOS_LIVE_TABLE=$(CURDIR)/bin/chaos-live.txt \
+		$(GO) test -count=1 -timeout 10m -run '^TestAPIServerRestartMidWatch$$' ./test/integration/ >/dev/null; \
+		live=$$?; cat bin/chaos-table.txt bin/chaos-live.txt 2>/dev/null; \
+		[ $$matrix -eq 0 ] && [ $$live -eq 0 ]
 
 clean:
 	rm -rf bin

@@ -17,13 +17,25 @@ const matrixWorkers = 4
 // table goes to the log and, when KEDGE_CHAOS_TABLE names a file, there.
 // KEDGE_CHAOS_FULL kills the process at every step of every PR.
 func TestFaultMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fault matrix takes minutes; make chaos runs it")
+	}
 	// The kills at every step of every PR take a while; `make chaos` runs
 	// them all, `go test` the first step of each kind.
 	all := os.Getenv("KEDGE_CHAOS_FULL") != ""
 	scenarios := Scenarios()
-	scenarios = append(scenarios, KillScenarios(t, "first cycle", nil, all)...)
-	scenarios = append(scenarios, KillScenarios(t, "change cycle", Changed, all)...)
-	scenarios = append(scenarios, KillScenarios(t, "edited cycle", Then(Opened, PersonCommitsOn("orders"), BaseMoved), all)...)
+	edited := Then(Opened, PersonCommitsOn("orders"), BaseMoved)
+	// A process killed by SIGKILL gets no chance to clean up; one whose
+	// context is cancelled is the cheaper stand-in for the other cycles.
+	// `make chaos` runs every cycle both ways.
+	scenarios = append(scenarios, KillScenarios(t, "first cycle", nil, all, true)...)
+	scenarios = append(scenarios, KillScenarios(t, "change cycle", Changed, all, false)...)
+	scenarios = append(scenarios, KillScenarios(t, "edited cycle", edited, all, false)...)
+	if all {
+		scenarios = append(scenarios, KillScenarios(t, "first cycle", nil, all, false)...)
+		scenarios = append(scenarios, KillScenarios(t, "change cycle", Changed, all, true)...)
+		scenarios = append(scenarios, KillScenarios(t, "edited cycle", edited, all, true)...)
+	}
 
 	outcomes := make([]Outcome, len(scenarios))
 	t.Run("faults", func(t *testing.T) {

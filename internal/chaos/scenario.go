@@ -26,8 +26,10 @@ type Scenario struct {
 	// Fault arms faults for the next cycle only.
 	Fault func(w *World)
 	// Kill, when set, kills the process of the faulted cycle at the first
-	// request it cuts.
-	Kill Rule
+	// request it cuts: by cancelling the cycle's context, or with Sigkill
+	// by SIGKILL to a child process running the cycle.
+	Kill    Rule
+	Sigkill bool
 	// After changes the world between the faulted cycle and recovery.
 	After func(w *World)
 	// Fired tells whether the fault really struck; nil uses the GitHub
@@ -76,9 +78,12 @@ func Run(t testing.TB, s Scenario) Outcome {
 		s.Fault(w)
 	}
 	var faulted CycleResult
-	if s.Kill != nil {
+	switch {
+	case s.Kill != nil && s.Sigkill:
+		faulted = w.SigkillCycle(s.Kill)
+	case s.Kill != nil:
 		faulted = w.KillCycle(s.Kill)
-	} else {
+	default:
 		faulted = w.Cycle()
 	}
 	w.GH.SetFaultFunc(nil)
@@ -88,7 +93,7 @@ func Run(t testing.TB, s Scenario) Outcome {
 		fired = defaultFired
 	}
 	if !fired(w, faulted) {
-		out.Problems = append(out.Problems, "the fault never struck")
+		out.Problems = append(out.Problems, fmt.Sprintf("the fault never struck (the cycle made %d requests and ended with %v)", len(faulted.Steps), faulted.Err))
 	}
 	if n := w.GH.PendingFaults(); n > 0 {
 		out.Problems = append(out.Problems, fmt.Sprintf("%d queued faults never struck", n))
@@ -178,11 +183,6 @@ func Then(steps ...func(w *World)) func(w *World) {
 }
 
 // Faults.
-
-// GitHubFaults queues faults on the GitHub emulation.
-func GitHubFaults(faults ...ghemu.Fault) func(w *World) {
-	return func(w *World) { w.GH.QueueFault(faults...) }
-}
 
 // EveryWrite answers every GitHub write (token mints aside) with fault,
 // during the faulted cycle.
@@ -384,7 +384,9 @@ func KillAt(nth int, when Verdict) Rule {
 // follows setup before and after a killable step: every step when all is
 // set, else the first step of each kind (the first PR's opening stands for
 // every PR's). It runs that cycle once undisturbed to learn its steps.
-func KillScenarios(t testing.TB, label string, setup func(w *World), all bool) []Scenario {
+// With sigkill the cycle runs in a child process that gets SIGKILL;
+// otherwise its context is cancelled.
+func KillScenarios(t testing.TB, label string, setup func(w *World), all, sigkill bool) []Scenario {
 	t.Helper()
 	w := NewWorld(t, Options{ClusterDir: DemoCluster, RepoDir: DemoRepo})
 	if setup != nil {
@@ -413,10 +415,15 @@ func KillScenarios(t testing.TB, label string, setup func(w *World), all bool) [
 			if when == CutAfter {
 				moment = "after"
 			}
+			how := "killed"
+			if sigkill {
+				how = "SIGKILL"
+			}
 			out = append(out, Scenario{
-				Name:  fmt.Sprintf("%s: killed %s step %d (%s)", label, moment, n, kind),
-				Setup: setup,
-				Kill:  KillAt(n, when),
+				Name:    fmt.Sprintf("%s: %s %s step %d (%s)", label, how, moment, n, kind),
+				Setup:   setup,
+				Kill:    KillAt(n, when),
+				Sigkill: sigkill,
 			})
 		}
 	}

@@ -73,12 +73,14 @@ func (c *capture) stats() forge.Stats {
 
 // TestSecretsNeverLeak runs kedge end to end, with a static token and as a
 // GitHub App with a freshly generated key, through a first cycle, faults
-// (5xx, a cut connection, a failed push, a lost push race) and the cycles
-// that repair them, and scans everything that came out for the token, the
-// private key and every installation token and App JWT kedge sent; then
-// runs it as a service for two cycles. It scans debug logs, errors, reports, metrics, what kedge sent to GitHub (PR and issue
-// text, comments), the git history it pushed, and every file of its cache
-// directory, git remote configuration included.
+// (5xx, a cut connection, a failed push, a lost push race, expired
+// installation tokens) and the cycles that repair them, then as a service
+// for two cycles. Everything that came out is scanned for the token, the
+// private key and every installation token and App JWT kedge sent: debug
+// logs, errors, reports, metrics, what kedge sent to GitHub (PR and issue
+// text, comments), the git history it pushed, the git server's request
+// log, and every file of its cache directory, git remote configuration
+// included.
 func TestSecretsNeverLeak(t *testing.T) {
 	for _, appAuth := range []bool{false, true} {
 		name := "token"

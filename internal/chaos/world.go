@@ -321,7 +321,7 @@ func (w *World) Secrets() []string {
 		block, _ := pem.Decode(w.KeyPEM)
 		b64 := base64.StdEncoding.EncodeToString(block.Bytes)
 		// Any 64-character line of the key is as bad as the whole key.
-		for i := 0; i+64 <= len(b64); i += 64 * 8 {
+		for i := 0; i+64 <= len(b64); i += 64 {
 			out = append(out, b64[i:i+64])
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"sigs.k8s.io/yaml"
 
@@ -36,17 +37,17 @@ var errNotStreamable = errors.New("not streamable")
 // starting with "---", line ends normalised to "\n"). Anything unusual
 // (aliases across items, items not at column 0, a malformed document)
 // returns errNotStreamable.
-func streamYAML(r io.Reader) (*objects.Set, error) {
-	d := newStreamDecoder()
+func streamYAML(r io.Reader, size int64) (*objects.Set, error) {
+	d := newStreamDecoder(size)
 	err := d.run(r)
-	parts, werr := d.finish()
+	set, werr := d.finish()
 	if err != nil {
 		return nil, err
 	}
 	if werr != nil {
 		return nil, errNotStreamable
 	}
-	return mergeAll(parts), nil
+	return set, nil
 }
 
 // chunk is a run of YAML texts decoded by one worker: either List items
@@ -62,17 +63,31 @@ type chunk struct {
 type streamDecoder struct {
 	work    chan *chunk
 	wg      sync.WaitGroup
-	mu      sync.Mutex
-	parts   map[int]*objects.Set
-	failed  bool
 	seq     int
 	pending *chunk
 	json    bool // items are JSON, not YAML
 	trim    *trimmer
+	size    int64 // of the input, to size the result
+
+	mu     sync.Mutex
+	failed bool
+	// set holds the chunks decoded so far in order; parts, those decoded
+	// ahead of an earlier one; next is the chunk set waits for.
+	set   *objects.Set
+	parts map[int]decodedChunk
+	next  int
 }
 
-func newStreamDecoder() *streamDecoder {
-	d := &streamDecoder{work: make(chan *chunk, 2*runtime.GOMAXPROCS(0)), parts: map[int]*objects.Set{}, trim: newTrimmer()}
+type decodedChunk struct {
+	set   *objects.Set
+	bytes int
+}
+
+func newStreamDecoder(size int64) *streamDecoder {
+	d := &streamDecoder{
+		work: make(chan *chunk, 2*runtime.GOMAXPROCS(0)), trim: newTrimmer(), size: size,
+		set: &objects.Set{}, parts: map[int]decodedChunk{},
+	}
 	for range runtime.GOMAXPROCS(0) {
 		d.wg.Add(1)
 		go d.worker()
@@ -88,10 +103,59 @@ func (d *streamDecoder) worker() {
 		if err != nil {
 			d.failed = true
 		} else {
-			d.parts[c.seq] = set
+			d.parts[c.seq] = decodedChunk{set, len(c.data)}
+			d.mergeReady()
 		}
 		d.mu.Unlock()
 	}
+}
+
+// mergeReady appends the chunks that are next in order to the result as
+// soon as they are decoded, so the objects of a gigabyte List never exist
+// twice (in the chunks and in the result). Callers hold d.mu.
+func (d *streamDecoder) mergeReady() {
+	for {
+		p, ok := d.parts[d.next]
+		if !ok {
+			return
+		}
+		delete(d.parts, d.next)
+		d.next++
+		s, src := d.set, p.set
+		appendSized(&s.Namespaces, src.Namespaces, p.bytes, d.size)
+		appendSized(&s.Pods, src.Pods, p.bytes, d.size)
+		appendSized(&s.ConfigMaps, src.ConfigMaps, p.bytes, d.size)
+		appendSized(&s.ReplicaSets, src.ReplicaSets, p.bytes, d.size)
+		appendSized(&s.Deployments, src.Deployments, p.bytes, d.size)
+		appendSized(&s.StatefulSets, src.StatefulSets, p.bytes, d.size)
+		appendSized(&s.DaemonSets, src.DaemonSets, p.bytes, d.size)
+		appendSized(&s.Jobs, src.Jobs, p.bytes, d.size)
+		appendSized(&s.CronJobs, src.CronJobs, p.bytes, d.size)
+		appendSized(&s.Rollouts, src.Rollouts, p.bytes, d.size)
+		appendSized(&s.MutatingWebhookConfigurations, src.MutatingWebhookConfigurations, p.bytes, d.size)
+		appendSized(&s.Applications, src.Applications, p.bytes, d.size)
+		appendSized(&s.Kustomizations, src.Kustomizations, p.bytes, d.size)
+		appendSized(&s.GitRepositories, src.GitRepositories, p.bytes, d.size)
+	}
+}
+
+// appendSized appends src to *dst. The first time, the slice is made as
+// large as the whole input will need if it goes on like this chunk
+// (chunkBytes of total), so it is not copied as it grows; unless that
+// would be more than a quarter of the input's size, which a List mixing
+// kinds could mislead it into.
+func appendSized[T any](dst *[]T, src []T, chunkBytes int, total int64) {
+	if len(src) == 0 {
+		return
+	}
+	if *dst == nil && chunkBytes > 0 {
+		estimate := int(float64(len(src)) * float64(total) / float64(chunkBytes) * 1.05)
+		var zero T
+		if estimate > len(src) && int64(estimate)*int64(unsafe.Sizeof(zero)) <= total/4 {
+			*dst = make([]T, 0, estimate)
+		}
+	}
+	*dst = append(*dst, src...)
 }
 
 func decodeChunk(c *chunk, trim *trimmer) (*objects.Set, error) {
@@ -122,20 +186,14 @@ func (d *streamDecoder) failedYet() bool {
 	return d.failed
 }
 
-// finish waits for the workers and returns the decoded parts in order.
-func (d *streamDecoder) finish() ([]*objects.Set, error) {
+// finish waits for the workers and returns what they decoded, in order.
+func (d *streamDecoder) finish() (*objects.Set, error) {
 	close(d.work)
 	d.wg.Wait()
-	if d.failed {
+	if d.failed || len(d.parts) > 0 || d.next != d.seq {
 		return nil, errNotStreamable
 	}
-	out := make([]*objects.Set, 0, len(d.parts))
-	for i := 0; i < d.seq; i++ {
-		if p, ok := d.parts[i]; ok {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return d.set, nil
 }
 
 func (d *streamDecoder) send(c *chunk) {
@@ -186,7 +244,23 @@ type docScan struct {
 	header []byte
 	item   []byte
 	inItem bool
+	// indent is the column the current item's content starts at; 0 until
+	// known (an item whose first line is a bare "-").
+	indent int
 	items  int
+}
+
+// contentColumn is where an item's content starts on its "-" line, or 0
+// when the line holds nothing but the dash (and a comment).
+func contentColumn(line []byte) int {
+	i := 1
+	for line[i] == ' ' {
+		i++
+	}
+	if line[i] == '\n' || line[i] == '#' {
+		return 0
+	}
+	return i
 }
 
 func (d *streamDecoder) run(r io.Reader) error {
@@ -250,6 +324,7 @@ func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
+// isTopLevelKey tells whether line starts with a plain mapping key.
 func isTopLevelKey(line []byte) bool {
 	if len(line) == 0 || line[0] == ' ' || line[0] == '\t' || line[0] == '#' || line[0] == '-' || line[0] == '\n' {
 		return false
@@ -282,15 +357,37 @@ func (d *streamDecoder) addLine(doc *docScan, line []byte) error {
 			return err
 		}
 		doc.inItem = true
+		doc.indent = contentColumn(line)
+		if doc.indent > 0 && !isTopLevelKey(line[doc.indent:]) {
+			// Only a block mapping parses alone exactly as in the List: a
+			// flow node, for one, tolerates trailing text at the top.
+			return errNotStreamable
+		}
 		doc.item = append(doc.item, ' ')
 		doc.item = append(doc.item, line[1:]...)
-	case line[0] == ' ' || line[0] == '#' || line[0] == '\n':
-		if !doc.inItem && line[0] == ' ' && len(bytes.TrimSpace(line)) > 0 {
-			return errNotStreamable // items indented: not the layout handled here
-		}
+	case len(bytes.TrimLeft(line, " ")) == 1: // blank
 		if doc.inItem {
 			doc.item = append(doc.item, line...)
 		}
+	case line[0] == ' ':
+		// An item parses alone as it parses in the List only when every
+		// line of it is indented at least as far as its content starts;
+		// anything else (items indented under "items:", a flow or quoted
+		// scalar running back to the left) is left to the whole-file
+		// decoder.
+		indent := len(line) - len(bytes.TrimLeft(line, " "))
+		if !doc.inItem {
+			return errNotStreamable
+		}
+		if doc.indent == 0 {
+			doc.indent = indent
+			if !isTopLevelKey(line[indent:]) {
+				return errNotStreamable
+			}
+		} else if indent < doc.indent {
+			return errNotStreamable
+		}
+		doc.item = append(doc.item, line...)
 	case isTopLevelKey(line):
 		if err := d.endItem(doc); err != nil {
 			return err
@@ -353,17 +450,17 @@ func hasListSuffix(kind string) bool {
 // streamJSON decodes a JSON snapshot file, a sequence of top-level
 // objects, with the items of each List decoded one by one on every core.
 // Any other shape returns errNotStreamable.
-func streamJSON(r io.Reader) (*objects.Set, error) {
-	d := newStreamDecoder()
+func streamJSON(r io.Reader, size int64) (*objects.Set, error) {
+	d := newStreamDecoder(size)
 	err := d.runJSON(r)
-	parts, werr := d.finish()
+	set, werr := d.finish()
 	if err != nil {
 		return nil, err
 	}
 	if werr != nil {
 		return nil, errNotStreamable
 	}
-	return mergeAll(parts), nil
+	return set, nil
 }
 
 func (d *streamDecoder) runJSON(r io.Reader) error {
@@ -453,8 +550,12 @@ func readSnapshotStream(path string, isJSON bool) (*objects.Set, error) {
 		return nil, errNotStreamable
 	}
 	defer f.Close()
-	if isJSON {
-		return streamJSON(f)
+	info, err := f.Stat()
+	if err != nil {
+		return nil, errNotStreamable
 	}
-	return streamYAML(f)
+	if isJSON {
+		return streamJSON(f, info.Size())
+	}
+	return streamYAML(f, info.Size())
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // generateRepo writes a deterministic GitOps checkout: apps made of a base
@@ -107,4 +110,23 @@ func BenchmarkBuildIndex(b *testing.B) {
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
 	runtime.KeepAlive(ix)
+}
+
+// TestConcurrentRendersIndexAsOneWorker checks that rendering roots on
+// several workers indexes exactly what one worker does, in the same order
+// (run it with -race to check kustomize's shared state too).
+func TestConcurrentRendersIndexAsOneWorker(t *testing.T) {
+	root := t.TempDir()
+	generateRepo(t, root, 40, 20)
+	build := func(procs int) *Index {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		ix, err := BuildIndex(root, IndexOptions{})
+		require.NoError(t, err)
+		return ix
+	}
+	one, many := build(1), build(8)
+	require.Empty(t, many.Problems)
+	require.Len(t, many.Objects(), 40*3+20*2)
+	assert.Equal(t, one.Objects(), many.Objects())
+	assert.Equal(t, one.roots, many.roots)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -109,6 +110,8 @@ type Index struct {
 
 	mu      sync.Mutex
 	located map[workloadKey]Location
+	// applied indexes the GitOps objects' paths of the hints located with.
+	applied appliedIndex
 }
 
 // Root returns the absolute path of the indexed checkout.
@@ -180,12 +183,23 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 			}
 		}
 	}
+	var builds []*kustomizationFile
+	remote := map[string]string{}
 	for _, dir := range dirs {
 		kf := kfiles[dir]
 		if kf == nil || kf.kind == "Component" {
 			continue
 		}
-		for r := range ix.buildRoot(kf, kfiles) {
+		// remoteRef fills kfiles with bases outside the indexed paths, so
+		// it runs before the builds share the map.
+		remote[dir] = ix.remoteRef(kf.dir, kfiles, map[string]bool{})
+		builds = append(builds, kf)
+	}
+	restoreGC := withGCHeadroom()
+	rendered := renderRoots(builds, remote, ix.root)
+	restoreGC()
+	for i, rendered := range rendered {
+		for r := range ix.addRendered(builds[i], rendered) {
 			reached[r] = true
 		}
 	}
@@ -285,8 +299,11 @@ func kustomizationRank(name string) int { return slices.Index(kustomizationFileN
 
 // rel turns an absolute path inside the checkout into the repo-relative,
 // slash-separated form used everywhere else.
-func (ix *Index) rel(p string) string {
-	r, err := filepath.Rel(ix.root, p)
+func (ix *Index) rel(p string) string { return relTo(ix.root, p) }
+
+// relTo returns p relative to the checkout root, slash-separated.
+func relTo(root, p string) string {
+	r, err := filepath.Rel(root, p)
 	if err != nil {
 		return filepath.ToSlash(p)
 	}
@@ -359,12 +376,43 @@ func loadKustomizationIn(dir string) *kustomizationFile {
 	return nil
 }
 
-// buildRoot renders one root and indexes its workloads; it returns the
-// absolute paths the build read.
-func (ix *Index) buildRoot(kf *kustomizationFile, kfiles map[string]*kustomizationFile) map[string]struct{} {
-	if ref := ix.remoteRef(kf.dir, kfiles, map[string]bool{}); ref != "" {
-		ix.addRoot(kf.dir, kf.name, &Problem{Kind: ProblemRemoteBase, Err: "remote base " + ref + " is not fetched"})
-		return nil
+// renderedRoot is what rendering one kustomize root found, kept apart from
+// the index so that roots render concurrently and are added in order.
+type renderedRoot struct {
+	problem      *Problem
+	reads        map[string]struct{}
+	objects      []Object
+	unparsable   []string
+	restartPatch map[string]bool
+}
+
+// renderRoots renders the roots on every CPU. The kustomize API is safe for
+// concurrent builds since kyaml guards its OpenAPI schema with a lock
+// (kubernetes-sigs/kustomize#3659); each build has its own file system.
+func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot string) []*renderedRoot {
+	out := make([]*renderedRoot, len(kfs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(kfs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = renderRoot(kfs[i], remote[kfs[i].dir], repoRoot)
+			}
+		}()
+	}
+	for i := range kfs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string) *renderedRoot {
+	if remoteRef != "" {
+		return &renderedRoot{problem: &Problem{Kind: ProblemRemoteBase, Err: "remote base " + remoteRef + " is not fetched"}}
 	}
 	kpath := filepath.Join(kf.dir, kf.name)
 	data, err := readRegular(kpath)
@@ -372,30 +420,19 @@ func (ix *Index) buildRoot(kf *kustomizationFile, kfiles map[string]*kustomizati
 		data, err = withOriginAnnotations(data)
 	}
 	if err != nil {
-		ix.addRoot(kf.dir, kf.name, &Problem{Kind: ProblemBuildFailed, Err: err.Error()})
-		return nil
+		return &renderedRoot{problem: &Problem{Kind: ProblemBuildFailed, Err: err.Error()}}
 	}
-	gfs := newGuardFS(ix.root, map[string][]byte{kpath: data})
+	gfs := newGuardFS(repoRoot, map[string][]byte{kpath: data})
 	rm, err := kustomizeBuild(gfs, kf.dir)
 	if err != nil {
 		kind := ProblemBuildFailed
 		if errors.Is(err, errOutsideRepo) || strings.Contains(err.Error(), errOutsideRepo.Error()) {
 			kind = ProblemOutsideRepo
 		}
-		ix.addRoot(kf.dir, kf.name, &Problem{Kind: kind, Err: err.Error()})
-		return gfs.reads
+		return &renderedRoot{problem: &Problem{Kind: kind, Err: err.Error()}, reads: gfs.reads}
 	}
-	root := ix.addRoot(kf.dir, kf.name, nil)
-	for p := range gfs.reads {
-		root.reads = append(root.reads, ix.rel(p))
-		if slices.Contains(kustomizationFileNames, filepath.Base(p)) && filepath.Dir(p) != kf.dir {
-			root.includes = append(root.includes, ix.rel(filepath.Dir(p)))
-		}
-	}
-	sort.Strings(root.reads)
-	sort.Strings(root.includes)
-	root.restartPatch = ix.readRestartPatch(kf)
-
+	out := &renderedRoot{reads: gfs.reads, restartPatch: readRestartPatch(kf)}
+	rootDir := relTo(repoRoot, kf.dir)
 	cache := map[string][]document{}
 	for _, res := range rm.Resources() {
 		if !isWorkloadKind(res.GetApiVersion(), res.GetKind()) {
@@ -406,7 +443,7 @@ func (ix *Index) buildRoot(kf *kustomizationFile, kfiles map[string]*kustomizati
 			Kind:       res.GetKind(),
 			Name:       res.GetName(),
 			Namespace:  res.GetNamespace(),
-			Root:       root.Dir,
+			Root:       rootDir,
 		}
 		if m, err := res.GetFieldValue("spec.template.metadata.annotations"); err == nil {
 			if mm, ok := m.(map[string]interface{}); ok {
@@ -425,31 +462,57 @@ func (ix *Index) buildRoot(kf *kustomizationFile, kfiles map[string]*kustomizati
 		case origin.Path == "":
 			obj.GeneratedBy = origin.ConfiguredIn
 		default:
-			src, err := ix.sourceFor(kf.dir, origin.Path, &obj, cache)
+			src, err := sourceFor(repoRoot, kf.dir, origin.Path, &obj, cache)
 			if err != nil {
-				ix.Problems = append(ix.Problems, Problem{Path: root.Dir, Kind: ProblemUnparsable, Err: err.Error()})
+				out.unparsable = append(out.unparsable, err.Error())
 				continue
 			}
 			obj.Source = src
 		}
-		ix.addObject(obj)
+		out.objects = append(out.objects, obj)
 	}
-	return gfs.reads
+	return out
+}
+
+// addRendered indexes a rendered root; it returns the absolute paths the
+// build read.
+func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]struct{} {
+	if r.problem != nil {
+		ix.addRoot(kf.dir, kf.name, r.problem)
+		return r.reads
+	}
+	root := ix.addRoot(kf.dir, kf.name, nil)
+	for p := range r.reads {
+		root.reads = append(root.reads, ix.rel(p))
+		if slices.Contains(kustomizationFileNames, filepath.Base(p)) && filepath.Dir(p) != kf.dir {
+			root.includes = append(root.includes, ix.rel(filepath.Dir(p)))
+		}
+	}
+	sort.Strings(root.reads)
+	sort.Strings(root.includes)
+	root.restartPatch = r.restartPatch
+	for _, msg := range r.unparsable {
+		ix.Problems = append(ix.Problems, Problem{Path: root.Dir, Kind: ProblemUnparsable, Err: msg})
+	}
+	for _, o := range r.objects {
+		ix.addObject(o)
+	}
+	return r.reads
 }
 
 // sourceFor finds the document of the origin file that a rendered object
 // comes from. Origins name the file only; within a multi-document file the
 // document is the one of the same kind whose written name the rendered name
 // was built from (namePrefix/nameSuffix only add around it).
-func (ix *Index) sourceFor(rootDir, originPath string, obj *Object, cache map[string][]document) (Source, error) {
+func sourceFor(repoRoot, rootDir, originPath string, obj *Object, cache map[string][]document) (Source, error) {
 	p, err := filepath.EvalSymlinks(filepath.Join(rootDir, filepath.FromSlash(originPath)))
 	if err != nil {
 		return Source{}, err
 	}
-	if !within(ix.root, p) {
+	if !within(repoRoot, p) {
 		return Source{}, fmt.Errorf("%s: %w", originPath, errOutsideRepo)
 	}
-	rel := ix.rel(p)
+	rel := relTo(repoRoot, p)
 	docs, ok := cache[rel]
 	if !ok {
 		data, err := readRegular(p)
@@ -497,7 +560,7 @@ func (ix *Index) sourceFor(rootDir, originPath string, obj *Object, cache map[st
 // restartPatchFile is the strategic-merge patch kedge writes in an overlay.
 const restartPatchFile = "kedge-restart-patch.yaml"
 
-func (ix *Index) readRestartPatch(kf *kustomizationFile) map[string]bool {
+func readRestartPatch(kf *kustomizationFile) map[string]bool {
 	if !slices.Contains(kf.files, restartPatchFile) {
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -20,11 +19,6 @@ import (
 
 // kustomizationFileNames are the names kustomize recognises, in its order.
 var kustomizationFileNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
-// kustomizeMu serialises builds: the kustomize API keeps process-wide state
-// (the OpenAPI schema) that is not safe for concurrent builds
-// (kubernetes-sigs/kustomize#3659; Flux serialises for the same reason).
-var kustomizeMu sync.Mutex
 
 // errOutsideRepo is returned for any path that resolves outside the checkout.
 var errOutsideRepo = errors.New("path resolves outside the repository")
@@ -291,8 +285,6 @@ func readRegular(p string) ([]byte, error) {
 // plugins) and load restrictions are the ones Flux uses: any file inside the
 // checkout, which guardFS enforces.
 func kustomizeBuild(fs *guardFS, dir string) (_ resmap.ResMap, err error) {
-	kustomizeMu.Lock()
-	defer kustomizeMu.Unlock()
 	// Malformed input has made kustomize panic before; a bad root must not
 	// take the whole index down with it.
 	defer func() {

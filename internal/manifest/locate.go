@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kedge-io/kedge/internal/drift"
 )
@@ -260,7 +261,7 @@ type deployment struct{ namespace, name string }
 // the including roots, which are counted in their own right.
 func (ix *Index) deployedAs(o *Object, hints Hints) []deployment {
 	var out []deployment
-	for _, a := range appliedFor(hints) {
+	for _, a := range ix.appliedCandidates(o, hints) {
 		if !ix.applies(a.Path, o) {
 			continue
 		}
@@ -293,6 +294,78 @@ func appliedFor(hints Hints) []Applied {
 		}
 	}
 	return out
+}
+
+// appliedCandidates returns, in appliedFor's order, the entries of
+// appliedFor(hints) whose path applies can accept for o: o's root (or, for
+// a plain file, its path), a directory above it, or ".". The list holds
+// every GitOps object of the cluster, and a base shared by hundreds of
+// overlays asks for each of its renders, so it is looked up, not scanned.
+func (ix *Index) appliedCandidates(o *Object, hints Hints) []Applied {
+	if len(hints.Applied) <= 16 {
+		return appliedFor(hints)
+	}
+	byPath := ix.applied.lookup(hints.Applied)
+	// appliedFor without its scan: the hints' paths the list lacks follow
+	// the list.
+	all := hints.Applied
+	for _, p := range hints.Paths {
+		if _, known := byPath[p]; !known {
+			all = append(slices.Clip(all), Applied{Path: p, Namespace: hints.TargetNamespace, Force: hints.TargetNamespace != "", Via: hints.Via})
+		}
+	}
+	target := o.Root
+	if target == "" {
+		target = o.Source.Path
+	}
+	var picked []int
+	pick := func(p string) {
+		picked = append(picked, byPath[p]...)
+		for j := len(hints.Applied); j < len(all); j++ {
+			if all[j].Path == p {
+				picked = append(picked, j)
+			}
+		}
+	}
+	pick(".")
+	pick(target)
+	for i := len(target) - 1; i >= 0; i-- {
+		if target[i] == '/' {
+			pick(target[:i])
+		}
+	}
+	slices.Sort(picked)
+	picked = slices.Compact(picked)
+	out := make([]Applied, len(picked))
+	for i, j := range picked {
+		out[i] = all[j]
+	}
+	return out
+}
+
+// appliedIndex indexes an Applied list by path. HintsFor hands one list to
+// every workload, so the index is built once per list.
+type appliedIndex struct {
+	mu    sync.Mutex
+	list  []Applied
+	paths map[string][]int
+}
+
+func (c *appliedIndex) lookup(list []Applied) map[string][]int {
+	if len(list) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paths != nil && len(c.list) == len(list) && &c.list[0] == &list[0] {
+		return c.paths
+	}
+	paths := make(map[string][]int, len(list))
+	for i, a := range list {
+		paths[a.Path] = append(paths[a.Path], i)
+	}
+	c.list, c.paths = list, paths
+	return paths
 }
 
 // applies reports whether applying the repository path p deploys object o:

@@ -85,12 +85,20 @@ func (id identity) restConfigFor(admin *rest.Config) *rest.Config {
 // cluster's objects and applies deploy/ (RBAC, namespace, ServiceAccount).
 func controlPlane(t *testing.T) *rest.Config {
 	t.Helper()
-	cfg := clusterintegration.ControlPlane(t, crdDir)
+	return restartableControlPlane(t).Config
+}
+
+// restartableControlPlane is controlPlane for tests that restart the API
+// server.
+func restartableControlPlane(t *testing.T) *clusterintegration.Plane {
+	t.Helper()
+	plane := clusterintegration.StartControlPlane(t, crdDir)
+	cfg := plane.Config
 	cfg.QPS, cfg.Burst = 1000, 2000
 	cfg.WarningHandler = rest.NoWarnings{}
 	applyManifests(t, cfg, renderKustomize(t, deployDir))
 	applySnapshot(t, cfg, demoCluster)
-	return cfg
+	return plane
 }
 
 // renderKustomize builds a kustomization with the kustomize library, as

@@ -7,7 +7,9 @@ package integration
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -63,6 +65,18 @@ func missingBinaries(dir string) string {
 // binaries the test is skipped, or fails when KEDGE_REQUIRE_TESTBIN=1.
 func ControlPlane(t testing.TB, crdDirs ...string) *rest.Config {
 	t.Helper()
+	return StartControlPlane(t, crdDirs...).Config
+}
+
+// Plane is a running control plane whose API server can be restarted.
+type Plane struct {
+	Config *rest.Config
+	env    *envtest.Environment
+}
+
+// StartControlPlane is ControlPlane for tests that restart the API server.
+func StartControlPlane(t testing.TB, crdDirs ...string) *Plane {
+	t.Helper()
 	assets, why := Assets()
 	if assets == "" {
 		msg := "no control plane binaries: " + why + "; run `make testbin` (hack/testbin.sh) and set KUBEBUILDER_ASSETS to the directory it prints"
@@ -79,6 +93,13 @@ func ControlPlane(t testing.TB, crdDirs ...string) *rest.Config {
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 	}
+	// A directory of the test's own keeps the serving certificate across
+	// restarts; envtest makes a new one (and a new CA) in a directory it
+	// owns, which clients holding the old CA would refuse.
+	env.ControlPlane.GetAPIServer().CertDir = t.TempDir()
+	// With watches open, kube-apiserver can take longer than envtest's 20 s
+	// to stop on SIGTERM; envtest then sends SIGKILL, which etcd survives.
+	env.ControlPlane.GetAPIServer().StopTimeout = apiServerStopTimeout
 	// envtest prefers KUBEBUILDER_ASSETS over BinaryAssetsDirectory; make
 	// them agree when the cache was found by default.
 	t.Setenv("KUBEBUILDER_ASSETS", assets)
@@ -87,9 +108,32 @@ func ControlPlane(t testing.TB, crdDirs ...string) *rest.Config {
 		t.Fatalf("starting the control plane from %s: %v", assets, err)
 	}
 	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
+		if err := env.Stop(); err != nil && !killedAfterTimeout(err) {
 			t.Errorf("stopping the control plane: %v", err)
 		}
 	})
-	return cfg
+	return &Plane{Config: cfg, env: env}
+}
+
+// RestartAPIServer stops the API server, leaves it down for down, and
+// starts it again on the same address with the same certificates; etcd
+// keeps running, so every object survives and watches must resume.
+func (p *Plane) RestartAPIServer(t testing.TB, down time.Duration) {
+	t.Helper()
+	api := p.env.ControlPlane.GetAPIServer()
+	if err := api.Stop(); err != nil && !killedAfterTimeout(err) {
+		t.Fatalf("stopping the API server: %v", err)
+	}
+	time.Sleep(down)
+	if err := api.Start(); err != nil {
+		t.Fatalf("restarting the API server: %v", err)
+	}
+}
+
+const apiServerStopTimeout = 5 * time.Second
+
+// killedAfterTimeout tells envtest's stop timeout, after which it has sent
+// SIGKILL, from a failure to stop.
+func killedAfterTimeout(err error) bool {
+	return strings.Contains(err.Error(), "timeout waiting for process") && !strings.Contains(err.Error(), "unable to kill")
 }

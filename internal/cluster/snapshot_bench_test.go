@@ -1,0 +1,59 @@
+package cluster_test
+
+import (
+	"io/fs"
+	"path/filepath"
+	"testing"
+
+	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/synth"
+)
+
+// BenchmarkReadSnapshot decodes a synthetic fleet of 5,000 full pods (as
+// the API server serves them) and their owners: as JSON Lists (`kubectl
+// get -o json`) and in the YAML `kedge snapshot` writes. Large files are
+// streamed and decoded on every core; pods and ReplicaSets are kept
+// trimmed.
+func BenchmarkReadSnapshot(b *testing.B) {
+	fleet, err := synth.New(synth.Spec{Seed: 1, Namespaces: 250, Workloads: 1000, Pods: 5000, Drift: 0.5})
+	if err != nil {
+		b.Fatal(err)
+	}
+	jsonDir, yamlDir := b.TempDir(), b.TempDir()
+	if err := fleet.WriteSnapshotJSON(jsonDir); err != nil {
+		b.Fatal(err)
+	}
+	if err := cluster.WriteSnapshot(fleet.Set, yamlDir); err != nil {
+		b.Fatal(err)
+	}
+	for _, format := range []struct{ name, dir string }{{"json", jsonDir}, {"yaml", yamlDir}} {
+		b.Run(format.name, func(b *testing.B) {
+			b.SetBytes(treeSize(b, format.dir))
+			for b.Loop() {
+				set, err := cluster.ReadSnapshot(format.dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(set.Pods) != len(fleet.Set.Pods) {
+					b.Fatalf("read %d pods, wrote %d", len(set.Pods), len(fleet.Set.Pods))
+				}
+			}
+		})
+	}
+}
+
+func treeSize(b *testing.B, dir string) int64 {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		total += info.Size()
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return total
+}
