@@ -116,6 +116,19 @@ func writeTable(w io.Writer, res *engine.Result) error {
 			return err
 		}
 	}
+	// Files the index could not read may hold a drifted workload's
+	// manifest: say which, so "not-found" can be told from "unreadable".
+	if res.Index != nil && len(res.Index.Problems) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NOT INDEXED	PROBLEM	DETAIL")
+		for _, p := range res.Index.Problems {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Path, p.Kind, firstLine(p.Err))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	for _, r := range res.Edits.Refused {
 		fmt.Fprintf(w, "refused to edit %s: %s\n", r.Path, r.Reason)
 	}
@@ -158,4 +171,10 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// firstLine keeps a table row on one line: kustomize errors run to several.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }

@@ -176,3 +176,26 @@ func copyTree(t *testing.T, src, dst string) {
 	})
 	require.NoError(t, err)
 }
+
+// TestPlanTableNamesFilesItCouldNotIndex: a drifted workload whose manifest
+// is unreadable shows as not-found, and the table says which file is at
+// fault and why, on one line.
+func TestPlanTableNamesFilesItCouldNotIndex(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "gitops")
+	copyTree(t, demoRepo, repo)
+	copyTree(t, "../../testdata/bad/repo/malformed-yaml/files", repo)
+	var out, errOut bytes.Buffer
+	code := execute(context.Background(), []string{
+		"plan", "--snapshot", demoCluster, "--repo", repo, "--cluster", "prod-eu-1",
+	}, &out, &errOut)
+	require.Equal(t, exitOK, code, errOut.String())
+	var row string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, "apps/prod-eu-1/search ") {
+			row = line
+		}
+	}
+	assert.Contains(t, out.String(), "NOT INDEXED")
+	assert.Contains(t, row, "build-failed", out.String())
+	assert.Regexp(t, `search\s+Deployment\s+indexer\s+.*not-found`, out.String())
+}

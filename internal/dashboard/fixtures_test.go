@@ -287,6 +287,23 @@ func migration() fixture {
 	}
 }
 
+// relabelOnly moves a namespace whose pods all run the new revision
+// already: the PR changes the label and restarts nothing.
+func relabelOnly() fixture {
+	pr := prFor("web", nil, map[string]int{"1.24.0": 5})
+	pr.Migration = &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "namespaces/web.yaml"}
+	return fixture{
+		pr: pr,
+		dashboard: ClusterDashboard{
+			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: PRNotYetOpened}},
+			LastCycle:  now, LastCycleDuration: 2 * time.Second,
+		},
+		comments: commentsFor(pr, nil),
+		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1"}, Now: now},
+	}
+}
+
 var cases = []struct {
 	name    string
 	fixture func() fixture
@@ -297,6 +314,7 @@ var cases = []struct {
 	{"hundreds", hundreds},
 	{"hostile", hostile},
 	{"migration", migration},
+	{"relabel-only", relabelOnly},
 }
 
 // policyOf allows links to every file the fixture's workloads, migration

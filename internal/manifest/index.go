@@ -12,7 +12,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/kedge-io/kedge/internal/gcpace"
 )
 
 // IndexOptions says which part of a checkout to index.
@@ -195,14 +198,12 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		remote[dir] = ix.remoteRef(kf.dir, kfiles, map[string]bool{})
 		builds = append(builds, kf)
 	}
-	restoreGC := withGCHeadroom()
-	rendered := renderRoots(builds, remote, ix.root)
-	restoreGC()
-	for i, rendered := range rendered {
+	for i, rendered := range renderRoots(builds, remote, ix.root) {
 		for r := range ix.addRendered(builds[i], rendered) {
 			reached[r] = true
 		}
 	}
+	var plain []string
 	for _, f := range scan.yamlFiles {
 		if reached[f] {
 			continue
@@ -213,7 +214,12 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		if _, ok := scan.kustomizations[filepath.Dir(f)]; ok {
 			continue
 		}
-		ix.indexPlainFile(f)
+		plain = append(plain, f)
+	}
+	parsed := make([]plainFile, len(plain))
+	inParallel(len(plain), func(i int) { parsed[i] = readPlainFile(plain[i]) })
+	for i, f := range parsed {
+		ix.addPlainFile(plain[i], f)
 	}
 	ix.finish()
 	return ix, nil
@@ -386,33 +392,95 @@ type renderedRoot struct {
 	restartPatch map[string]bool
 }
 
+// renderHeadroom is how much rendering may allocate between collections.
+const renderHeadroom = 192 << 20
+
 // renderRoots renders the roots on every CPU. The kustomize API is safe for
 // concurrent builds since kyaml guards its OpenAPI schema with a lock
 // (kubernetes-sigs/kustomize#3659); each build has its own file system.
 func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot string) []*renderedRoot {
+	// A render allocates about 1 MiB and keeps almost none of it; with a
+	// small live heap the default pace would collect every few renders.
+	pace := gcpace.NewHeadroom(renderHeadroom)
+	defer pace.Done()
 	out := make([]*renderedRoot, len(kfs))
+	docs := &docCache{entries: map[string]*cachedDocs{}}
+	var rendered atomic.Int64
+	inParallel(len(kfs), func(i int) {
+		out[i] = renderRoot(kfs[i], remote[kfs[i].dir], repoRoot, docs)
+		if rendered.Add(1)%64 == 0 {
+			pace.Adjust() // what the index keeps grows the live heap
+		}
+	})
+	return out
+}
+
+// inParallel calls fn for 0..n-1 on every CPU and returns when all calls
+// have.
+func inParallel(n int, fn func(i int)) {
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(kfs)) {
+	for range min(runtime.GOMAXPROCS(0), n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = renderRoot(kfs[i], remote[kfs[i].dir], repoRoot)
+				fn(i)
 			}
 		}()
 	}
-	for i := range kfs {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return out
 }
 
-func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string) *renderedRoot {
+// docCache holds the parsed documents of the files origins point at: a
+// base shared by hundreds of overlays is parsed once, not once per render.
+type docCache struct {
+	mu      sync.Mutex
+	entries map[string]*cachedDocs
+}
+
+type cachedDocs struct {
+	once sync.Once
+	docs []document
+	err  error
+}
+
+// get returns the documents of the file at absolute path p (rel to the
+// checkout).
+func (c *docCache) get(p, rel string) ([]document, error) {
+	c.mu.Lock()
+	e, ok := c.entries[rel]
+	if !ok {
+		e = &cachedDocs{}
+		c.entries[rel] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() {
+		data, err := readRegular(p)
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.docs, e.err = parseDocuments(data)
+		if e.err != nil {
+			e.err = fmt.Errorf("%s: %w", rel, e.err)
+		}
+	})
+	return e.docs, e.err
+}
+
+func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCache) *renderedRoot {
 	if remoteRef != "" {
 		return &renderedRoot{problem: &Problem{Kind: ProblemRemoteBase, Err: "remote base " + remoteRef + " is not fetched"}}
+	}
+	if renderPlainKustomizations {
+		if r, ok := renderPlain(kf, repoRoot, docs); ok {
+			return r
+		}
 	}
 	kpath := filepath.Join(kf.dir, kf.name)
 	data, err := readRegular(kpath)
@@ -433,7 +501,6 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string) *renderedRoot
 	}
 	out := &renderedRoot{reads: gfs.reads, restartPatch: readRestartPatch(kf)}
 	rootDir := relTo(repoRoot, kf.dir)
-	cache := map[string][]document{}
 	for _, res := range rm.Resources() {
 		if !isWorkloadKind(res.GetApiVersion(), res.GetKind()) {
 			continue
@@ -462,7 +529,7 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string) *renderedRoot
 		case origin.Path == "":
 			obj.GeneratedBy = origin.ConfiguredIn
 		default:
-			src, err := sourceFor(repoRoot, kf.dir, origin.Path, &obj, cache)
+			src, err := sourceFor(repoRoot, kf.dir, origin.Path, &obj, docs)
 			if err != nil {
 				out.unparsable = append(out.unparsable, err.Error())
 				continue
@@ -504,7 +571,7 @@ func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]
 // comes from. Origins name the file only; within a multi-document file the
 // document is the one of the same kind whose written name the rendered name
 // was built from (namePrefix/nameSuffix only add around it).
-func sourceFor(repoRoot, rootDir, originPath string, obj *Object, cache map[string][]document) (Source, error) {
+func sourceFor(repoRoot, rootDir, originPath string, obj *Object, cache *docCache) (Source, error) {
 	p, err := filepath.EvalSymlinks(filepath.Join(rootDir, filepath.FromSlash(originPath)))
 	if err != nil {
 		return Source{}, err
@@ -513,17 +580,9 @@ func sourceFor(repoRoot, rootDir, originPath string, obj *Object, cache map[stri
 		return Source{}, fmt.Errorf("%s: %w", originPath, errOutsideRepo)
 	}
 	rel := relTo(repoRoot, p)
-	docs, ok := cache[rel]
-	if !ok {
-		data, err := readRegular(p)
-		if err != nil {
-			return Source{}, err
-		}
-		docs, err = parseDocuments(data)
-		if err != nil {
-			return Source{}, fmt.Errorf("%s: %w", rel, err)
-		}
-		cache[rel] = docs
+	docs, err := cache.get(p, rel)
+	if err != nil {
+		return Source{}, err
 	}
 	var best *document
 	var sameKind []*document
@@ -581,27 +640,38 @@ func readRestartPatch(kf *kustomizationFile) map[string]bool {
 	return out
 }
 
-func (ix *Index) indexPlainFile(p string) {
+// plainFile is a manifest file outside kustomize, read and parsed.
+type plainFile struct {
+	docs    []document
+	kind    ProblemKind
+	problem error
+}
+
+func readPlainFile(p string) plainFile {
 	data, err := readRegular(p)
 	if err != nil {
-		ix.problem(p, ProblemUnparsable, err)
-		return
+		return plainFile{kind: ProblemUnparsable, problem: err}
 	}
 	if !utf8.Valid(data) {
-		ix.problem(p, ProblemUnparsable, errors.New("not UTF-8 text"))
-		return
+		return plainFile{kind: ProblemUnparsable, problem: errors.New("not UTF-8 text")}
 	}
 	if bytes.Contains(data, []byte("{{")) {
-		ix.problem(p, ProblemHelmTemplate, errors.New("contains template directives"))
-		return
+		return plainFile{kind: ProblemHelmTemplate, problem: errors.New("contains template directives")}
 	}
 	docs, err := parseDocuments(data)
 	if err != nil {
-		ix.problem(p, ProblemUnparsable, err)
+		return plainFile{kind: ProblemUnparsable, problem: err}
+	}
+	return plainFile{docs: docs}
+}
+
+func (ix *Index) addPlainFile(p string, f plainFile) {
+	if f.problem != nil {
+		ix.problem(p, f.kind, f.problem)
 		return
 	}
 	rel := ix.rel(p)
-	for _, d := range docs {
+	for _, d := range f.docs {
 		if !isWorkloadKind(d.APIVersion, d.Kind) || d.Name == "" {
 			continue
 		}

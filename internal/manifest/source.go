@@ -63,6 +63,8 @@ type document struct {
 	Namespace  string
 	// TemplateAnnotations are spec.template.metadata.annotations.
 	TemplateAnnotations map[string]string
+	// List is set for the items of a List document.
+	List bool
 }
 
 // parseDocuments reads the identity of every object in a YAML (or JSON)
@@ -92,7 +94,9 @@ func parseDocuments(data []byte) ([]document, error) {
 		kind := scalarAt(root, "kind")
 		if items := lookup(root, "items"); items != nil && items.Kind == yaml.SequenceNode && strings.HasSuffix(kind, "List") {
 			for _, item := range items.Content {
-				docs = append(docs, describeDocument(len(docs), item))
+				d := describeDocument(len(docs), item)
+				d.List = true
+				docs = append(docs, d)
 			}
 			continue
 		}
