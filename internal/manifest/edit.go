@@ -174,13 +174,25 @@ func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
 		}})
 	}
 
+	// Namespaces are edited and verified concurrently: verifying renders
+	// every root an edit reaches, twice, and a fleet has thousands.
 	verifier := newVerifier(ix)
-	for _, ns := range sortedKeys(byNamespace) {
-		items := byNamespace[ns]
+	namespaces := sortedKeys(byNamespace)
+	type result struct {
+		edits   []FileEdit
+		refused []Refusal
+	}
+	results := make([]result, len(namespaces))
+	inParallel(len(namespaces), func(i int) {
+		items := byNamespace[namespaces[i]]
 		edits, refused, overridden := ix.namespaceEdits(items, verifier)
 		if ix.patchOverridden(plan, items, overridden) {
 			edits, refused, _ = ix.namespaceEdits(items, verifier)
 		}
+		results[i] = result{edits, refused}
+	})
+	for i, ns := range namespaces {
+		edits, refused := results[i].edits, results[i].refused
 		for _, r := range refused {
 			r.Namespace = ns
 			set.Refused = append(set.Refused, r)

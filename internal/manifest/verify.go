@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // verifier renders every kustomize root an edit reaches, before and after,
@@ -16,8 +17,17 @@ import (
 // another overlay also renders, fail safe instead of restarting the wrong
 // workloads.
 type verifier struct {
-	ix     *Index
-	before map[string]renderResult
+	ix *Index
+	// before holds each root's render without edits: the namespaces whose
+	// edits a shared base reaches are verified concurrently, against one
+	// render of it.
+	mu     sync.Mutex
+	before map[string]*beforeRender
+}
+
+type beforeRender struct {
+	once   sync.Once
+	result renderResult
 }
 
 type renderResult struct {
@@ -31,7 +41,7 @@ type renderedObject struct {
 }
 
 func newVerifier(ix *Index) *verifier {
-	return &verifier{ix: ix, before: map[string]renderResult{}}
+	return &verifier{ix: ix, before: map[string]*beforeRender{}}
 }
 
 func (v *verifier) render(root string, replace map[string][]byte) renderResult {
@@ -53,6 +63,19 @@ func (v *verifier) render(root string, replace map[string][]byte) renderResult {
 		})
 	}
 	return out
+}
+
+// renderBefore renders root without edits, once.
+func (v *verifier) renderBefore(root string) renderResult {
+	v.mu.Lock()
+	b, ok := v.before[root]
+	if !ok {
+		b = &beforeRender{}
+		v.before[root] = b
+	}
+	v.mu.Unlock()
+	b.once.Do(func() { b.result = v.render(root, nil) })
+	return b.result
 }
 
 // intent is one workload an edit set restarts: its identity in the plan,
@@ -84,11 +107,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 	failed := map[int]string{}
 	overridden := map[WorkloadID]bool{}
 	for _, root := range sortedKeys(affected) {
-		before, ok := v.before[root]
-		if !ok {
-			before = v.render(root, nil)
-			v.before[root] = before
-		}
+		before := v.renderBefore(root)
 		if before.err != nil {
 			continue // the index already reported this root
 		}
