@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kedge-io/kedge/internal/synth"
 	"github.com/kedge-io/kedge/internal/synth/kubeload"
@@ -41,6 +43,9 @@ func measureLive(ctx context.Context, opts options, r *report, kedge string) err
 	if err := os.Setenv("KUBEBUILDER_ASSETS", assets); err != nil {
 		return err
 	}
+	// envtest logs through controller-runtime, which otherwise complains
+	// that nobody set a logger.
+	ctrllog.SetLogger(logr.Discard())
 	logf("live figure: starting the API server")
 	cfg, err := env.Start()
 	if err != nil {

@@ -25,6 +25,24 @@ var plainKustomizationKeys = []string{"apiVersion", "kind", "namespace", "resour
 // renderPlain renders the kustomization kf as kustomize would, or returns
 // false when it is not plain.
 func renderPlain(kf *kustomizationFile, repoRoot string, docs *docCache) (*renderedRoot, bool) {
+	return renderPlainWith(kf, repoRoot, docs, nil)
+}
+
+// renderPlainWith is renderPlain with some files' contents replaced (by
+// absolute path), as an edit would leave them.
+func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, replace map[string][]byte) (*renderedRoot, bool) {
+	read := func(p string) ([]byte, error) {
+		if data, ok := replace[p]; ok {
+			return data, nil
+		}
+		return readRegular(p)
+	}
+	parse := func(p, rel string) ([]document, error) {
+		if data, ok := replace[p]; ok {
+			return parseDocuments(data)
+		}
+		return docs.get(p, rel)
+	}
 	out := &renderedRoot{reads: map[string]struct{}{}}
 	rootDir := relTo(repoRoot, kf.dir)
 	seen := map[string]bool{}
@@ -36,7 +54,7 @@ func renderPlain(kf *kustomizationFile, repoRoot string, docs *docCache) (*rende
 		}
 		seen[dir] = true
 		kpath := filepath.Join(dir, file)
-		data, err := readRegular(kpath)
+		data, err := read(kpath)
 		if err != nil {
 			return false
 		}
@@ -89,7 +107,7 @@ func renderPlain(kf *kustomizationFile, repoRoot string, docs *docCache) (*rende
 				return false
 			}
 			rel := relTo(repoRoot, p)
-			fileDocs, err := docs.get(p, rel)
+			fileDocs, err := parse(p, rel)
 			if err != nil || len(fileDocs) == 0 {
 				return false
 			}

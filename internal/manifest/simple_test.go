@@ -120,3 +120,20 @@ func sortedObjects(objs []Object) []Object {
 	})
 	return objs
 }
+
+// TestPlainVerificationAgreesWithKustomize computes every edit case twice:
+// verifying plain kustomizations by reading them, and rendering every root
+// with kustomize. The edits, the refusals and the plan must not differ.
+func TestPlainVerificationAgreesWithKustomize(t *testing.T) {
+	for _, c := range editCases {
+		t.Run(c.repo, func(t *testing.T) {
+			fastPlan, fast := planEdits(t, c, fixtureRepo(c.repo))
+			renderPlainKustomizations = false
+			defer func() { renderPlainKustomizations = true }()
+			slowPlan, slow := planEdits(t, c, fixtureRepo(c.repo))
+			assert.Equal(t, UnifiedDiff(slow.All()), UnifiedDiff(fast.All()))
+			assert.Equal(t, slow.Refused, fast.Refused)
+			assert.Equal(t, slowPlan, fastPlan)
+		})
+	}
+}

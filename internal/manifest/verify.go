@@ -1,8 +1,11 @@
 package manifest
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"reflect"
 	"slices"
@@ -23,6 +26,8 @@ type verifier struct {
 	// render of it.
 	mu     sync.Mutex
 	before map[string]*beforeRender
+	// docs are the parsed files plain kustomizations list.
+	docs *docCache
 }
 
 type beforeRender struct {
@@ -35,16 +40,21 @@ type renderResult struct {
 	err     error
 }
 
+// renderedObject is one object of a render. Renders without edits are kept
+// for every root that a namespace's edits reach, thousands in a fleet, so
+// they hold the object as JSON (a fraction of a decoded body's size); the
+// renders with edits are compared once and hold the body.
 type renderedObject struct {
 	id   WorkloadID
 	body map[string]any
+	json []byte
 }
 
 func newVerifier(ix *Index) *verifier {
-	return &verifier{ix: ix, before: map[string]*beforeRender{}}
+	return &verifier{ix: ix, before: map[string]*beforeRender{}, docs: &docCache{entries: map[string]*cachedDocs{}}}
 }
 
-func (v *verifier) render(root string, replace map[string][]byte) renderResult {
+func (v *verifier) render(root string, replace map[string][]byte, compact bool) renderResult {
 	r := v.ix.roots[root]
 	fs := newGuardFS(v.ix.root, replace)
 	rm, err := kustomizeBuild(fs, v.ix.abs(r.Dir))
@@ -57,12 +67,58 @@ func (v *verifier) render(root string, replace map[string][]byte) renderResult {
 		if err != nil {
 			return renderResult{err: err}
 		}
-		out.objects = append(out.objects, renderedObject{
-			id:   WorkloadID{Namespace: res.GetNamespace(), Kind: res.GetKind(), Name: res.GetName()},
-			body: body,
-		})
+		o := renderedObject{id: WorkloadID{Namespace: res.GetNamespace(), Kind: res.GetKind(), Name: res.GetName()}, body: body}
+		if compact {
+			if o.json, err = json.Marshal(body); err != nil {
+				return renderResult{err: err}
+			}
+			o.body = nil
+		}
+		out.objects = append(out.objects, o)
 	}
 	return out
+}
+
+// checkPlain verifies the edits a plain kustomization reads (one the index
+// reads without kustomize, before and after the edits): the same workloads
+// in the same order, the intended annotations set, and every other
+// template annotation as it was. It reports false when the root is not
+// plain on either side; kustomize then renders it.
+func (v *verifier) checkPlain(root string, replace map[string][]byte, intended map[WorkloadID]intent) (bool, error) {
+	if !renderPlainKustomizations {
+		return false, nil
+	}
+	r := v.ix.roots[root]
+	kf := &kustomizationFile{dir: v.ix.abs(r.Dir), name: r.File}
+	before, ok := renderPlainWith(kf, v.ix.root, v.docs, nil)
+	if !ok {
+		return false, nil
+	}
+	after, ok := renderPlainWith(kf, v.ix.root, v.docs, replace)
+	if !ok {
+		return false, nil
+	}
+	if len(before.objects) != len(after.objects) {
+		return true, fmt.Errorf("%d workloads instead of %d", len(after.objects), len(before.objects))
+	}
+	for i := range before.objects {
+		b, a := &before.objects[i], &after.objects[i]
+		id := WorkloadID{Namespace: a.Namespace, Kind: a.Kind, Name: a.Name}
+		if (WorkloadID{Namespace: b.Namespace, Kind: b.Kind, Name: b.Name}) != id {
+			return true, fmt.Errorf("%s rendered where %s/%s %s was", id, b.Namespace, b.Name, b.Kind)
+		}
+		want := maps.Clone(b.TemplateAnnotations)
+		if in, ok := intended[id]; ok {
+			if want == nil {
+				want = map[string]string{}
+			}
+			maps.Copy(want, in.set)
+		}
+		if !maps.Equal(want, a.TemplateAnnotations) {
+			return true, fmt.Errorf("%s: template annotations %v, want %v", id, a.TemplateAnnotations, want)
+		}
+	}
+	return true, nil
 }
 
 // renderBefore renders root without edits, once.
@@ -74,7 +130,7 @@ func (v *verifier) renderBefore(root string) renderResult {
 		v.before[root] = b
 	}
 	v.mu.Unlock()
-	b.once.Do(func() { b.result = v.render(root, nil) })
+	b.once.Do(func() { b.result = v.render(root, nil, true) })
 	return b.result
 }
 
@@ -107,11 +163,21 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 	failed := map[int]string{}
 	overridden := map[WorkloadID]bool{}
 	for _, root := range sortedKeys(affected) {
+		if handled, err := v.checkPlain(root, replace, v.ix.intendedIn(root, intended)); handled {
+			if err != nil {
+				for _, i := range affected[root] {
+					if _, done := failed[i]; !done {
+						failed[i] = fmt.Sprintf("rendering %s with the edit: %v", root, err)
+					}
+				}
+			}
+			continue
+		}
 		before := v.renderBefore(root)
 		if before.err != nil {
 			continue // the index already reported this root
 		}
-		after := v.render(root, replace)
+		after := v.render(root, replace, false)
 		if err := compareRenders(before, after, v.ix.intendedIn(root, intended)); err != nil {
 			var lost *lostAnnotationError
 			if errors.As(err, &lost) {
@@ -197,28 +263,54 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]intent) 
 		if b.id != a.id {
 			return fmt.Errorf("%s rendered where %s was", a.id, b.id)
 		}
-		if in, ok := intended[a.id]; ok {
-			got := templateAnnotations(a.body)
-			keys := make([]string, 0, len(in.set))
-			for k := range in.set {
-				keys = append(keys, k)
+		in, ok := intended[a.id]
+		if !ok {
+			afterJSON, err := json.Marshal(a.body)
+			if err != nil {
+				return err
 			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if got[k] != in.set[k] {
-					return &lostAnnotationError{workload: in.id, rendered: a.id, key: k, got: got[k], want: in.set[k]}
-				}
+			if !bytes.Equal(b.json, afterJSON) {
+				return fmt.Errorf("%s changes beyond the restart annotations", a.id)
 			}
-			// The before render is shared between checks: strip copies.
-			b.body, a.body = copyMap(b.body), copyMap(a.body)
-			stripTemplateAnnotations(b.body, keys)
-			stripTemplateAnnotations(a.body, keys)
+			continue
 		}
-		if !reflect.DeepEqual(b.body, a.body) {
+		got := templateAnnotations(a.body)
+		keys := make([]string, 0, len(in.set))
+		for k := range in.set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if got[k] != in.set[k] {
+				return &lostAnnotationError{workload: in.id, rendered: a.id, key: k, got: got[k], want: in.set[k]}
+			}
+		}
+		var beforeBody map[string]any
+		if err := json.Unmarshal(b.json, &beforeBody); err != nil {
+			return err
+		}
+		afterBody := copyMap(a.body)
+		stripTemplateAnnotations(beforeBody, keys)
+		stripTemplateAnnotations(afterBody, keys)
+		if !reflect.DeepEqual(normalJSON(beforeBody), normalJSON(afterBody)) {
 			return fmt.Errorf("%s changes beyond the restart annotations", a.id)
 		}
 	}
 	return nil
+}
+
+// normalJSON gives a body the types a JSON round trip gives it, so that a
+// decoded render and a rendered one compare by value.
+func normalJSON(body map[string]any) any {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return body
+	}
+	var out any
+	if json.Unmarshal(data, &out) != nil {
+		return body
+	}
+	return out
 }
 
 func copyMap(m map[string]any) map[string]any {
