@@ -57,28 +57,53 @@ func parseBenchmarks(out []byte) benchResults {
 	results := benchResults{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// A benchmark that logs gets its result on a line of its own, after
+	// the log: "BenchmarkName-2  <log>" ... "1  123 ns/op ...".
+	pending := ""
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+		if len(fields) == 0 {
 			continue
 		}
-		name := fields[0]
-		if i := strings.LastIndex(name, "-"); i > 0 {
-			if _, err := strconv.Atoi(name[i+1:]); err == nil {
-				name = name[:i]
+		name := ""
+		switch {
+		case strings.HasPrefix(fields[0], "Benchmark"):
+			name = fields[0]
+			if i := strings.LastIndex(name, "-"); i > 0 {
+				if _, err := strconv.Atoi(name[i+1:]); err == nil {
+					name = name[:i]
+				}
 			}
+			fields = fields[1:]
+			if len(fields) == 0 || !isCount(fields[0]) {
+				pending = name
+				continue
+			}
+		case pending != "" && isCount(fields[0]):
+			name = pending
+		default:
+			continue
 		}
+		pending = ""
 		metrics := map[string]float64{}
-		for i := 2; i+1 < len(fields); i += 2 {
+		for i := 1; i+1 < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
 			if err != nil {
 				break
 			}
 			metrics[fields[i+1]] = v
 		}
-		results[name] = append(results[name], metrics)
+		if len(metrics) > 0 {
+			results[name] = append(results[name], metrics)
+		}
 	}
 	return results
+}
+
+// isCount tells a benchmark's iteration count from a log line's first word.
+func isCount(field string) bool {
+	_, err := strconv.Atoi(field)
+	return err == nil
 }
 
 // metric is the median of one unit over a benchmark's runs.
