@@ -7,6 +7,8 @@ LDFLAGS       := -s -w -X main.version=$(VERSION)
 # module proxy (hack/testbin.sh) and cached outside the repository.
 TESTBIN_CACHE ?= $(HOME)/.cache/kedge-testbin
 FUZZTIME      ?= 10s
+# Short runs spend their time fuzzing, not minimising each new input.
+FUZZMINIMIZE  ?= 1s
 DEMO_CLUSTER  := testdata/demo/cluster
 DEMO_REPO     := testdata/demo/gitops
 
@@ -37,11 +39,11 @@ unit:
 	$(GO) test -short ./...
 
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzSetPodTemplateAnnotations$$' -fuzztime=$(FUZZTIME) ./internal/yamledit
-	$(GO) test -run='^$$' -fuzz='^FuzzAddKustomizationPatch$$' -fuzztime=$(FUZZTIME) ./internal/yamledit
-	$(GO) test -run='^$$' -fuzz='^FuzzReadSnapshot$$' -fuzztime=$(FUZZTIME) ./internal/cluster
-	$(GO) test -run='^$$' -fuzz='^FuzzStreamingDecode$$' -fuzztime=$(FUZZTIME) ./internal/cluster
-	$(GO) test -run='^$$' -fuzz='^FuzzEscape$$' -fuzztime=$(FUZZTIME) ./internal/dashboard
+	$(GO) test -run='^$$' -fuzz='^FuzzSetPodTemplateAnnotations$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) ./internal/yamledit
+	$(GO) test -run='^$$' -fuzz='^FuzzAddKustomizationPatch$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) ./internal/yamledit
+	$(GO) test -run='^$$' -fuzz='^FuzzReadSnapshot$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) ./internal/cluster
+	$(GO) test -run='^$$' -fuzz='^FuzzStreamingDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) ./internal/cluster
+	$(GO) test -run='^$$' -fuzz='^FuzzEscape$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZE) ./internal/dashboard
 
 demo: build
 	@echo "== kedge plan: the sample cluster against the sample GitOps repo =="
