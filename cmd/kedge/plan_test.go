@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/manifest/editcheck"
+	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
 
 const demoExpected = "../../testdata/demo/expected.json"
@@ -110,7 +110,7 @@ func TestPlanPatchOnTheDemo(t *testing.T) {
 
 	t.Run("applied and rendered", func(t *testing.T) {
 		after := filepath.Join(t.TempDir(), "gitops")
-		copyTree(t, demoRepo, after)
+		treecopy.Copy(t, demoRepo, after)
 		cmd := exec.Command("git", "apply", "--whitespace=nowarn", "-")
 		cmd.Dir = after
 		cmd.Stdin = bytes.NewBufferString(patch)
@@ -153,37 +153,13 @@ func TestPlanPatchOnTheDemo(t *testing.T) {
 	})
 }
 
-// copyTree copies a directory of regular files.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	require.NoError(t, err)
-}
-
 // TestPlanTableNamesFilesItCouldNotIndex: a drifted workload whose manifest
 // is unreadable shows as not-found, and the table says which file is at
 // fault and why, on one line.
 func TestPlanTableNamesFilesItCouldNotIndex(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "gitops")
-	copyTree(t, demoRepo, repo)
-	copyTree(t, "../../testdata/bad/repo/malformed-yaml/files", repo)
+	treecopy.Copy(t, demoRepo, repo)
+	treecopy.Copy(t, "../../testdata/bad/repo/malformed-yaml/files", repo)
 	var out, errOut bytes.Buffer
 	code := execute(context.Background(), []string{
 		"plan", "--snapshot", demoCluster, "--repo", repo, "--cluster", "prod-eu-1",

@@ -19,6 +19,7 @@ import (
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/manifest/editcheck"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
 
 // repoCase is testdata/bad/repo/<case>/case.yaml: files/ is laid over a
@@ -79,12 +80,12 @@ func TestBadRepositoryInput(t *testing.T) {
 			skipKnown(t, c.KnownIssue)
 
 			repo := filepath.Join(t.TempDir(), "gitops")
-			copyTree(t, DemoRepo, repo)
+			treecopy.Copy(t, DemoRepo, repo)
 			for _, p := range c.Remove {
 				require.NoError(t, os.Remove(filepath.Join(repo, filepath.FromSlash(p))))
 			}
 			if _, err := os.Stat(filepath.Join(dir, "files")); err == nil {
-				copyTree(t, filepath.Join(dir, "files"), repo)
+				treecopy.Copy(t, filepath.Join(dir, "files"), repo)
 			}
 			generate(t, repo, c.Generate)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
 
 // snapshotCase is testdata/bad/snapshot/<case>/case.yaml: files/ is laid
@@ -50,9 +51,9 @@ func TestBadSnapshotInput(t *testing.T) {
 			require.True(t, len(c.Error) > 0 || c.Same != "", "a case either fails the read or changes nothing")
 
 			snapshot := filepath.Join(t.TempDir(), "cluster")
-			copyTree(t, DemoCluster, snapshot)
+			treecopy.Copy(t, DemoCluster, snapshot)
 			if _, err := os.Stat(filepath.Join(dir, "files")); err == nil {
-				copyTree(t, filepath.Join(dir, "files"), snapshot)
+				treecopy.Copy(t, filepath.Join(dir, "files"), snapshot)
 			}
 			generate(t, snapshot, c.Generate)
 

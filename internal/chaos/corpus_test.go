@@ -3,7 +3,6 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -55,30 +54,6 @@ func readCase(t *testing.T, path string, into any) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, yaml.UnmarshalStrict(data, into), path)
-}
-
-// copyTree copies the regular files of src into dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	require.NoError(t, err)
 }
 
 // generate makes the files a case cannot keep in Git, inside root.

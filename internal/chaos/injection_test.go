@@ -19,6 +19,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
 
 // hostile is text a cluster or a repository can carry that tries to break
@@ -35,14 +36,14 @@ const hostile = `<img src=x onerror=alert(1)>|[pwn](javascript:alert(1))![i](htt
 // and the hostile text is still shown, as text.
 func TestHostileTextIsEscaped(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "gitops")
-	copyTree(t, DemoRepo, repo)
+	treecopy.Copy(t, DemoRepo, repo)
 	bad := filepath.Join(corpus, "repo", "injection-file-name")
 	var c repoCase
 	readCase(t, filepath.Join(bad, "case.yaml"), &c)
 	for _, p := range c.Remove {
 		require.NoError(t, os.Remove(filepath.Join(repo, filepath.FromSlash(p))))
 	}
-	copyTree(t, filepath.Join(bad, "files"), repo)
+	treecopy.Copy(t, filepath.Join(bad, "files"), repo)
 
 	w := NewWorld(t, Options{ClusterDir: DemoCluster, RepoDir: repo})
 	w.ChangeCluster(func(set *objects.Set) {

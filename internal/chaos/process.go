@@ -87,17 +87,7 @@ func (w *World) SigkillCycle(rule Rule) CycleResult {
 	if step, ok := w.Wire.Killed(); ok {
 		res.Killed = &step
 	}
-	res.Steps = w.Wire.Steps()
-	res.Cuts = w.Wire.Cuts()
-	res.AfterDeath = w.Wire.AfterDeath()
-	w.Wire.Revive()
-	res.Pushes = w.Git.Pushes() - pushes
-	res.Calls = w.GH.Calls()[calls:]
-	for _, c := range res.Calls {
-		if c.Mutating() {
-			res.Mutating = append(res.Mutating, c)
-		}
-	}
+	w.record(&res, pushes, calls)
 	return res
 }
 

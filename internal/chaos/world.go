@@ -252,6 +252,16 @@ func (w *World) cycle(kill Rule) CycleResult {
 			res.Err = errors.New("killed")
 		}
 	}
+	w.record(&res, pushes, calls)
+	if w.afterCycle != nil {
+		w.afterCycle(svc, res)
+	}
+	return res
+}
+
+// record fills in what the wire, the git server and GitHub saw of a cycle
+// that began at pushes pushes and calls GitHub calls, and revives the wire.
+func (w *World) record(res *CycleResult, pushes, calls int) {
 	res.Steps = w.Wire.Steps()
 	res.Cuts = w.Wire.Cuts()
 	res.AfterDeath = w.Wire.AfterDeath()
@@ -263,10 +273,6 @@ func (w *World) cycle(kill Rule) CycleResult {
 			res.Mutating = append(res.Mutating, c)
 		}
 	}
-	if w.afterCycle != nil {
-		w.afterCycle(svc, res)
-	}
-	return res
 }
 
 // PlannedEdits is what `kedge plan` computes against the base branch as it
