@@ -163,7 +163,8 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 	failed := map[int]string{}
 	overridden := map[WorkloadID]bool{}
 	for _, root := range sortedKeys(affected) {
-		if handled, err := v.checkPlain(root, replace, v.ix.intendedIn(root, intended)); handled {
+		intendedHere := v.ix.intendedIn(root, intended)
+		if handled, err := v.checkPlain(root, replace, intendedHere); handled {
 			if err != nil {
 				for _, i := range affected[root] {
 					if _, done := failed[i]; !done {
@@ -178,7 +179,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 			continue // the index already reported this root
 		}
 		after := v.render(root, replace, false)
-		if err := compareRenders(before, after, v.ix.intendedIn(root, intended)); err != nil {
+		if err := compareRenders(before, after, intendedHere); err != nil {
 			var lost *lostAnnotationError
 			if errors.As(err, &lost) {
 				overridden[lost.workload] = true
