@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/plan"
 )
 
 var planOutputs = []string{"table", "json", "markdown", "patch"}
@@ -58,7 +58,7 @@ func newPlanCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		res, err := engine.Build(set, app.EngineOptions(cfg, repo))
+		res, err := plan.Build(set, assemble.PlanOptions(cfg, repo))
 		if err != nil {
 			return err
 		}
@@ -74,8 +74,7 @@ func newPlanCommand() *cobra.Command {
 			if err != nil {
 				return &config.Error{Key: "templates.dir", Msg: err.Error()}
 			}
-			summary := engine.MeshSummary(res.Mesh, set)
-			text, err := renderer.Plan(dashboard.PlanView{Plan: res.Plan, Mesh: &summary, Now: time.Now()})
+			text, err := renderer.Plan(dashboard.PlanView{Plan: res.Plan, Mesh: &res.Mesh, Now: time.Now()})
 			if err != nil {
 				return err
 			}
@@ -94,7 +93,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func writeTable(w io.Writer, res *engine.Result) error {
+func writeTable(w io.Writer, res *plan.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tREASONS\tPODS\tCURRENT\tDESIRED\tMANIFEST")
 	for _, wl := range res.Plan.Workloads {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/metrics"
@@ -49,7 +49,7 @@ func newRunCommand() *cobra.Command {
 			return serve(cmd.Context(), cfg, dryRun, log)
 		}
 		source := func(ctx context.Context) (*objects.Set, error) { return readCluster(ctx, cfg) }
-		svc, err := app.New(cmd.Context(), cfg, source, app.Options{DryRun: dryRun, Log: log})
+		svc, err := assemble.New(cmd.Context(), cfg, source, assemble.Options{DryRun: dryRun, Log: log})
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func printReport(w io.Writer, report *reconcile.Report, dryRun bool) {
 // debounced cycles led by one replica, and /healthz, /readyz, /metrics.
 func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logger) error {
 	var (
-		source  app.Source
+		source  assemble.Source
 		live    service.Source
 		kubeCfg *rest.Config
 	)
@@ -114,7 +114,7 @@ func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logge
 		source = func(context.Context) (*objects.Set, error) { return l.Set(), nil }
 		live = l
 	}
-	assembled, err := app.New(ctx, cfg, source, app.Options{DryRun: dryRun, Log: log})
+	assembled, err := assemble.New(ctx, cfg, source, assemble.Options{DryRun: dryRun, Log: log})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/manifest"
@@ -70,7 +70,7 @@ func run(snapshot, tree string, full bool) error {
 		return err
 	}
 	source := func(context.Context) (*objects.Set, error) { return set, nil }
-	svc, err := app.New(context.Background(), cfg, source, app.Options{})
+	svc, err := assemble.New(context.Background(), cfg, source, assemble.Options{})
 	if err != nil {
 		return err
 	}

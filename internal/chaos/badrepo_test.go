@@ -11,14 +11,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/manifest/editcheck"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
 
@@ -90,11 +90,11 @@ func TestBadRepositoryInput(t *testing.T) {
 			generate(t, repo, c.Generate)
 
 			type built struct {
-				res *engine.Result
+				res *plan.Result
 				err error
 			}
 			b := within(t, time.Minute, func() built {
-				res, err := engine.Build(set, app.EngineOptions(cfg, repo))
+				res, err := plan.Build(set, assemble.PlanOptions(cfg, repo))
 				return built{res, err}
 			})
 			require.NoError(t, b.err, "one bad file must not stop the plan")
@@ -188,7 +188,7 @@ func assertBytesKept(t *testing.T, e manifest.FileEdit) {
 // assertRendersSame writes the edits into a copy of the repository and
 // renders both with kustomize: only the restart annotations of the planned
 // workloads may differ.
-func assertRendersSame(t *testing.T, repo string, kustomizations []objects.Kustomization, res *engine.Result, cfg *config.Config) {
+func assertRendersSame(t *testing.T, repo string, kustomizations []objects.Kustomization, res *plan.Result, cfg *config.Config) {
 	t.Helper()
 	after := filepath.Join(t.TempDir(), "after")
 	require.NoError(t, os.CopyFS(after, os.DirFS(repo)))

@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
 
@@ -91,7 +91,7 @@ func planOf(t *testing.T, cfg *config.Config, snapshot string) drift.Plan {
 	t.Helper()
 	set, err := cluster.ReadSnapshot(snapshot)
 	require.NoError(t, err)
-	res, err := engine.Build(set, app.EngineOptions(cfg, ""))
+	res, err := plan.Build(set, assemble.PlanOptions(cfg, ""))
 	require.NoError(t, err)
 	return res.Plan
 }

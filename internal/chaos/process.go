@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -34,7 +34,7 @@ func RunChildCycle(configFile string) int {
 		return 2
 	}
 	source := func(context.Context) (*objects.Set, error) { return cluster.ReadSnapshot(cfg.Source.Snapshot) }
-	svc, err := app.New(context.Background(), cfg, source, app.Options{})
+	svc, err := assemble.New(context.Background(), cfg, source, assemble.Options{})
 	if err == nil {
 		_, err = svc.Reconciler.RunOnce(context.Background())
 	}

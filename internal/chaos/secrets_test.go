@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/server"
@@ -33,7 +33,7 @@ type capture struct {
 	mu      sync.Mutex
 	logs    bytes.Buffer
 	out     bytes.Buffer
-	current *app.Service
+	current *assemble.Service
 	metrics *metrics.Metrics
 }
 
@@ -43,7 +43,7 @@ func (c *capture) Write(p []byte) (int, error) {
 	return c.logs.Write(p)
 }
 
-func (c *capture) afterCycle(svc *app.Service, res CycleResult) {
+func (c *capture) afterCycle(svc *assemble.Service, res CycleResult) {
 	c.mu.Lock()
 	c.current = svc
 	fmt.Fprintf(&c.out, "error: %v\n%+v\n", res.Err, res.Err)
@@ -152,7 +152,7 @@ func runService(t *testing.T, w *World, c *capture, log *slog.Logger) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	assembled, err := app.New(ctx, w.Cfg, w.Source, app.Options{Log: log})
+	assembled, err := assemble.New(ctx, w.Cfg, w.Source, assemble.Options{Log: log})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{
 		Reconciler: assembled.Reconciler, GitHub: assembled.Forge, Metrics: c.metrics,

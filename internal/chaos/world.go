@@ -27,11 +27,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
@@ -62,7 +62,7 @@ type Options struct {
 	Log *slog.Logger
 	// AfterCycle, when set, sees each cycle's assembled service and
 	// outcome (to feed metrics, to keep errors).
-	AfterCycle func(svc *app.Service, res CycleResult)
+	AfterCycle func(svc *assemble.Service, res CycleResult)
 }
 
 // World is kedge against a real git server and the GitHub emulation, both
@@ -77,7 +77,7 @@ type World struct {
 	KeyPEM []byte
 
 	log        *slog.Logger
-	afterCycle func(*app.Service, CycleResult)
+	afterCycle func(*assemble.Service, CycleResult)
 
 	mu  sync.Mutex
 	set *objects.Set
@@ -241,7 +241,7 @@ func (w *World) cycle(kill Rule) CycleResult {
 		w.Wire.KillOnCut(func(Step) { cancel() })
 	}
 	var res CycleResult
-	svc, err := app.New(ctx, w.Cfg, w.Source, app.Options{Log: w.log})
+	svc, err := assemble.New(ctx, w.Cfg, w.Source, assemble.Options{Log: w.log})
 	if err != nil {
 		w.T.Fatalf("assemble kedge: %v", err)
 	}
@@ -294,7 +294,7 @@ func (w *World) PlannedEdits() map[string]map[string]string {
 		must(w.T, os.MkdirAll(filepath.Dir(full), 0o755))
 		must(w.T, os.WriteFile(full, []byte(w.Git.ReadFile(w.T, RepoName, "main", path)), 0o644))
 	}
-	res, err := engine.Build(set, app.EngineOptions(w.Cfg, dir))
+	res, err := plan.Build(set, assemble.PlanOptions(w.Cfg, dir))
 	must(w.T, err)
 	out := map[string]map[string]string{}
 	for ns, edits := range res.Edits.Namespaces {

@@ -108,7 +108,7 @@ func isRestartableKind(kind string) bool {
 }
 
 func (c *computation) addPod(p *corev1.Pod) {
-	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if !live(p) {
 		return
 	}
 	if !c.filter.allows(p.Namespace) {

@@ -1,6 +1,13 @@
 package drift
 
-import "time"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/objects"
+)
 
 // Reason says why a workload must be restarted. The values are part of the
 // plan's JSON contract.
@@ -27,6 +34,7 @@ const (
 // Manifest statuses and edit kinds (DESIGN §5).
 const (
 	ManifestFound     = "found"
+	ManifestRefused   = "refused"
 	ManifestNotFound  = "not-found"
 	ManifestHelm      = "helm"
 	ManifestAmbiguous = "ambiguous"
@@ -109,4 +117,42 @@ type Skipped struct {
 	Reason    SkipReason `json:"reason"`
 	// Detail is human-readable context, e.g. the conflicting revisions.
 	Detail string `json:"detail,omitempty"`
+}
+
+// WithManifests returns a copy of the plan in which each workload carries
+// the manifest view manifestOf gives it (when it gives one); the plan it is
+// called on is left as it was.
+func (p Plan) WithManifests(manifestOf func(Workload) (Manifest, bool)) Plan {
+	out := p
+	out.Workloads = make([]Workload, len(p.Workloads))
+	for i, w := range p.Workloads {
+		if m, ok := manifestOf(w); ok {
+			w.Manifest = m
+		}
+		out.Workloads[i] = w
+	}
+	return out
+}
+
+// ProxyImages counts every namespace's live pods by the proxy image they
+// run ("" for pods without a sidecar). Terminating and finished pods are
+// not counted, as Compute does not count them.
+func ProxyImages(set *objects.Set) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for i := range set.Pods {
+		p := &set.Pods[i]
+		if !live(p) {
+			continue
+		}
+		image, _ := mesh.RunningProxy(p)
+		if out[p.Namespace] == nil {
+			out[p.Namespace] = map[string]int{}
+		}
+		out[p.Namespace][image]++
+	}
+	return out
+}
+
+func live(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }

@@ -6,16 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
-	"sync/atomic"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/gcpace"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
@@ -131,46 +132,49 @@ type pendingFile struct {
 
 // planned is one workload's restart, before it is written.
 type planned struct {
-	workload int // index in the plan
-	loc      Location
-	edit     podTemplateEdit
+	loc  Location
+	edit podTemplateEdit
 }
 
-// Edits computes the edits restarting every found workload of the plan, as
-// located by the last Locate (or LocateAll) call for it. Workloads already
-// restarted for their target get the edit "already-bumped" in the plan and
-// no change. Nothing is written to the checkout, and no file kedge cannot
-// read or edit safely stops the others: it is reported in Refused.
-func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
+// IDOf names a workload of the plan.
+func IDOf(w drift.Workload) WorkloadID { return WorkloadID{w.Namespace, w.Kind, w.Name} }
+
+// Outcomes are what the edit stage makes of each workload, in the plan's
+// terms: where it is defined, how it is edited, or why it is not.
+type Outcomes map[WorkloadID]drift.Manifest
+
+// Edits computes the edits restarting every workload found at its
+// location; a workload without a location is located with no hints.
+// Workloads already restarted for their target get the edit
+// "already-bumped" and no change. Nothing is written to the checkout, and no
+// file kedge cannot read or edit safely stops the others: it is reported in
+// Refused, and its workloads' outcome is "refused".
+func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotations) (EditSet, Outcomes) {
 	ann = ann.withDefaults()
 	set := EditSet{Namespaces: map[string][]FileEdit{}}
+	outcomes := make(Outcomes, len(workloads))
 	byNamespace := map[string][]planned{}
-	for i := range plan.Workloads {
-		w := &plan.Workloads[i]
-		if w.Manifest.Status != drift.ManifestFound {
-			continue
-		}
-		ix.mu.Lock()
-		loc, ok := ix.located[keyOf(*w)]
-		ix.mu.Unlock()
+	for _, w := range workloads {
+		id := IDOf(w)
+		loc, ok := locs[id]
 		if !ok {
-			loc = ix.Locate(*w, Hints{})
+			loc = ix.LocateOne(w, Hints{})
 		}
+		outcomes[id] = loc.Manifest
 		if loc.Manifest.Status != drift.ManifestFound {
 			continue
 		}
-		id := WorkloadID{w.Namespace, w.Kind, w.Name}
 		target := TargetValue(w.Desired)
 		if loc.TemplateAnnotations[ann.Target] == target {
-			w.Manifest.Edit = drift.EditAlreadyBumped
+			outcomes[id] = withEdit(loc.Manifest, drift.EditAlreadyBumped)
 			continue
 		}
 		if loc.Manifest.Edit == drift.EditOverlayPatch && loc.Root == "" {
 			set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
 			continue
 		}
-		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], planned{workload: i, loc: loc, edit: podTemplateEdit{
-			set:        map[string]string{ann.Restart: RestartValue(*w, target), ann.Target: target},
+		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], planned{loc: loc, edit: podTemplateEdit{
+			set:        map[string]string{ann.Restart: RestartValue(w, target), ann.Target: target},
 			id:         id,
 			apiVersion: loc.Source.APIVersion,
 		}})
@@ -183,51 +187,72 @@ func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
 	type result struct {
 		edits   []FileEdit
 		refused []Refusal
+		patched []WorkloadID
 	}
 	results := make([]result, len(namespaces))
-	// Verifying renders like indexing does: much allocated, little kept.
-	pace := gcpace.NewHeadroom(renderHeadroom)
-	defer pace.Done()
-	var verified atomic.Int64
 	inParallel(len(namespaces), func(i int) {
-		if verified.Add(1)%64 == 0 {
-			pace.Adjust()
-		}
 		items := byNamespace[namespaces[i]]
 		edits, refused, overridden := ix.namespaceEdits(items, verifier)
-		if ix.patchOverridden(plan, items, overridden) {
-			edits, refused, _ = ix.namespaceEdits(items, verifier)
+		if patched, moved := ix.patchOverridden(items, overridden); len(moved) > 0 {
+			edits, refused, _ = ix.namespaceEdits(patched, verifier)
+			results[i].patched = moved
 		}
-		results[i] = result{edits, refused}
+		results[i].edits, results[i].refused = edits, refused
 	})
 	for i, ns := range namespaces {
-		edits, refused := results[i].edits, results[i].refused
-		for _, r := range refused {
+		for _, r := range results[i].refused {
 			r.Namespace = ns
 			set.Refused = append(set.Refused, r)
 		}
-		if len(edits) > 0 {
-			set.Namespaces[ns] = edits
+		if len(results[i].edits) > 0 {
+			set.Namespaces[ns] = results[i].edits
+		}
+		for _, id := range results[i].patched {
+			outcomes[id] = withEdit(outcomes[id], drift.EditOverlayPatch)
 		}
 	}
-	for _, r := range set.Refused {
+	SortRefusals(set.Refused)
+	return set, outcomes.WithRefusals(set.Refused)
+}
+
+// WithRefusals returns the outcomes with every found workload that a
+// refusal names marked refused.
+func (o Outcomes) WithRefusals(refusals []Refusal) Outcomes {
+	out := maps.Clone(o)
+	for _, r := range refusals {
 		for _, id := range r.Workloads {
-			for i := range plan.Workloads {
-				w := &plan.Workloads[i]
-				if (WorkloadID{w.Namespace, w.Kind, w.Name}) == id && w.Manifest.Detail == "" {
-					w.Manifest.Detail = "edit refused: " + r.Path + ": " + r.Reason
-				}
+			if m, ok := out[id]; ok && m.Status == drift.ManifestFound {
+				out[id] = refused(m, r)
 			}
 		}
 	}
-	sort.SliceStable(set.Refused, func(i, j int) bool {
-		a, b := set.Refused[i], set.Refused[j]
+	return out
+}
+
+func withEdit(m drift.Manifest, edit string) drift.Manifest {
+	m.Edit = edit
+	return m
+}
+
+// refused is a found workload's outcome when the edit of a file it needs
+// was refused: the file and the reason are its detail.
+func refused(m drift.Manifest, r Refusal) drift.Manifest {
+	detail := r.Reason
+	if !strings.HasPrefix(detail, r.Path) {
+		detail = r.Path + ": " + detail
+	}
+	return drift.Manifest{Status: drift.ManifestRefused, Path: m.Path, Detail: detail}
+}
+
+// SortRefusals orders refusals by namespace, then path.
+func SortRefusals(list []Refusal) {
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
 		}
 		return a.Path < b.Path
 	})
-	return set, nil
 }
 
 // namespaceEdits writes and verifies the restarts of one namespace. It also
@@ -272,25 +297,25 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 	return edits, append(refused, failed...), overridden
 }
 
-// patchOverridden turns the in-place restarts that an overlay overrides into
-// patches in that overlay, which kustomize applies after the overlay's own
-// patches. It reports whether it changed any.
-func (ix *Index) patchOverridden(plan *drift.Plan, items []planned, overridden map[WorkloadID]bool) bool {
-	changed := false
-	for i := range items {
-		it := &items[i]
+// patchOverridden returns the items with the in-place restarts that an
+// overlay overrides turned into patches in that overlay, which kustomize
+// applies after the overlay's own patches, and the workloads it moved.
+func (ix *Index) patchOverridden(items []planned, overridden map[WorkloadID]bool) ([]planned, []WorkloadID) {
+	out := slices.Clone(items)
+	var moved []WorkloadID
+	for i := range out {
+		it := &out[i]
 		if !overridden[it.edit.id] || it.loc.Manifest.Edit != drift.EditInPlace || it.loc.Root == "" {
 			continue
 		}
-		w := plan.Workloads[it.workload]
+		w := drift.Workload{Namespace: it.edit.id.Namespace, Kind: it.edit.id.Kind, Name: it.edit.id.Name}
 		if !ix.patchSafe(it.loc.Root, it.loc.Source, w, it.loc.hints) {
 			continue
 		}
 		it.loc.Manifest.Edit = drift.EditOverlayPatch
-		plan.Workloads[it.workload].Manifest.Edit = drift.EditOverlayPatch
-		changed = true
+		moved = append(moved, it.edit.id)
 	}
-	return changed
+	return out, moved
 }
 
 // applyFile computes one pending file's change, plus the kustomization

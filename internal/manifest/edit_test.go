@@ -310,11 +310,19 @@ func planEdits(t *testing.T, c editCase, repo string) (*drift.Plan, EditSet) {
 	t.Helper()
 	ix, err := BuildIndex(repo, IndexOptions{})
 	require.NoError(t, err)
-	plan := c.plan()
-	ix.LocateAll(plan, c.hintsFunc(t))
-	set, err := ix.Edits(plan, Annotations{})
-	require.NoError(t, err)
+	plan, set := locateAndEdit(ix, c.plan(), c.hintsFunc(t), Annotations{})
 	return plan, set
+}
+
+// locateAndEdit runs the locate and edit stages on a plan and returns the
+// plan carrying their outcomes.
+func locateAndEdit(ix *Index, plan *drift.Plan, hints func(drift.Workload) Hints, ann Annotations) (*drift.Plan, EditSet) {
+	set, outcomes := ix.Edits(plan.Workloads, ix.Locate(plan.Workloads, hints), ann)
+	out := plan.WithManifests(func(w drift.Workload) (drift.Manifest, bool) {
+		m, ok := outcomes[IDOf(w)]
+		return m, ok
+	})
+	return &out, set
 }
 
 func TestEditsGolden(t *testing.T) {
@@ -430,9 +438,7 @@ func TestEditsWithoutLocateUseNoHints(t *testing.T) {
 	ix, err := BuildIndex(fixtureRepo("kustomize-prefix"), IndexOptions{})
 	require.NoError(t, err)
 	plan := &drift.Plan{Workloads: []drift.Workload{drifted("shop", "Deployment", "prod-cart-v1", istio125)}}
-	plan.Workloads[0].Manifest = drift.Manifest{Status: drift.ManifestFound, Path: "apps/shop/deployment.yaml", Edit: drift.EditInPlace}
-	set, err := ix.Edits(plan, Annotations{Restart: "example.com/restart", Target: "example.com/target"})
-	require.NoError(t, err)
+	set, _ := ix.Edits(plan.Workloads, nil, Annotations{Restart: "example.com/restart", Target: "example.com/target"})
 	require.Len(t, set.Namespaces["shop"], 1)
 	after := string(set.Namespaces["shop"][0].After)
 	assert.Contains(t, after, "example.com/restart: ")
@@ -455,11 +461,10 @@ func TestEditsRefuseWhenNoOverlayIsSafe(t *testing.T) {
 	ix, err := BuildIndex(fixtureRepo("shared-base"), IndexOptions{})
 	require.NoError(t, err)
 	plan := &drift.Plan{Workloads: []drift.Workload{drifted("team-z", "Deployment", "web", istio125)}}
-	ix.LocateAll(plan, func(drift.Workload) Hints {
+	plan, set := locateAndEdit(ix, plan, func(drift.Workload) Hints {
 		return Hints{Paths: []string{"base"}, TargetNamespace: "team-z"}
-	})
-	set, err := ix.Edits(plan, Annotations{})
-	require.NoError(t, err)
+	}, Annotations{})
+	assert.Equal(t, drift.ManifestRefused, plan.Workloads[0].Manifest.Status)
 	assert.Empty(t, set.Namespaces)
 	require.Len(t, set.Refused, 1)
 	assert.Equal(t, Refusal{

@@ -45,6 +45,9 @@ type Hints struct {
 	// that two of them deploy into different namespaces is shared even when
 	// no kustomization says so.
 	Applied []Applied
+	// appliedByPath indexes Applied: HintsFor hands one list, thousands of
+	// entries in a fleet, to every workload.
+	appliedByPath map[string][]int
 }
 
 // Applied is one directory of the repository a GitOps object applies.
@@ -72,13 +75,14 @@ func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 	}
 	sameRepo := func(u string) bool { return len(want) == 0 || u == "" || want[normalizeRepoURL(u)] }
 	applied := appliedPaths(set, sameRepo)
+	byPath := appliedByPath(applied)
 	return func(w drift.Workload) Hints {
 		if set == nil {
 			return Hints{}
 		}
 		h := workloadHints(set, w, sameRepo)
 		if h.Helm == "" && h.OtherRepo == "" {
-			h.Applied = applied
+			h.Applied, h.appliedByPath = applied, byPath
 		}
 		return h
 	}
@@ -142,6 +146,22 @@ func workloadHints(set *objects.Set, w drift.Workload, sameRepo func(string) boo
 		return applicationHints(app, sameRepo)
 	}
 	return Hints{}
+}
+
+// Applier names the GitOps object that applies a workload, from its
+// tracking metadata alone; "" when it carries none.
+func Applier(w drift.Workload) string {
+	if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
+		return "Flux Kustomization " + w.Labels[fluxKustomizeNamespaceLabel] + "/" + name
+	}
+	if id := w.Annotations[argoTrackingIDAnnotation]; id != "" {
+		app, _, _ := strings.Cut(id, ":")
+		return "Argo CD Application " + app
+	}
+	if app := w.Labels[argoInstanceLabel]; app != "" {
+		return "Argo CD Application " + app
+	}
+	return ""
 }
 
 func gitRepositoryURL(set *objects.Set, k objects.Kustomization) string {

@@ -98,6 +98,7 @@ type Root struct {
 // Index maps a checkout's deployed workloads to their sources.
 type Index struct {
 	root     string // absolute, symlinks resolved
+	paths    []string
 	Problems []Problem
 
 	roots   map[string]*Root
@@ -110,15 +111,13 @@ type Index struct {
 	includedBy map[string][]string
 	// readers maps a repo-relative file to the roots whose builds read it.
 	readers map[string][]string
-
-	mu      sync.Mutex
-	located map[workloadKey]Location
-	// applied indexes the GitOps objects' paths of the hints located with.
-	applied appliedIndex
 }
 
 // Root returns the absolute path of the indexed checkout.
 func (ix *Index) Root() string { return ix.root }
+
+// Paths returns the sub-trees indexed; empty is the whole checkout.
+func (ix *Index) Paths() []string { return ix.paths }
 
 // Roots returns the kustomize roots, sorted by directory.
 func (ix *Index) Roots() []Root {
@@ -150,11 +149,11 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 	}
 	ix := &Index{
 		root:       resolved,
+		paths:      opts.Paths,
 		roots:      map[string]*Root{},
 		byKindName: map[string][]int{},
 		byPath:     map[string][]int{},
 		includedBy: map[string][]string{},
-		located:    map[workloadKey]Location{},
 	}
 	starts, err := ix.startDirs(opts.Paths)
 	if err != nil {

@@ -419,13 +419,12 @@ func TestEditsReportFilesThatCannotBeRead(t *testing.T) {
 		drifted("payments", "Deployment", "api", istio125),
 		drifted("kube-system", "DaemonSet", "node-agent", drift.Desired{Revision: "1-26-0"}),
 	}}
-	ix.LocateAll(plan, nil)
+	locs := ix.Locate(plan.Workloads, nil)
 	require.NoError(t, os.Remove(filepath.Join(repo, "apps", "multi.yaml")))
 	require.NoError(t, os.Remove(filepath.Join(repo, "apps", "agent.yaml")))
 	require.NoError(t, syscall.Mkfifo(filepath.Join(repo, "apps", "agent.yaml"), 0o644))
 
-	set, err := ix.Edits(plan, Annotations{})
-	require.NoError(t, err)
+	set, outcomes := ix.Edits(plan.Workloads, locs, Annotations{})
 	assert.Empty(t, set.Namespaces)
 	var refused []string
 	for _, r := range set.Refused {
@@ -433,7 +432,8 @@ func TestEditsReportFilesThatCannotBeRead(t *testing.T) {
 	}
 	assert.Equal(t, []string{"apps/agent.yaml", "apps/multi.yaml"}, refused)
 	for _, w := range plan.Workloads {
-		assert.Contains(t, w.Manifest.Detail, "edit refused", w.Name)
+		assert.Equal(t, drift.ManifestRefused, outcomes[IDOf(w)].Status, w.Name)
+		assert.Contains(t, outcomes[IDOf(w)].Detail, "apps/", w.Name)
 	}
 }
 

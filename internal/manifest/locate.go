@@ -7,14 +7,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/kedge-io/kedge/internal/drift"
 )
-
-type workloadKey struct{ Namespace, Kind, Name string }
-
-func keyOf(w drift.Workload) workloadKey { return workloadKey{w.Namespace, w.Kind, w.Name} }
 
 // Location is where a workload is defined and how it is to be edited.
 type Location struct {
@@ -33,26 +28,27 @@ type Location struct {
 	hints Hints
 }
 
-// LocateAll fills the manifest of every workload of the plan. hints may be
-// nil (no GitOps metadata known).
-func (ix *Index) LocateAll(plan *drift.Plan, hints func(drift.Workload) Hints) {
-	for i := range plan.Workloads {
+// Locations are where the workloads of a plan are defined, by workload.
+type Locations map[WorkloadID]Location
+
+// Locate finds the source of every workload. hints may be nil (no GitOps
+// metadata known). The index is only read.
+func (ix *Index) Locate(workloads []drift.Workload, hints func(drift.Workload) Hints) Locations {
+	out := make(Locations, len(workloads))
+	for _, w := range workloads {
 		var h Hints
 		if hints != nil {
-			h = hints(plan.Workloads[i])
+			h = hints(w)
 		}
-		plan.Workloads[i].Manifest = ix.Locate(plan.Workloads[i], h).Manifest
+		out[IDOf(w)] = ix.LocateOne(w, h)
 	}
+	return out
 }
 
-// Locate finds the source of one workload. The result is also remembered
-// for Edits.
-func (ix *Index) Locate(w drift.Workload, hints Hints) Location {
+// LocateOne finds the source of one workload.
+func (ix *Index) LocateOne(w drift.Workload, hints Hints) Location {
 	loc := ix.locate(w, hints)
 	loc.hints = hints
-	ix.mu.Lock()
-	ix.located[keyOf(w)] = loc
-	ix.mu.Unlock()
 	return loc
 }
 
@@ -305,7 +301,10 @@ func (ix *Index) appliedCandidates(o *Object, hints Hints) []Applied {
 	if len(hints.Applied) <= 16 {
 		return appliedFor(hints)
 	}
-	byPath := ix.applied.lookup(hints.Applied)
+	byPath := hints.appliedByPath
+	if byPath == nil {
+		byPath = appliedByPath(hints.Applied)
+	}
 	// appliedFor without its scan: the hints' paths the list lacks follow
 	// the list.
 	all := hints.Applied
@@ -343,28 +342,12 @@ func (ix *Index) appliedCandidates(o *Object, hints Hints) []Applied {
 	return out
 }
 
-// appliedIndex indexes an Applied list by path. HintsFor hands one list to
-// every workload, so the index is built once per list.
-type appliedIndex struct {
-	mu    sync.Mutex
-	list  []Applied
-	paths map[string][]int
-}
-
-func (c *appliedIndex) lookup(list []Applied) map[string][]int {
-	if len(list) == 0 {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.paths != nil && len(c.list) == len(list) && &c.list[0] == &list[0] {
-		return c.paths
-	}
+// appliedByPath indexes an Applied list by path.
+func appliedByPath(list []Applied) map[string][]int {
 	paths := make(map[string][]int, len(list))
 	for i, a := range list {
 		paths[a.Path] = append(paths[a.Path], i)
 	}
-	c.list, c.paths = list, paths
 	return paths
 }
 

@@ -232,7 +232,7 @@ func TestLocate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ix, err := BuildIndex(fixtureRepo(tt.repo), IndexOptions{})
 			require.NoError(t, err)
-			loc := ix.Locate(tt.workload, tt.hints)
+			loc := ix.LocateOne(tt.workload, tt.hints)
 			assert.Equal(t, tt.want, loc.Manifest)
 			assert.Equal(t, tt.wantRoot, loc.Root)
 		})
@@ -355,7 +355,7 @@ func TestHintsFor(t *testing.T) {
 			} else {
 				assert.Empty(t, got.Applied)
 			}
-			got.Applied = nil
+			got.Applied, got.appliedByPath = nil, nil
 			assert.Equal(t, tt.want, got)
 		})
 	}
@@ -364,7 +364,7 @@ func TestHintsFor(t *testing.T) {
 			"kustomize.toolkit.fluxcd.io/name": "vendor", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
 		}, nil))
 		assert.Len(t, got.Applied, 5)
-		got.Applied = nil
+		got.Applied, got.appliedByPath = nil, nil
 		assert.Equal(t, Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor"}, got)
 	})
 	t.Run("no cluster objects", func(t *testing.T) {

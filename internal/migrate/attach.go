@@ -1,6 +1,8 @@
 package migrate
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/kedge-io/kedge/internal/drift"
@@ -8,60 +10,110 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
+// Locate decides, for each migration, where its namespace's label is
+// written and computes the label edit. A label kedge cannot edit safely
+// blocks its migration here, before any restart is planned for the
+// namespace. It returns new migrations, and the label edits by namespace.
+func Locate(ix *manifest.Index, migrations []drift.Migration, hints func(namespace string) manifest.Hints) ([]drift.Migration, map[string]*LabelEdit) {
+	out := slices.Clone(migrations)
+	edits := map[string]*LabelEdit{}
+	if len(out) == 0 {
+		return out, edits
+	}
+	checkout := NewCheckout(ix, ix.Paths())
+	for i := range out {
+		m := &out[i]
+		h := hints(m.Namespace)
+		if !m.Moves() {
+			m.Manifest = checkout.Find(m.Namespace, h)
+			continue
+		}
+		if edit := checkout.Locate(m, h); edit != nil {
+			edits[m.Namespace] = edit
+		}
+	}
+	return out, edits
+}
+
+// Attached is the edit set with the migrations' label edits in it.
+type Attached struct {
+	Migrations []drift.Migration
+	Edits      manifest.EditSet
+	// Refused are the refusals Attach adds: labels kedge will not edit, and
+	// restart edits that do not combine with a label edit of the same file.
+	Refused []manifest.Refusal
+}
+
 // Attach puts each moving namespace's label edit into that namespace's
 // edits, so the relabel and the restarts travel in one branch and one pull
 // request, and lists on each migration the workloads restarted with it.
-// When the label edit cannot be made on top of restart edits of the same
-// file, the migration is blocked and Attach returns false: the restarts
-// were planned for the target revision, so the caller must plan again.
-func Attach(migrations []drift.Migration, edits *manifest.EditSet, labelEdits map[string]*LabelEdit) bool {
-	if edits.Namespaces == nil {
-		edits.Namespaces = map[string][]manifest.FileEdit{}
+// When the label edit cannot be made on top of the restart edits of the same
+// file, the label edit wins (the migration was decided first) and those
+// restarts are refused. The inputs are left as they were.
+func Attach(migrations []drift.Migration, edits manifest.EditSet, labelEdits map[string]*LabelEdit) Attached {
+	out := Attached{
+		Migrations: slices.Clone(migrations),
+		Edits:      manifest.EditSet{Namespaces: maps.Clone(edits.Namespaces), Refused: slices.Clone(edits.Refused)},
 	}
-	ok := true
-	for i := range migrations {
-		m := &migrations[i]
+	if out.Edits.Namespaces == nil {
+		out.Edits.Namespaces = map[string][]manifest.FileEdit{}
+	}
+	for i := range out.Migrations {
+		m := &out.Migrations[i]
 		if m.Blocked == drift.BlockManifest && m.Manifest.Status == drift.ManifestFound && m.Manifest.Path != "" {
-			edits.Refused = append(edits.Refused, manifest.Refusal{Namespace: m.Namespace, Path: m.Manifest.Path, Reason: m.Manifest.Detail})
+			out.Refused = append(out.Refused, manifest.Refusal{Namespace: m.Namespace, Path: m.Manifest.Path, Reason: m.Manifest.Detail})
 		}
 		if !m.Moves() {
 			continue
 		}
-		files := edits.Namespaces[m.Namespace]
+		files := slices.Clone(out.Edits.Namespaces[m.Namespace])
 		if le := labelEdits[m.Namespace]; le != nil && m.Relabels() {
-			merged := false
-			for j := range files {
-				if files[j].Path != le.Path {
-					continue
-				}
-				after, err := le.Onto(files[j].After)
-				if err != nil {
-					m.Blocked, m.Detail = drift.BlockManifest, "the label edit of "+le.Path+" does not combine with the restart edits of the same file: "+refusalText(err)
-					m.Manifest.Detail = m.Detail
-					ok = false
-					break
-				}
-				files[j].After = after
-				merged = true
+			var refused *manifest.Refusal
+			files, refused = withLabelEdit(files, le)
+			if refused != nil {
+				out.Refused = append(out.Refused, *refused)
 			}
-			if !m.Moves() {
-				continue
-			}
-			if !merged {
-				files = append(files, manifest.FileEdit{Path: le.Path, Before: le.Before, After: le.After})
-				sort.Slice(files, func(a, b int) bool { return files[a].Path < files[b].Path })
-			}
-			edits.Namespaces[m.Namespace] = files
+			out.Edits.Namespaces[m.Namespace] = files
 		}
 		m.Workloads = restarted(files)
 	}
-	sort.SliceStable(edits.Refused, func(a, b int) bool {
-		if edits.Refused[a].Namespace != edits.Refused[b].Namespace {
-			return edits.Refused[a].Namespace < edits.Refused[b].Namespace
+	out.Edits.Refused = append(out.Edits.Refused, out.Refused...)
+	manifest.SortRefusals(out.Edits.Refused)
+	return out
+}
+
+// withLabelEdit returns a namespace's file edits with the label edit made
+// too: on top of the restart edits of the same file, or, when it does not
+// combine with them, instead of every restart edit of the workloads that
+// file restarts (an overlay patch needs its kustomization edit).
+func withLabelEdit(files []manifest.FileEdit, le *LabelEdit) ([]manifest.FileEdit, *manifest.Refusal) {
+	for j := range files {
+		if files[j].Path != le.Path {
+			continue
 		}
-		return edits.Refused[a].Path < edits.Refused[b].Path
-	})
-	return ok
+		after, err := le.Onto(files[j].After)
+		if err == nil {
+			files[j].After = after
+			return files, nil
+		}
+		refusal := &manifest.Refusal{Namespace: le.Namespace, Path: le.Path, Workloads: files[j].Workloads,
+			Reason: "the restart edits do not combine with the label edit of Namespace " + le.Namespace + ": " + refusalText(err)}
+		dropped := map[manifest.WorkloadID]bool{}
+		for _, id := range files[j].Workloads {
+			dropped[id] = true
+		}
+		kept := []manifest.FileEdit{{Path: le.Path, Before: le.Before, After: le.After}}
+		for k, f := range files {
+			if k != j && !slices.ContainsFunc(f.Workloads, func(id manifest.WorkloadID) bool { return dropped[id] }) {
+				kept = append(kept, f)
+			}
+		}
+		sort.Slice(kept, func(a, b int) bool { return kept[a].Path < kept[b].Path })
+		return kept, refusal
+	}
+	files = append(files, manifest.FileEdit{Path: le.Path, Before: le.Before, After: le.After})
+	sort.Slice(files, func(a, b int) bool { return files[a].Path < files[b].Path })
+	return files, nil
 }
 
 func restarted(files []manifest.FileEdit) []drift.MigrationWorkload {
@@ -85,12 +137,13 @@ func restarted(files []manifest.FileEdit) []drift.MigrationWorkload {
 	return out
 }
 
-// WithoutRepository fills the migrations of a plan made without a
+// WithoutRepository returns the migrations of a plan made without a
 // checkout: the label's place is unknown, and every drifted workload of a
 // moving namespace is what a restart would cover.
-func WithoutRepository(migrations []drift.Migration, plan drift.Plan) {
-	for i := range migrations {
-		m := &migrations[i]
+func WithoutRepository(migrations []drift.Migration, plan drift.Plan) []drift.Migration {
+	out := slices.Clone(migrations)
+	for i := range out {
+		m := &out[i]
 		m.Manifest = drift.Manifest{Status: drift.ManifestNoRepo}
 		if !m.Moves() {
 			continue
@@ -102,6 +155,7 @@ func WithoutRepository(migrations []drift.Migration, plan drift.Plan) {
 			}
 		}
 	}
+	return out
 }
 
 // For returns the namespace's migration in the plan, nil when none.

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
@@ -33,14 +32,13 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 	nsFile := []byte("kind: Namespace\nrev: a\n")
 	shared := []byte("kind: Namespace\nrev: a\n---\nkind: Deployment\nrestart: old\n")
 	tests := []struct {
-		name       string
-		migration  drift.Migration
-		labelEdit  *LabelEdit
-		edits      map[string][]manifest.FileEdit
-		wantOK     bool
-		wantFiles  map[string]string
-		wantBlock  drift.MigrationBlock
-		wantStarts []drift.MigrationWorkload
+		name        string
+		migration   drift.Migration
+		labelEdit   *LabelEdit
+		edits       map[string][]manifest.FileEdit
+		wantFiles   map[string]string
+		wantRefused []manifest.WorkloadID
+		wantStarts  []drift.MigrationWorkload
 	}{
 		{
 			name:      "own file, next to the restarts",
@@ -48,7 +46,6 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 			labelEdit: replaceEdit("web", "ns/web.yaml", "rev: a", "rev: b", nsFile),
 			edits: map[string][]manifest.FileEdit{"web": {{Path: "apps/web/api.yaml", After: []byte("restarted"),
 				Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}, {Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
-			wantOK:     true,
 			wantFiles:  map[string]string{"apps/web/api.yaml": "restarted", "ns/web.yaml": "kind: Namespace\nrev: b\n"},
 			wantStarts: []drift.MigrationWorkload{{Kind: "Deployment", Name: "api"}},
 		},
@@ -58,7 +55,6 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 			labelEdit: replaceEdit("web", "all.yaml", "rev: a", "rev: b", shared),
 			edits: map[string][]manifest.FileEdit{"web": {{Path: "all.yaml", Before: shared, After: bytes.Replace(shared, []byte("old"), []byte("new"), 1),
 				Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
-			wantOK:     true,
 			wantFiles:  map[string]string{"all.yaml": "kind: Namespace\nrev: b\n---\nkind: Deployment\nrestart: new\n"},
 			wantStarts: []drift.MigrationWorkload{{Kind: "Deployment", Name: "api"}},
 		},
@@ -66,24 +62,28 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 			name:      "relabel only",
 			migration: drift.Migration{Namespace: "web", From: "a", To: "b", Manifest: found("ns/web.yaml")},
 			labelEdit: replaceEdit("web", "ns/web.yaml", "rev: a", "rev: b", nsFile),
-			wantOK:    true,
 			wantFiles: map[string]string{"ns/web.yaml": "kind: Namespace\nrev: b\n"},
 		},
 		{
+			// The migration was decided first: its label edit stands, and
+			// the restarts that need the same file are refused with theirs.
 			name:      "does not combine",
 			migration: drift.Migration{Namespace: "web", From: "a", To: "b", Manifest: found("all.yaml")},
 			labelEdit: replaceEdit("web", "all.yaml", "rev: a", "rev: b", shared),
-			edits:     map[string][]manifest.FileEdit{"web": {{Path: "all.yaml", Before: shared, After: []byte("rewritten")}}},
-			wantOK:    false,
-			wantFiles: map[string]string{"all.yaml": "rewritten"},
-			wantBlock: drift.BlockManifest,
+			edits: map[string][]manifest.FileEdit{"web": {
+				{Path: "all.yaml", Before: shared, After: []byte("rewritten"), Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}},
+				{Path: "patch.yaml", After: []byte("patched"), Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}},
+				{Path: "other.yaml", After: []byte("restarted"), Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "db"}}},
+			}},
+			wantFiles:   map[string]string{"all.yaml": "kind: Namespace\nrev: b\n---\nkind: Deployment\nrestart: old\n", "other.yaml": "restarted"},
+			wantRefused: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}},
+			wantStarts:  []drift.MigrationWorkload{{Kind: "Deployment", Name: "db"}},
 		},
 		{
 			name:      "git already says the target",
 			migration: drift.Migration{Namespace: "web", From: "a", To: "b", Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "ns/web.yaml", Edit: drift.EditLabelAlreadySet}},
 			edits: map[string][]manifest.FileEdit{"web": {{Path: "apps/web/api.yaml", After: []byte("restarted"),
 				Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
-			wantOK:     true,
 			wantFiles:  map[string]string{"apps/web/api.yaml": "restarted"},
 			wantStarts: []drift.MigrationWorkload{{Kind: "Deployment", Name: "api"}},
 		},
@@ -96,20 +96,27 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 			if tt.labelEdit != nil {
 				labelEdits["web"] = tt.labelEdit
 			}
-			assert.Equal(t, tt.wantOK, Attach(migrations, &set, labelEdits))
+			before := set.Namespaces["web"]
+			attached := Attach(migrations, set, labelEdits)
 			got := map[string]string{}
-			for _, f := range set.Namespaces["web"] {
+			for _, f := range attached.Edits.Namespaces["web"] {
 				got[f.Path] = string(f.After)
 			}
 			assert.Equal(t, tt.wantFiles, got)
-			assert.Equal(t, tt.wantBlock, migrations[0].Blocked)
-			if tt.wantBlock == "" {
-				want := tt.wantStarts
-				if want == nil {
-					want = []drift.MigrationWorkload{}
-				}
-				assert.Equal(t, want, migrations[0].Workloads)
+			var refused []manifest.WorkloadID
+			for _, r := range attached.Refused {
+				refused = append(refused, r.Workloads...)
 			}
+			assert.Equal(t, tt.wantRefused, refused)
+			assert.Equal(t, attached.Refused, attached.Edits.Refused)
+			assert.Empty(t, attached.Migrations[0].Blocked)
+			want := tt.wantStarts
+			if want == nil {
+				want = []drift.MigrationWorkload{}
+			}
+			assert.Equal(t, want, attached.Migrations[0].Workloads)
+			assert.Equal(t, tt.edits["web"], before, "the edits Attach was given are left as they were")
+			assert.Empty(t, migrations[0].Workloads, "the migrations Attach was given are left as they were")
 		})
 	}
 }
@@ -120,10 +127,9 @@ func TestAttachReportsLabelsKedgeCannotEdit(t *testing.T) {
 		{Namespace: "b", Blocked: drift.BlockManifest, Manifest: drift.Manifest{Status: drift.ManifestNotFound, Detail: "no Namespace b"}},
 		{Namespace: "c", Blocked: drift.BlockIstioInjection, Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "ns.yaml"}},
 	}
-	var set manifest.EditSet
-	require.True(t, Attach(migrations, &set, nil))
-	assert.Equal(t, []manifest.Refusal{{Namespace: "a", Path: "ns.yaml", Reason: "edit refused: why"}}, set.Refused)
-	assert.Empty(t, set.Namespaces)
+	attached := Attach(migrations, manifest.EditSet{}, nil)
+	assert.Equal(t, []manifest.Refusal{{Namespace: "a", Path: "ns.yaml", Reason: "edit refused: why"}}, attached.Edits.Refused)
+	assert.Empty(t, attached.Edits.Namespaces)
 }
 
 func TestWithoutRepositoryListsTheDriftedWorkloads(t *testing.T) {
@@ -132,9 +138,10 @@ func TestWithoutRepositoryListsTheDriftedWorkloads(t *testing.T) {
 		{Namespace: "b", Kind: "StatefulSet", Name: "y"},
 	}}
 	migrations := []drift.Migration{{Namespace: "b"}, {Namespace: "a", Blocked: drift.BlockOptedOut}}
-	WithoutRepository(migrations, plan)
-	assert.Equal(t, []drift.MigrationWorkload{{Kind: "StatefulSet", Name: "y"}}, migrations[0].Workloads)
-	assert.Equal(t, drift.ManifestNoRepo, migrations[0].Manifest.Status)
-	assert.Empty(t, migrations[1].Workloads)
-	assert.Equal(t, drift.ManifestNoRepo, migrations[1].Manifest.Status)
+	got := WithoutRepository(migrations, plan)
+	assert.Equal(t, []drift.MigrationWorkload{{Kind: "StatefulSet", Name: "y"}}, got[0].Workloads)
+	assert.Equal(t, drift.ManifestNoRepo, got[0].Manifest.Status)
+	assert.Empty(t, got[1].Workloads)
+	assert.Equal(t, drift.ManifestNoRepo, got[1].Manifest.Status)
+	assert.Empty(t, migrations[0].Manifest.Status, "the migrations it was given are left as they were")
 }

@@ -14,13 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 )
 
 const (
@@ -55,7 +55,7 @@ func readDemo(t *testing.T) *objects.Set {
 
 func TestDemoPlanShowsMigrations(t *testing.T) {
 	set := readDemo(t)
-	res, err := engine.Build(set, app.EngineOptions(demoConfig(t, demoMigrations...), demoRepo))
+	res, err := plan.Build(set, assemble.PlanOptions(demoConfig(t, demoMigrations...), demoRepo))
 	require.NoError(t, err)
 
 	byNamespace := map[string]drift.Migration{}
@@ -105,7 +105,7 @@ func TestDemoPlanShowsMigrations(t *testing.T) {
 	js, err := json.Marshal(res.Plan)
 	require.NoError(t, err)
 	assert.Contains(t, string(js), `"migrations":[{"namespace":"catalog","from":"default","to":"stable","revision":"1-25-0"`)
-	plain, err := engine.Build(set, app.EngineOptions(demoConfig(t), demoRepo))
+	plain, err := plan.Build(set, assemble.PlanOptions(demoConfig(t), demoRepo))
 	require.NoError(t, err)
 	js, err = json.Marshal(plain.Plan)
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ func TestUnknownTargetIsAConfigErrorNamingTheKey(t *testing.T) {
 	set := readDemo(t)
 	cfg := demoConfig(t, config.Migration{From: "1-25-0", To: "stable"}, config.Migration{From: "default", To: "canary"})
 	for _, repo := range []string{"", demoRepo} {
-		_, err := engine.Build(set, app.EngineOptions(cfg, repo))
+		_, err := plan.Build(set, assemble.PlanOptions(cfg, repo))
 		var cfgErr *config.Error
 		require.True(t, errors.As(err, &cfgErr), "%v", err)
 		assert.Equal(t, "migrations[1].to", cfgErr.Key)
@@ -125,7 +125,7 @@ func TestUnknownTargetIsAConfigErrorNamingTheKey(t *testing.T) {
 }
 
 func TestPlanWithoutRepositoryListsWhatWouldRestart(t *testing.T) {
-	res, err := engine.Build(readDemo(t), app.EngineOptions(demoConfig(t, demoMigrations...), ""))
+	res, err := plan.Build(readDemo(t), assemble.PlanOptions(demoConfig(t, demoMigrations...), ""))
 	require.NoError(t, err)
 	for _, m := range res.Plan.Migrations {
 		assert.Equal(t, drift.ManifestNoRepo, m.Manifest.Status, m.Namespace)
@@ -181,7 +181,7 @@ spec:
 	set.Pods = []corev1.Pod{pod}
 
 	cfg := demoConfig(t, config.Migration{From: "1-23-2", To: "prod"})
-	res, err := engine.Build(set, app.EngineOptions(cfg, repo))
+	res, err := plan.Build(set, assemble.PlanOptions(cfg, repo))
 	require.NoError(t, err)
 	require.Len(t, res.Plan.Migrations, 1)
 	m := res.Plan.Migrations[0]
@@ -208,9 +208,9 @@ func BenchmarkDemoBuild(b *testing.B) {
 			cfg, err := config.Load("", nil, nil)
 			require.NoError(b, err)
 			cfg.Migrations = bc.migrations
-			opts := app.EngineOptions(cfg, demoRepo)
+			opts := assemble.PlanOptions(cfg, demoRepo)
 			for b.Loop() {
-				if _, err := engine.Build(set, opts); err != nil {
+				if _, err := plan.Build(set, opts); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
@@ -27,7 +27,7 @@ const (
 type benchFleet struct {
 	git *gitserver.Server
 	gh  *ghemu.Server
-	svc *app.Service
+	svc *assemble.Service
 	set *objects.Set
 }
 
@@ -76,7 +76,7 @@ func newBenchFleet(b *testing.B, namespaces int) *benchFleet {
 	}
 	// One service for every cycle: its GitHub client keeps the ETags that
 	// make an unchanged cycle's reads free.
-	f.svc, err = app.New(context.Background(), cfg, source, app.Options{})
+	f.svc, err = assemble.New(context.Background(), cfg, source, assemble.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

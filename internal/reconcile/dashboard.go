@@ -11,9 +11,9 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 )
 
 // DashboardLabel marks kedge's dashboard issues; the hidden marker in the
@@ -54,10 +54,10 @@ func (r *Reconciler) dashboardTitle() string {
 // updateDashboard rewrites the cluster's dashboard issue when what it shows
 // changed. The cycle's time and duration change every cycle and are left
 // out of the comparison, so a cycle that changed nothing writes nothing.
-func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, set *objects.Set, res *engine.Result, states []*nsState, report *Report) error {
+func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, set *objects.Set, res *plan.Result, states []*nsState, report *Report) error {
 	data := dashboard.ClusterDashboard{
 		Cluster:    r.settings.Cluster,
-		Mesh:       engine.MeshSummary(res.Mesh, set),
+		Mesh:       res.Mesh,
 		RepoWebURL: r.settings.RepoWebURL,
 		Skipped:    res.Plan.Skipped,
 		Refused:    report.Refused,
@@ -131,7 +131,7 @@ func namespaceState(st *nsState) dashboard.PRState {
 	return dashboard.PRNotYetOpened
 }
 
-func refusedFiles(res *engine.Result) []dashboard.RefusedFile {
+func refusedFiles(res *plan.Result) []dashboard.RefusedFile {
 	out := make([]dashboard.RefusedFile, 0, len(res.Edits.Refused))
 	for _, ref := range res.Edits.Refused {
 		f := dashboard.RefusedFile{Namespace: ref.Namespace, Path: ref.Path, Reason: ref.Reason}

@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
@@ -111,7 +111,7 @@ func (w *world) source(context.Context) (*objects.Set, error) {
 
 func (w *world) cycle() *reconcile.Report {
 	w.t.Helper()
-	svc, err := app.New(context.Background(), w.cfg, w.source, app.Options{})
+	svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
 	require.NoError(w.t, err)
 	report, err := svc.Reconciler.RunOnce(context.Background())
 	require.NoError(w.t, err)
@@ -124,7 +124,7 @@ func plannedEdits(t *testing.T, w *world) map[string]map[string]string {
 	t.Helper()
 	set, err := w.source(context.Background())
 	require.NoError(t, err)
-	res, err := engine.Build(set, app.EngineOptions(w.cfg, demoRepo))
+	res, err := plan.Build(set, assemble.PlanOptions(w.cfg, demoRepo))
 	require.NoError(t, err)
 	out := map[string]map[string]string{}
 	for ns, edits := range res.Edits.Namespaces {
@@ -317,7 +317,7 @@ func TestClustersSharingARepositoryKeepApart(t *testing.T) {
 	other := *w.cfg
 	other.Cluster = "prod-us-1"
 	other.Git.CacheDir = t.TempDir()
-	svc, err := app.New(context.Background(), &other, w.source, app.Options{})
+	svc, err := assemble.New(context.Background(), &other, w.source, assemble.Options{})
 	require.NoError(t, err)
 	_, err = svc.Reconciler.RunOnce(context.Background())
 	require.NoError(t, err)

@@ -8,10 +8,9 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/forge"
-	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 )
 
 // commentMarker ends every comment kedge writes, so a comment is written
@@ -21,7 +20,7 @@ func commentMarker(kind string) string { return "<!-- kedge:comment " + kind + "
 // namespacePR is the data a namespace's PR title, body and commit message
 // are rendered from. Nothing in it depends on the clock, so a cycle that
 // sees the same drift renders the same bytes and updates nothing.
-func (r *Reconciler) namespacePR(set *objects.Set, res *engine.Result, st *nsState, issue *forge.Issue) dashboard.NamespacePR {
+func (r *Reconciler) namespacePR(set *objects.Set, res *plan.Result, st *nsState, issue *forge.Issue) dashboard.NamespacePR {
 	var workloads []drift.Workload
 	for _, w := range res.Plan.Workloads {
 		if w.Namespace == st.name {
@@ -34,10 +33,10 @@ func (r *Reconciler) namespacePR(set *objects.Set, res *engine.Result, st *nsSta
 		Branch:            st.branch,
 		RepoWebURL:        r.settings.RepoWebURL,
 		Workloads:         workloads,
-		ProxyVersions:     proxyVersions(set, st.name),
-		Applier:           applier(workloads),
-		OptOutAnnotation:  r.settings.Engine.Drift.OptOutAnnotation,
-		RestartAnnotation: r.settings.Engine.Annotations.Restart,
+		ProxyVersions:     res.Namespaces[st.name].ProxyVersions,
+		Applier:           res.Namespaces[st.name].Applier,
+		OptOutAnnotation:  r.settings.Plan.Drift.OptOutAnnotation,
+		RestartAnnotation: r.settings.Plan.Annotations.Restart,
 	}
 	if issue != nil {
 		pr.DashboardURL = issue.HTMLURL
@@ -46,42 +45,6 @@ func (r *Reconciler) namespacePR(set *objects.Set, res *engine.Result, st *nsSta
 		pr.State = st.facts.work.state
 	}
 	return pr
-}
-
-// proxyVersions counts the namespace's live pods by proxy version.
-func proxyVersions(set *objects.Set, namespace string) map[string]int {
-	out := map[string]int{}
-	for i := range set.Pods {
-		p := &set.Pods[i]
-		if p.Namespace != namespace || p.DeletionTimestamp != nil || p.Status.Phase == "Succeeded" || p.Status.Phase == "Failed" {
-			continue
-		}
-		image, ok := mesh.RunningProxy(p)
-		version := ""
-		if ok {
-			version = dashboard.ProxyVersion(image)
-		}
-		out[version]++
-	}
-	return out
-}
-
-// applier names who applies a merged change, from the tracking metadata of
-// the namespace's workloads.
-func applier(workloads []drift.Workload) string {
-	for _, w := range workloads {
-		if name := w.Labels["kustomize.toolkit.fluxcd.io/name"]; name != "" {
-			return "Flux Kustomization " + w.Labels["kustomize.toolkit.fluxcd.io/namespace"] + "/" + name
-		}
-		if id := w.Annotations["argocd.argoproj.io/tracking-id"]; id != "" {
-			app, _, _ := strings.Cut(id, ":")
-			return "Argo CD Application " + app
-		}
-		if app := w.Labels["app.kubernetes.io/instance"]; app != "" {
-			return "Argo CD Application " + app
-		}
-	}
-	return "your GitOps controller"
 }
 
 // applyPR carries out a namespace's decision on GitHub.

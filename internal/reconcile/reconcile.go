@@ -14,18 +14,18 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 )
 
 // Settings are the parts of the configuration a cycle acts on.
 type Settings struct {
 	Cluster string
-	// Engine configures planning; RepoRoot is set to the checkout each cycle.
-	Engine engine.Options
+	// Plan configures planning; RepoRoot is set to the checkout each cycle.
+	Plan plan.Options
 	// RepoWebURL is the repository's web address, for links in PR bodies.
 	RepoWebURL        string
 	Labels            []string
@@ -103,7 +103,7 @@ type Report struct {
 	Stragglers []dashboard.Straggler
 	// Previews are the rendered PRs (dry runs only), by namespace.
 	Previews map[string]Preview
-	Result   *engine.Result
+	Result   *plan.Result
 }
 
 // Preview is a PR as it would be opened.
@@ -142,9 +142,9 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open repository: %w", err)
 	}
-	opts := r.settings.Engine
+	opts := r.settings.Plan
 	opts.RepoRoot = repo.Worktree()
-	res, err := engine.Build(set, opts)
+	res, err := plan.Build(set, opts)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
@@ -202,7 +202,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 
 // gather collects, per namespace, the work the plan asks for and kedge's
 // PRs and branches.
-func (r *Reconciler) gather(set *objects.Set, res *engine.Result, prs []forge.PR, remote map[string]gitrepo.BranchInfo, issue *forge.Issue) []*nsState {
+func (r *Reconciler) gather(set *objects.Set, res *plan.Result, prs []forge.PR, remote map[string]gitrepo.BranchInfo, issue *forge.Issue) []*nsState {
 	prefix := BranchPrefix(r.settings.Cluster)
 	byName := map[string]*nsState{}
 	get := func(ns string) *nsState {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/synth"
 )
 
@@ -170,7 +170,7 @@ func TestPlanFindsEveryDriftedWorkload(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, f.RepoFileCount(), files)
 
-		res, err := engine.Build(f.Set, engine.Options{RepoRoot: repo, RepoURLs: []string{synth.DefaultRepoURL}})
+		res, err := plan.Build(f.Set, plan.Options{RepoRoot: repo, RepoURLs: []string{synth.DefaultRepoURL}})
 		require.NoError(t, err)
 		want := f.Expect()
 		assert.Empty(t, res.Index.Problems)
@@ -200,7 +200,7 @@ func TestSmallFleetPlan(t *testing.T) {
 	repo := t.TempDir()
 	_, err = f.WriteRepo(repo)
 	require.NoError(t, err)
-	res, err := engine.Build(f.Set, engine.Options{Drift: drift.Options{Cluster: f.Spec.Cluster}, RepoRoot: repo})
+	res, err := plan.Build(f.Set, plan.Options{Drift: drift.Options{Cluster: f.Spec.Cluster}, RepoRoot: repo})
 	require.NoError(t, err)
 	got, err := json.MarshalIndent(res.Plan, "", "  ")
 	require.NoError(t, err)

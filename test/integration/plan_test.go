@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
+	"github.com/kedge-io/kedge/internal/plan"
 )
 
 // The demo cluster created through the API and read back by the informers
@@ -26,11 +26,11 @@ func TestLivePlanMatchesSnapshotPlan(t *testing.T) {
 	cfg, err := config.Load("", nil, nil)
 	require.NoError(t, err)
 	cfg.Cluster = "prod-eu-1"
-	opts := app.EngineOptions(cfg, demoRepo)
+	opts := assemble.PlanOptions(cfg, demoRepo)
 
 	snapshot, err := cluster.ReadSnapshot(demoCluster)
 	require.NoError(t, err)
-	want, err := engine.Build(snapshot, opts)
+	want, err := plan.Build(snapshot, opts)
 	require.NoError(t, err)
 	require.NotEmpty(t, want.Plan.Workloads)
 	require.NotEmpty(t, want.Plan.Skipped)
@@ -45,7 +45,7 @@ func TestLivePlanMatchesSnapshotPlan(t *testing.T) {
 			require.NoError(t, live.Start(ctx))
 			require.NoError(t, live.WaitForSync(ctx))
 
-			got, err := engine.Build(live.Set(), opts)
+			got, err := plan.Build(live.Set(), opts)
 			require.NoError(t, err)
 			assert.Equal(t, jsonOf(t, want.Plan), jsonOf(t, got.Plan), "plan JSON")
 			// Beyond the JSON, workloads carry their metadata for GitOps
@@ -78,7 +78,7 @@ func jsonOf(t *testing.T, v any) string {
 }
 
 // editsOf maps each edited file to its new content.
-func editsOf(res *engine.Result) map[string]string {
+func editsOf(res *plan.Result) map[string]string {
 	out := map[string]string{}
 	for _, e := range res.Edits.All() {
 		out[e.Path] = string(e.After)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/metrics"
@@ -163,7 +163,7 @@ func (w *world) startReplica(t *testing.T, name string, opts replicaOptions) *re
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(io.MultiWriter(logs, t.Output()), nil)).With("replica", name)
 
-	var source app.Source
+	var source assemble.Source
 	var live service.Source
 	if opts.kube == nil {
 		source = func(context.Context) (*objects.Set, error) { return cluster.ReadSnapshot(demoCluster) }
@@ -173,7 +173,7 @@ func (w *world) startReplica(t *testing.T, name string, opts replicaOptions) *re
 		source = func(context.Context) (*objects.Set, error) { return l.Set(), nil }
 		live = l
 	}
-	assembled, err := app.New(t.Context(), &cfg, source, app.Options{Log: log})
+	assembled, err := assemble.New(t.Context(), &cfg, source, assemble.Options{Log: log})
 	require.NoError(t, err)
 	rec := &recorder{next: assembled.Reconciler}
 	m := metrics.New(assembled.Forge.Stats)

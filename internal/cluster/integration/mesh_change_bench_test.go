@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kedge-io/kedge/internal/app"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/cluster/integration"
 	"github.com/kedge-io/kedge/internal/config"
@@ -107,7 +107,7 @@ func newChangeWorld(b *testing.B) *changeWorld {
 		b.Fatal(err)
 	}
 	source := func(context.Context) (*objects.Set, error) { return live.Set(), nil }
-	kedge, err := app.New(ctx, cfg, source, app.Options{})
+	kedge, err := assemble.New(ctx, cfg, source, assemble.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

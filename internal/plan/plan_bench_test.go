@@ -1,10 +1,10 @@
-package engine_test
+package plan_test
 
 import (
 	"testing"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/synth"
 )
 
@@ -23,10 +23,10 @@ func BenchmarkBuild(b *testing.B) {
 		b.Fatal(err)
 	}
 	want := fleet.Expect()
-	opts := engine.Options{RepoRoot: repo, RepoURLs: []string{synth.DefaultRepoURL}}
-	var res *engine.Result
+	opts := plan.Options{RepoRoot: repo, RepoURLs: []string{synth.DefaultRepoURL}}
+	var res *plan.Result
 	for b.Loop() {
-		if res, err = engine.Build(fleet.Set, opts); err != nil {
+		if res, err = plan.Build(fleet.Set, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

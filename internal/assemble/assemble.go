@@ -1,7 +1,7 @@
-// Package app assembles kedge from its configuration: the GitHub client, the
+// Package assemble assembles kedge from its configuration: the GitHub client, the
 // git repository, the renderer and the cluster source, wired into a
 // reconciler. The CLI and the demo share it.
-package app
+package assemble
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/reconcile"
 )
 
@@ -39,10 +39,10 @@ type Service struct {
 	Forge      *forge.Client
 }
 
-// EngineOptions maps the configuration onto planning options; repoRoot is
+// PlanOptions maps the configuration onto planning options; repoRoot is
 // a checkout, or empty for none.
-func EngineOptions(cfg *config.Config, repoRoot string) engine.Options {
-	return engine.Options{
+func PlanOptions(cfg *config.Config, repoRoot string) plan.Options {
+	return plan.Options{
 		Drift: drift.Options{
 			Cluster:           cfg.Cluster,
 			IncludeNamespaces: cfg.Namespaces.Include,
@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 	}
 	settings := reconcile.Settings{
 		Cluster:              cfg.Cluster,
-		Engine:               EngineOptions(cfg, ""),
+		Plan:                 PlanOptions(cfg, ""),
 		RepoWebURL:           WebURL(cfg),
 		Labels:               cfg.PR.Labels,
 		Draft:                cfg.PR.Draft,

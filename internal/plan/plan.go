@@ -1,0 +1,121 @@
+// Package plan turns what kedge read from a cluster (and, optionally, a
+// checkout of the GitOps repository) into the drift plan and the edits that
+// answer it. `kedge plan` prints the result; a reconcile cycle commits it.
+//
+// Data flows one way through four stages, each a function from values to
+// new values: decide (mesh model, migrations and their namespace labels,
+// drift), locate (where each drifted workload is written), edit (the file
+// changes and each workload's outcome) and summarise (what the dashboard
+// and pull requests show). No stage changes what an earlier one returned.
+package plan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/migrate"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// Options configures one evaluation.
+type Options struct {
+	Drift drift.Options
+	// RepoRoot is a checkout of the GitOps repository; empty leaves every
+	// workload's manifest status "no-repo".
+	RepoRoot string
+	// RepoURLs are the addresses of the repository (its GitHub address, the
+	// clone URL); Flux and Argo CD sources naming another repository are
+	// not hints for this one. Empty: every source is this repository.
+	RepoURLs []string
+	// Paths limits the index to these sub-trees of the checkout.
+	Paths       []string
+	Annotations manifest.Annotations
+	// Migrations move namespaces to another revision or tag; see
+	// internal/migrate.
+	Migrations []migrate.Policy
+}
+
+// Result is the plan and everything needed to act on it and to show it.
+type Result struct {
+	Plan  drift.Plan
+	Edits manifest.EditSet
+	// Index is nil without a repository.
+	Index *manifest.Index
+	// Mesh describes the control plane for the dashboard.
+	Mesh dashboard.Mesh
+	// Namespaces holds, for every namespace with drifted workloads, what
+	// its pull request shows besides the workloads.
+	Namespaces map[string]Namespace
+}
+
+// Namespace is what a namespace's pull request shows about it.
+type Namespace struct {
+	// ProxyVersions counts the namespace's live pods by proxy version.
+	ProxyVersions map[string]int
+	// Applier names what applies a merged change.
+	Applier string
+}
+
+// Build computes the plan and, with a repository, locates and edits every
+// drifted workload, and every namespace a migration moves. Nothing is
+// written anywhere.
+func Build(set *objects.Set, opts Options) (*Result, error) {
+	if err := opts.Drift.Validate(); err != nil {
+		return nil, err
+	}
+	model := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps)
+	selected, err := selectMigrations(set, model, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.RepoRoot == "" {
+		drifted := drift.Compute(migrate.Relabel(set, selected), model, opts.Drift)
+		drifted.Migrations = migrate.WithoutRepository(selected, drifted)
+		return summarise(set, model, drifted, manifest.EditSet{Namespaces: map[string][]manifest.FileEdit{}}, nil), nil
+	}
+	index, err := manifest.BuildIndex(opts.RepoRoot, manifest.IndexOptions{Paths: opts.Paths})
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
+	}
+	hints := manifest.HintsFor(set, opts.RepoURLs...)
+	// Where each moving namespace's label is written is settled before any
+	// restart is planned: the restarts are planned for the revision the
+	// namespace will have.
+	migrations, labelEdits := migrate.Locate(index, selected, namespaceHints(set, hints))
+	drifted := drift.Compute(migrate.Relabel(set, migrations), model, opts.Drift)
+	locations := index.Locate(drifted.Workloads, hints)
+	edits, outcomes := index.Edits(drifted.Workloads, locations, opts.Annotations)
+	attached := migrate.Attach(migrations, edits, labelEdits)
+	outcomes = outcomes.WithRefusals(attached.Refused)
+	planned := drifted.WithManifests(func(w drift.Workload) (drift.Manifest, bool) {
+		m, ok := outcomes[manifest.IDOf(w)]
+		return m, ok
+	})
+	planned.Migrations = attached.Migrations
+	return summarise(set, model, planned, attached.Edits, index), nil
+}
+
+// selectMigrations picks the namespaces the policies move. A migration
+// target is checked against the mesh, which only exists here; it is still
+// the configuration that is wrong.
+func selectMigrations(set *objects.Set, model *mesh.Model, opts Options) ([]drift.Migration, error) {
+	if err := migrate.Validate(model, opts.Migrations); err != nil {
+		var policy *migrate.PolicyError
+		if errors.As(err, &policy) {
+			return nil, &config.Error{Key: policy.Key, Msg: policy.Msg}
+		}
+		return nil, err
+	}
+	return migrate.Select(set, model, opts.Migrations, migrate.ScopeOf(opts.Drift)), nil
+}
+
+// namespaceHints looks for a Namespace where its GitOps tool applies it
+// from.
+func namespaceHints(set *objects.Set, hints func(drift.Workload) manifest.Hints) func(string) manifest.Hints {
+	return func(namespace string) manifest.Hints { return hints(migrate.NamespaceAsWorkload(set, namespace)) }
+}

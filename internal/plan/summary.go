@@ -1,0 +1,76 @@
+package plan
+
+import (
+	"sort"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// summarise completes a result with what people are shown about it,
+// computed once per plan.
+func summarise(set *objects.Set, model *mesh.Model, p drift.Plan, edits manifest.EditSet, index *manifest.Index) *Result {
+	res := &Result{Plan: p, Edits: edits, Index: index, Mesh: meshSummary(model, set), Namespaces: map[string]Namespace{}}
+	byNamespace := map[string][]drift.Workload{}
+	for _, w := range p.Workloads {
+		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], w)
+	}
+	// A namespace without drifted workloads may still have a pull request
+	// to close or follow, so every namespace is described.
+	images := drift.ProxyImages(set)
+	for _, ns := range set.Namespaces {
+		res.Namespaces[ns.Name] = Namespace{ProxyVersions: versions(images[ns.Name]), Applier: applier(byNamespace[ns.Name])}
+	}
+	return res
+}
+
+// meshSummary describes the control plane for people: each revision with
+// its image, the tags pointing at it, and the namespaces whose new pods it
+// would inject (judged by namespace labels alone, as a pod with no
+// injection labels of its own would be).
+func meshSummary(model *mesh.Model, set *objects.Set) dashboard.Mesh {
+	byRevision := map[string][]string{}
+	for _, ns := range set.Namespaces {
+		d := model.Decide(ns.Name, ns.Labels, mesh.Template{})
+		if d.Inject && len(d.Conflict) == 0 {
+			byRevision[d.Revision] = append(byRevision[d.Revision], ns.Name)
+		}
+	}
+	out := dashboard.Mesh{Tags: model.Tags()}
+	for _, r := range model.Revisions() {
+		namespaces := byRevision[r.Name]
+		sort.Strings(namespaces)
+		out.Revisions = append(out.Revisions, dashboard.Revision{
+			Name: r.Name, Image: r.Image, Tags: r.Tags, Namespaces: namespaces,
+		})
+	}
+	return out
+}
+
+// versions counts pods by the proxy version of their image; pods without a
+// proxy count under "".
+func versions(images map[string]int) map[string]int {
+	out := map[string]int{}
+	for image, n := range images {
+		version := ""
+		if image != "" {
+			version = dashboard.ProxyVersion(image)
+		}
+		out[version] += n
+	}
+	return out
+}
+
+// applier names what applies a merged change, from the tracking metadata
+// of the namespace's workloads.
+func applier(workloads []drift.Workload) string {
+	for _, w := range workloads {
+		if name := manifest.Applier(w); name != "" {
+			return name
+		}
+	}
+	return "your GitOps controller"
+}
