@@ -48,12 +48,26 @@ const (
 	builtinOriginPrefix  = "built-in "
 )
 
+// CommentKinds are every comment kind, in the order the templates are
+// listed.
+var CommentKinds = []string{
+	CommentClosed, CommentClosedOptedOut, CommentClosedNotSelected, CommentClosedDeleted,
+	CommentClosedNotEditable, CommentClosedMixed, CommentDuplicate, CommentSuperseded,
+	CommentEdited, CommentRolledOut, CommentStalled,
+}
+
+// CommentFile is the template file of a comment kind.
+func CommentFile(kind string) string { return commentFilePrefix + kind + templateFileSuffix }
+
 // mainFiles are the templates rendered directly; each is parsed on top of
 // its own copy of the partials, so an override's definitions stay in it.
-var mainFiles = []string{
-	PRTitleFile, PRBodyFile, CommitMessageFile, DashboardIssueFile,
-	CommentClosedFile, CommentEditedFile, CommentRolledOutFile, CommentStalledFile, PlanFile,
-}
+var mainFiles = func() []string {
+	files := []string{PRTitleFile, PRBodyFile, CommitMessageFile, DashboardIssueFile}
+	for _, kind := range CommentKinds {
+		files = append(files, CommentFile(kind))
+	}
+	return append(files, PlanFile)
+}()
 
 // Renderer renders kedge's Markdown from the templates.
 type Renderer struct {
@@ -151,7 +165,7 @@ func (r *Renderer) check() error {
 		if _, err := r.DashboardIssue(s.dashboard); err != nil {
 			return err
 		}
-		for _, kind := range []string{CommentClosed, CommentEdited, CommentRolledOut, CommentStalled} {
+		for _, kind := range CommentKinds {
 			if _, err := r.Comment(kind, s.comment); err != nil {
 				return err
 			}
@@ -224,7 +238,7 @@ func (r *Renderer) DashboardIssue(d ClusterDashboard) (string, error) {
 // is wrapped in a CommentView, with lists cut to fit BodyBudget; any other
 // data goes to the template as it is.
 func (r *Renderer) Comment(kind string, data any) (string, error) {
-	name := commentFilePrefix + kind + templateFileSuffix
+	name := CommentFile(kind)
 	if _, ok := r.sets[name]; !ok {
 		return "", fmt.Errorf("unknown comment kind %q", kind)
 	}
@@ -239,7 +253,7 @@ func (r *Renderer) Comment(kind string, data any) (string, error) {
 	}
 	if c != nil {
 		build = func(limit int) any { return newCommentView(*c, limit) }
-		longest = len(c.Targets) + len(c.Stragglers)
+		longest = len(c.Targets) + len(c.Closed) + len(c.Stragglers)
 	}
 	out, err := r.fit(name, build, longest, BodyBudget, nil)
 	if err != nil {
