@@ -86,9 +86,9 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
-	partials, err := template.New(PartialsFile).Funcs(funcs()).Option("missingkey=error").Parse(sources[PartialsFile])
+	partials, err := loadPartials(sources[PartialsFile], origin[PartialsFile])
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", origin[PartialsFile], err)
+		return nil, err
 	}
 	r := &Renderer{sets: map[string]*template.Template{}, origin: origin}
 	for _, name := range mainFiles {
@@ -105,6 +105,27 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// loadPartials parses the built-in partials, then an override on top: an
+// override written before a partial was added keeps working, and each
+// definition it holds replaces the built-in one everywhere.
+func loadPartials(source, origin string) (*template.Template, error) {
+	builtin, err := fs.ReadFile(templates.Default(), PartialsFile)
+	if err != nil {
+		return nil, fmt.Errorf("built-in template %s: %w", PartialsFile, err)
+	}
+	partials, err := template.New(PartialsFile).Funcs(funcs()).Option("missingkey=error").Parse(string(builtin))
+	if err != nil {
+		return nil, fmt.Errorf("%s%s: %w", builtinOriginPrefix, PartialsFile, err)
+	}
+	if origin == builtinOriginPrefix+PartialsFile {
+		return partials, nil
+	}
+	if _, err := partials.Parse(source); err != nil {
+		return nil, fmt.Errorf("%s: %w", origin, err)
+	}
+	return partials, nil
 }
 
 func loadSources(overrideDir string) (map[string]string, map[string]string, error) {
