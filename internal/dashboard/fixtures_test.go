@@ -181,9 +181,14 @@ func typical() fixture {
 	}
 	all := append(append(append(append(append([]drift.Workload{}, shop...), payments...), monitoring...), legacy...), search...)
 	m := mesh()
+	comments := commentsFor(pr, shop[1:])
+	// Here the workloads opted out one by one, not the namespace.
+	workloadOptOut := closing(comments[CommentClosedOptedOut], FateOptedOut, "annotation kedge.io/ignore=true")
+	workloadOptOut.NamespaceOptedOut = false
+	comments[CommentClosedOptedOut] = workloadOptOut
 	return fixture{
 		pr: pr, dashboard: dashboard,
-		comments: commentsFor(pr, shop[1:]),
+		comments: comments,
 		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: all, Skipped: dashboard.Skipped}, Mesh: &m, Now: now},
 	}
 }
