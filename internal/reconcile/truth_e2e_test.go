@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
+	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
 const platformRepo = "https://github.com/example-org/platform.git"
@@ -284,4 +286,42 @@ func TestClosingCommentSaysWhatHappened(t *testing.T) {
 			assert.Len(t, w.gh.Comments(number), 1, "said once")
 		})
 	}
+}
+
+// upgradeProxy moves a revision's injected proxy to another tag, as a patch
+// release of Istio does.
+func upgradeProxy(revision, from, to string) func(*objects.Set) {
+	return func(set *objects.Set) {
+		for i := range set.ConfigMaps {
+			cm := &set.ConfigMaps[i]
+			if cm.Name == "istio-sidecar-injector-"+revision {
+				cm.Data = maps.Clone(cm.Data)
+				cm.Data["values"] = strings.Replace(cm.Data["values"], `"tag": "`+from+`"`, `"tag": "`+to+`"`, 1)
+			}
+		}
+	}
+}
+
+func TestNewTargetAfterAMergeTakesOverItsRollout(t *testing.T) {
+	w := newWorld(t)
+	w.cycle()
+	merged := openPRs(w.gh)["kedge/prod-eu-1/search"]
+	require.NotZero(t, merged)
+	require.NoError(t, w.gh.MergePR(merged, ghemu.GitFastForward(w.git.RepoPath(repoName))))
+	w.cycle()
+	require.Empty(t, w.gh.Comments(merged), "rolling out: nothing to say yet")
+
+	w.change(upgradeProxy("1-25-0", "1.25.0", "1.25.1"))
+	w.cycle()
+	newer := openPRs(w.gh)["kedge/prod-eu-1/search"]
+	require.NotZero(t, newer, "the newer target opens a PR")
+	require.NotEqual(t, merged, newer)
+	comments := w.gh.Comments(merged)
+	require.Len(t, comments, 1)
+	body := comments[0].GetBody()
+	assert.Contains(t, body, "<!-- kedge:comment superseded -->")
+	assert.Contains(t, body, fmt.Sprintf("[#%d](", newer))
+
+	w.cycle()
+	assert.Len(t, w.gh.Comments(merged), 1, "said once")
 }
