@@ -84,9 +84,48 @@ func commentsFor(pr NamespacePR, stragglers []drift.Workload) map[string]Comment
 	edited.Authors = []string{"jane-doe", "ops-bot"}
 	stalled := base
 	stalled.Stragglers = stragglers
-	return map[string]CommentData{
-		CommentClosed: base, CommentEdited: edited, CommentRolledOut: base, CommentStalled: stalled,
+	out := map[string]CommentData{
+		CommentClosed: closing(base, FateResolved, ""), CommentEdited: edited, CommentRolledOut: base, CommentStalled: stalled,
+		CommentClosedOptedOut:    closing(base, FateOptedOut, "annotation "+pr.OptOutAnnotation+"=true"),
+		CommentClosedNotSelected: closing(base, FateNotSelected, "namespaces.exclude"),
+		CommentClosedDeleted:     closing(base, FateDeleted, ""),
+		CommentClosedNotEditable: closing(base, FateNotEditable, "no manifest in the repository defines it"),
+		CommentClosedMixed:       mixed(base),
 	}
+	nsOptOut := out[CommentClosedOptedOut]
+	nsOptOut.NamespaceOptedOut = true
+	out[CommentClosedOptedOut] = nsOptOut
+	successor := base
+	successor.Successor, successor.SuccessorURL = 41, pullURL(41)
+	out[CommentDuplicate], out[CommentSuperseded] = successor, successor
+	return out
+}
+
+// closing gives every target of the comment the same fate.
+func closing(c CommentData, fate Fate, detail string) CommentData {
+	c.OptOutAnnotation = "kedge.io/ignore"
+	c.Closed = nil
+	for _, t := range c.Targets {
+		c.Closed = append(c.Closed, ClosedTarget{Target: t, Fate: fate, Detail: detail})
+	}
+	return c
+}
+
+// mixed gives the targets of the comment each another fate in turn.
+func mixed(c CommentData) CommentData {
+	fates := []ClosedTarget{
+		{Fate: FateOptedOut, Detail: "annotation kedge.io/ignore=true"},
+		{Fate: FateDeleted},
+		{Fate: FateNotEditable, Detail: "Flux Kustomization flux-system/apps applies it from github.com/acme/platform, not this repository"},
+		{Fate: FateResolved},
+	}
+	c.Closed = nil
+	for i, t := range c.Targets {
+		f := fates[i%len(fates)]
+		f.Target = t
+		c.Closed = append(c.Closed, f)
+	}
+	return c
 }
 
 // typical is a namespace with three workloads drifting for different
@@ -121,6 +160,9 @@ func typical() fixture {
 	}
 	dashboard := ClusterDashboard{
 		Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+		Mismatch: Mismatch{Configured: "acme/gitops", Foreign: []ForeignRepository{
+			{Repository: "github.com/acme/platform", Namespaces: []string{"monitoring"}},
+		}},
 		Namespaces: []NamespaceStatus{
 			{Namespace: "shop", State: PROpen, PRNumber: 12, PRURL: pullURL(12), Workloads: shop},
 			{Namespace: "payments", State: PRMergedRollingOut, PRNumber: 9, PRURL: pullURL(9), Workloads: payments},
@@ -139,9 +181,14 @@ func typical() fixture {
 	}
 	all := append(append(append(append(append([]drift.Workload{}, shop...), payments...), monitoring...), legacy...), search...)
 	m := mesh()
+	comments := commentsFor(pr, shop[1:])
+	// Here the workloads opted out one by one, not the namespace.
+	workloadOptOut := closing(comments[CommentClosedOptedOut], FateOptedOut, "annotation kedge.io/ignore=true")
+	workloadOptOut.NamespaceOptedOut = false
+	comments[CommentClosedOptedOut] = workloadOptOut
 	return fixture{
 		pr: pr, dashboard: dashboard,
-		comments: commentsFor(pr, shop[1:]),
+		comments: comments,
 		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: all, Skipped: dashboard.Skipped}, Mesh: &m, Now: now},
 	}
 }
@@ -252,6 +299,7 @@ func hostile() fixture {
 	}
 	dashboard := ClusterDashboard{
 		Cluster: hScript, Mesh: m, RepoWebURL: repo, BaseBranch: "main",
+		Mismatch: Mismatch{Configured: hMention, Foreign: []ForeignRepository{{Repository: hLink, Namespaces: []string{hScript, hPipe}}}},
 		Namespaces: []NamespaceStatus{{Namespace: hPipe, State: PROpen, PRNumber: 5, PRURL: pullURL(5), Workloads: ws, Detail: hMention},
 			{Namespace: hTick, State: PRState(hScript), Workloads: []drift.Workload{w2}}},
 		Skipped:    []drift.Skipped{{Namespace: hTick, Kind: hPipe, Name: hMention, Reason: drift.SkipReason(hLink), Detail: hScript}},
@@ -341,6 +389,11 @@ func policyOf(f fixture) linkPolicy {
 	}
 	for _, s := range f.dashboard.Stragglers {
 		p.exact[s.PRURL] = true
+	}
+	for _, c := range f.comments {
+		if c.SuccessorURL != "" {
+			p.exact[c.SuccessorURL] = true
+		}
 	}
 	for _, r := range f.dashboard.Refused {
 		p.paths[r.Path] = true

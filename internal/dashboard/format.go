@@ -166,6 +166,14 @@ var editMeaning = map[string]string{
 	drift.EditAlreadyBumped: "already bumped, waiting for the rollout",
 }
 
+var fateMeaning = map[Fate]string{
+	FateResolved:    "runs what the mesh injects now",
+	FateOptedOut:    "opted out",
+	FateNotSelected: "no longer selected by kedge's configuration",
+	FateDeleted:     "deleted from the cluster",
+	FateNotEditable: "still drifts, kedge has no edit for it",
+}
+
 var stateMeaning = map[PRState]string{
 	PROpen:             "open, awaiting review",
 	PRMergedRollingOut: "merged, rolling out",
@@ -175,6 +183,7 @@ var stateMeaning = map[PRState]string{
 	PRRateLimited:      "waiting: PR limits reached",
 	PRNotYetOpened:     "not opened yet",
 	PRRefused:          "refused: kedge will not edit its files",
+	PROtherRepository:  "applied from another repository: kedge cannot edit it",
 }
 
 var stateLabel = map[PRState]string{
@@ -186,6 +195,7 @@ var stateLabel = map[PRState]string{
 	PRRateLimited:      "rate-limited",
 	PRNotYetOpened:     "not opened yet",
 	PRRefused:          "refused",
+	PROtherRepository:  "other repository",
 }
 
 // short is a PR state's label for counts.
@@ -210,6 +220,8 @@ func meaning(code any) string {
 		m, ok = skipMeaning[c]
 	case PRState:
 		m, ok = stateMeaning[c]
+	case Fate:
+		m, ok = fateMeaning[c]
 	case string:
 		if m, ok = manifestMeaning[c]; !ok {
 			m, ok = editMeaning[c]

@@ -48,12 +48,26 @@ const (
 	builtinOriginPrefix  = "built-in "
 )
 
+// CommentKinds are every comment kind, in the order the templates are
+// listed.
+var CommentKinds = []string{
+	CommentClosed, CommentClosedOptedOut, CommentClosedNotSelected, CommentClosedDeleted,
+	CommentClosedNotEditable, CommentClosedMixed, CommentDuplicate, CommentSuperseded,
+	CommentEdited, CommentRolledOut, CommentStalled,
+}
+
+// CommentFile is the template file of a comment kind.
+func CommentFile(kind string) string { return commentFilePrefix + kind + templateFileSuffix }
+
 // mainFiles are the templates rendered directly; each is parsed on top of
 // its own copy of the partials, so an override's definitions stay in it.
-var mainFiles = []string{
-	PRTitleFile, PRBodyFile, CommitMessageFile, DashboardIssueFile,
-	CommentClosedFile, CommentEditedFile, CommentRolledOutFile, CommentStalledFile, PlanFile,
-}
+var mainFiles = func() []string {
+	files := []string{PRTitleFile, PRBodyFile, CommitMessageFile, DashboardIssueFile}
+	for _, kind := range CommentKinds {
+		files = append(files, CommentFile(kind))
+	}
+	return append(files, PlanFile)
+}()
 
 // Renderer renders kedge's Markdown from the templates.
 type Renderer struct {
@@ -72,9 +86,9 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
-	partials, err := template.New(PartialsFile).Funcs(funcs()).Option("missingkey=error").Parse(sources[PartialsFile])
+	partials, err := loadPartials(sources[PartialsFile], origin[PartialsFile])
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", origin[PartialsFile], err)
+		return nil, err
 	}
 	r := &Renderer{sets: map[string]*template.Template{}, origin: origin}
 	for _, name := range mainFiles {
@@ -91,6 +105,27 @@ func NewRenderer(overrideDir string) (*Renderer, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// loadPartials parses the built-in partials, then an override on top: an
+// override written before a partial was added keeps working, and each
+// definition it holds replaces the built-in one everywhere.
+func loadPartials(source, origin string) (*template.Template, error) {
+	builtin, err := fs.ReadFile(templates.Default(), PartialsFile)
+	if err != nil {
+		return nil, fmt.Errorf("built-in template %s: %w", PartialsFile, err)
+	}
+	partials, err := template.New(PartialsFile).Funcs(funcs()).Option("missingkey=error").Parse(string(builtin))
+	if err != nil {
+		return nil, fmt.Errorf("%s%s: %w", builtinOriginPrefix, PartialsFile, err)
+	}
+	if origin == builtinOriginPrefix+PartialsFile {
+		return partials, nil
+	}
+	if _, err := partials.Parse(source); err != nil {
+		return nil, fmt.Errorf("%s: %w", origin, err)
+	}
+	return partials, nil
 }
 
 func loadSources(overrideDir string) (map[string]string, map[string]string, error) {
@@ -151,7 +186,7 @@ func (r *Renderer) check() error {
 		if _, err := r.DashboardIssue(s.dashboard); err != nil {
 			return err
 		}
-		for _, kind := range []string{CommentClosed, CommentEdited, CommentRolledOut, CommentStalled} {
+		for _, kind := range CommentKinds {
 			if _, err := r.Comment(kind, s.comment); err != nil {
 				return err
 			}
@@ -224,7 +259,7 @@ func (r *Renderer) DashboardIssue(d ClusterDashboard) (string, error) {
 // is wrapped in a CommentView, with lists cut to fit BodyBudget; any other
 // data goes to the template as it is.
 func (r *Renderer) Comment(kind string, data any) (string, error) {
-	name := commentFilePrefix + kind + templateFileSuffix
+	name := CommentFile(kind)
 	if _, ok := r.sets[name]; !ok {
 		return "", fmt.Errorf("unknown comment kind %q", kind)
 	}
@@ -239,7 +274,7 @@ func (r *Renderer) Comment(kind string, data any) (string, error) {
 	}
 	if c != nil {
 		build = func(limit int) any { return newCommentView(*c, limit) }
-		longest = len(c.Targets) + len(c.Stragglers)
+		longest = len(c.Targets) + len(c.Closed) + len(c.Stragglers)
 	}
 	out, err := r.fit(name, build, longest, BodyBudget, nil)
 	if err != nil {

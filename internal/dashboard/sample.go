@@ -59,7 +59,13 @@ func samples() []sample {
 		},
 		comment: CommentData{
 			Cluster: "c", Namespace: "shop", Branch: "kedge/shop",
-			Targets:    NewState("c", "shop", workloads).Targets,
+			Targets: NewState("c", "shop", workloads).Targets,
+			Closed: []ClosedTarget{
+				{Target: NewState("c", "shop", workloads).Targets[0], Fate: FateOptedOut, Detail: "annotation kedge.io/ignore=true"},
+				{Target: NewState("c", "shop", workloads).Targets[1], Fate: FateResolved},
+			},
+			OptOutAnnotation: "kedge.io/ignore", NamespaceOptedOut: true,
+			Successor: 8, SuccessorURL: "https://github.com/o/r/pull/8",
 			Stragglers: workloads, Authors: []string{"someone"},
 			MergedAt: now.Add(-time.Hour), Grace: 30 * time.Minute, Now: now,
 			DashboardURL: "https://github.com/o/r/issues/1",

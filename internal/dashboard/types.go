@@ -79,6 +79,9 @@ const (
 	PRRateLimited      PRState = "rate-limited"
 	PRNotYetOpened     PRState = "not-yet-opened"
 	PRRefused          PRState = "refused"
+	// PROtherRepository: the cluster applies the namespace's drifted
+	// workloads from another repository than the one kedge edits.
+	PROtherRepository PRState = "other-repository"
 )
 
 // NamespaceStatus is one drifted namespace on the dashboard.
@@ -113,10 +116,32 @@ type Straggler struct {
 	Workloads []drift.Workload
 }
 
+// ForeignRepository is a repository, other than the one kedge is
+// configured for, that the cluster's Flux or Argo CD sources apply drifted
+// workloads from.
+type ForeignRepository struct {
+	// Repository is the source's address reduced to host/path
+	// (github.com/acme/platform).
+	Repository string
+	// Namespaces are those of the drifted workloads applied from it, sorted.
+	Namespaces []string
+}
+
+// Mismatch is a repository mismatch: the cluster applies drifted workloads
+// from other repositories than the Configured one, so kedge's edits could
+// not reach them.
+type Mismatch struct {
+	// Configured is the repository kedge edits, as owner/name.
+	Configured string
+	Foreign    []ForeignRepository
+}
+
 // ClusterDashboard is the content of the cluster's dashboard issue.
 type ClusterDashboard struct {
 	Cluster string
 	Mesh    Mesh
+	// Mismatch, when it has Foreign repositories, heads the issue.
+	Mismatch Mismatch
 	// RepoWebURL and BaseBranch link files kedge cannot edit to the base
 	// branch; empty leaves them unlinked.
 	RepoWebURL string
@@ -138,13 +163,58 @@ type PlanView struct {
 	Now time.Time
 }
 
-// Comment kinds; each renders comment-<kind>.tmpl.
+// Comment kinds; each renders comment-<kind>.tmpl. The closing kinds say
+// why kedge closes a PR unmerged; each comes from what became of the PR's
+// targets (see Fate).
 const (
-	CommentClosed    = "closed"     // drift gone without a merge
-	CommentEdited    = "edited"     // someone else pushed to the branch
-	CommentRolledOut = "rolled-out" // merged and every workload rolled out
-	CommentStalled   = "stalled"    // merged, still drifting after the grace time
+	CommentClosed            = "closed"              // every target now runs the desired proxy, without a merge
+	CommentClosedOptedOut    = "closed-opted-out"    // the namespace, or every target, opted out
+	CommentClosedNotSelected = "closed-not-selected" // the configuration no longer selects the namespace or kind
+	CommentClosedDeleted     = "closed-deleted"      // the targets are gone from the cluster
+	CommentClosedNotEditable = "closed-not-editable" // still drifting, but kedge has no edit for them any more
+	CommentClosedMixed       = "closed-mixed"        // the targets came to different ends
+	CommentDuplicate         = "duplicate"           // another open PR tracks the same branch
+	CommentSuperseded        = "superseded"          // merged, but a newer target replaced it before it rolled out
+	CommentEdited            = "edited"              // someone else pushed to the branch
+	CommentRolledOut         = "rolled-out"          // merged and every workload rolled out
+	CommentStalled           = "stalled"             // merged, still drifting after the grace time
 )
+
+// ClosingKinds are the comment kinds kedge closes a PR with for a Fate.
+var ClosingKinds = map[Fate]string{
+	FateResolved:    CommentClosed,
+	FateOptedOut:    CommentClosedOptedOut,
+	FateNotSelected: CommentClosedNotSelected,
+	FateDeleted:     CommentClosedDeleted,
+	FateNotEditable: CommentClosedNotEditable,
+}
+
+// Fate is what became of a target of a PR kedge closes unmerged.
+type Fate string
+
+const (
+	// FateResolved: the workload runs what the mesh injects now.
+	FateResolved Fate = "resolved"
+	// FateOptedOut: the workload or its namespace carries the opt-out
+	// annotation.
+	FateOptedOut Fate = "opted-out"
+	// FateNotSelected: namespaces.include/exclude or workloads.kinds leave
+	// it out now.
+	FateNotSelected Fate = "not-selected"
+	// FateDeleted: the workload (or its namespace) no longer exists.
+	FateDeleted Fate = "deleted"
+	// FateNotEditable: it still drifts, but kedge has no edit for it: the
+	// manifest is no longer found, is refused, or comes from elsewhere.
+	FateNotEditable Fate = "not-editable"
+)
+
+// ClosedTarget is one target of a PR kedge closes, and what became of it.
+type ClosedTarget struct {
+	Target
+	Fate Fate
+	// Detail says more: which annotation or setting, why there is no edit.
+	Detail string
+}
 
 // CommentData is what the default comment templates expect.
 type CommentData struct {
@@ -154,6 +224,15 @@ type CommentData struct {
 	// Targets are what the PR set out to do, as read back from its body
 	// with ParseState.
 	Targets []Target
+	// Closed are the Targets with what became of them (closing kinds).
+	Closed []ClosedTarget
+	// NamespaceOptedOut is set when the namespace itself carries
+	// OptOutAnnotation (closed-opted-out).
+	NamespaceOptedOut bool
+	OptOutAnnotation  string
+	// Successor is the PR that takes over (duplicate, superseded).
+	Successor    int
+	SuccessorURL string
 	// Stragglers are the workloads still drifted (stalled).
 	Stragglers []drift.Workload
 	// Authors are who else pushed to the branch (edited).

@@ -218,21 +218,25 @@ type DashboardView struct {
 	// Now is the reference time for ages: the last cycle.
 	Now time.Time
 	Totals
-	NamespaceCount int
-	StateCounts    []StateCount
-	Rows           Listing[NamespaceRow]
-	UnfixableRows  Listing[UnfixableRow]
-	SkippedRows    Listing[drift.Skipped]
-	RefusedRows    Listing[RefusedFile]
-	StragglerRows  Listing[StragglerRow]
+	// RepositoryMismatch is Mismatch.Sentence: "" unless the cluster
+	// applies drifted workloads from another repository.
+	RepositoryMismatch string
+	NamespaceCount     int
+	StateCounts        []StateCount
+	Rows               Listing[NamespaceRow]
+	UnfixableRows      Listing[UnfixableRow]
+	SkippedRows        Listing[drift.Skipped]
+	RefusedRows        Listing[RefusedFile]
+	StragglerRows      Listing[StragglerRow]
 }
 
 // stateOrder is the order states are counted in: what needs a person
 // first.
-var stateOrder = []PRState{PREdited, PRRefused, PRMergedRollingOut, PROpen, PRRateLimited, PRNotYetOpened, PRClosedIgnored, PRRolledOut}
+var stateOrder = []PRState{PREdited, PROtherRepository, PRRefused, PRMergedRollingOut, PROpen, PRRateLimited, PRNotYetOpened, PRClosedIgnored, PRRolledOut}
 
 func newDashboardView(d ClusterDashboard, limit int) DashboardView {
 	v := DashboardView{ClusterDashboard: d, MeshView: newMeshView(d.Mesh), Now: d.LastCycle}
+	v.RepositoryMismatch = sortedMismatch(d.Mismatch).Sentence()
 
 	namespaces := append([]NamespaceStatus(nil), d.Namespaces...)
 	sort.Slice(namespaces, func(i, j int) bool { return namespaces[i].Namespace < namespaces[j].Namespace })
@@ -287,6 +291,15 @@ func newDashboardView(d ClusterDashboard, limit int) DashboardView {
 	sort.SliceStable(stragglers, func(i, j int) bool { return lessWorkload(stragglers[i].Workload, stragglers[j].Workload) })
 	v.StragglerRows = listing(stragglers, limit)
 	return v
+}
+
+func sortedMismatch(m Mismatch) Mismatch {
+	foreign := make([]ForeignRepository, 0, len(m.Foreign))
+	for _, f := range m.Foreign {
+		foreign = append(foreign, ForeignRepository{Repository: f.Repository, Namespaces: sortedCopy(f.Namespaces)})
+	}
+	sort.Slice(foreign, func(i, j int) bool { return foreign[i].Repository < foreign[j].Repository })
+	return Mismatch{Configured: m.Configured, Foreign: foreign}
 }
 
 func unfixableRows(ws []drift.Workload) []UnfixableRow {
@@ -355,6 +368,7 @@ func newPlanDoc(p PlanView) PlanDoc {
 type CommentView struct {
 	CommentData
 	TargetRows    Listing[Target]
+	ClosedRows    Listing[ClosedTarget]
 	StragglerRows Listing[drift.Workload]
 	// StragglerTotals counts the stragglers and their pods.
 	StragglerTotals Totals
@@ -366,9 +380,20 @@ func newCommentView(c CommentData, limit int) CommentView {
 	return CommentView{
 		CommentData:     c,
 		TargetRows:      listing(targets, limit),
+		ClosedRows:      listing(sortClosed(c.Closed), limit),
 		StragglerRows:   listing(stragglers, limit),
 		StragglerTotals: totalsOf(stragglers),
 	}
+}
+
+func sortClosed(c []ClosedTarget) []ClosedTarget {
+	out := append([]ClosedTarget(nil), c...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Target, out[j].Target
+		return lessWorkload(drift.Workload{Namespace: a.Namespace, Kind: a.Kind, Name: a.Name},
+			drift.Workload{Namespace: b.Namespace, Kind: b.Kind, Name: b.Name})
+	})
+	return out
 }
 
 func lessWorkload(a, b drift.Workload) bool {

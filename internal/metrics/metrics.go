@@ -40,6 +40,7 @@ type Metrics struct {
 	skippedWorkloads *prometheus.GaugeVec
 	pullRequests     *prometheus.GaugeVec
 	refusedFiles     prometheus.Gauge
+	mismatch         *prometheus.GaugeVec
 
 	cycleDuration  *prometheus.HistogramVec
 	cycles         *prometheus.CounterVec
@@ -77,6 +78,10 @@ func New(github func() forge.Stats) *Metrics {
 			Namespace: namespace, Name: "refused_files",
 			Help: "Manifest files kedge found but would not edit safely, in the last cycle.",
 		}),
+		mismatch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "repository_mismatch",
+			Help: "Namespaces whose drifted workloads the cluster applies from another repository than the configured one, by that repository, in the last cycle.",
+		}, []string{"repository"}),
 		cycleDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "cycle_duration_seconds",
 			Help:    "Duration of reconcile cycles, by result.",
@@ -112,7 +117,7 @@ func New(github func() forge.Stats) *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.driftedWorkloads, m.driftedPods, m.skippedWorkloads, m.pullRequests, m.refusedFiles,
+		m.driftedWorkloads, m.driftedPods, m.skippedWorkloads, m.pullRequests, m.refusedFiles, m.mismatch,
 		m.cycleDuration, m.cycles, m.lastSuccess, m.triggers, m.triggerLatency, m.leader, m.pushDuration,
 	)
 	if github != nil {
@@ -163,6 +168,10 @@ func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err err
 		}
 	}
 	m.refusedFiles.Set(float64(len(report.Refused)))
+	m.mismatch.Reset()
+	for _, f := range report.Mismatch.Foreign {
+		m.mismatch.WithLabelValues(f.Repository).Set(float64(len(f.Namespaces)))
+	}
 }
 
 // Result names how a cycle ended.

@@ -43,6 +43,9 @@ func TestObserveCycleExposesTheLastPlan(t *testing.T) {
 			"orders":   {},
 		},
 		Refused: []dashboard.RefusedFile{{Namespace: "shop", Path: "apps/shop/odd.yaml", Reason: "anchors"}},
+		Mismatch: dashboard.Mismatch{Configured: "example-org/gitops", Foreign: []dashboard.ForeignRepository{
+			{Repository: "github.com/example-org/platform", Namespaces: []string{"orders", "search"}},
+		}},
 	}
 	// The next cycle: payments fixed, shop's frontend too.
 	second := &reconcile.Report{
@@ -78,6 +81,9 @@ kedge_pull_requests{state="rolled-out"} 1
 # HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle.
 # TYPE kedge_refused_files gauge
 kedge_refused_files 1
+# HELP kedge_repository_mismatch Namespaces whose drifted workloads the cluster applies from another repository than the configured one, by that repository, in the last cycle.
+# TYPE kedge_repository_mismatch gauge
+kedge_repository_mismatch{repository="github.com/example-org/platform"} 2
 # HELP kedge_skipped_workloads Drifted owners kedge will not restart in the last plan, by namespace and skip reason.
 # TYPE kedge_skipped_workloads gauge
 kedge_skipped_workloads{namespace="shop",reason="no-owner"} 1
@@ -133,7 +139,8 @@ kedge_refused_files 0
 				m.ObserveCycle("mesh", r, err, time.Second, time.Now())
 			}
 			require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(tc.want),
-				"kedge_drifted_pods", "kedge_drifted_workloads", "kedge_pull_requests", "kedge_refused_files", "kedge_skipped_workloads"))
+				"kedge_drifted_pods", "kedge_drifted_workloads", "kedge_pull_requests", "kedge_refused_files", "kedge_skipped_workloads",
+				"kedge_repository_mismatch"))
 		})
 	}
 }

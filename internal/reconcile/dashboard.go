@@ -62,7 +62,9 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 		Skipped:    res.Plan.Skipped,
 		Refused:    report.Refused,
 		Stragglers: report.Stragglers,
+		Mismatch:   report.Mismatch,
 	}
+	foreign := foreignNamespaces(report.Mismatch)
 	if len(states) > 0 {
 		data.BaseBranch = states[0].baseBranch
 	}
@@ -74,16 +76,24 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 		if len(byNamespace[st.name]) == 0 && st.outcome.State == "" {
 			continue
 		}
-		data.Namespaces = append(data.Namespaces, dashboard.NamespaceStatus{
+		row := dashboard.NamespaceStatus{
 			Namespace: st.name, State: namespaceState(st), PRNumber: st.outcome.PR, PRURL: st.outcome.PRURL,
 			Workloads: byNamespace[st.name], Detail: st.outcome.Detail,
-		})
+		}
+		if row.State == dashboard.PRRefused && foreign[st.name] != "" {
+			row.State, row.Detail = dashboard.PROtherRepository, "applied from "+foreign[st.name]
+		}
+		data.Namespaces = append(data.Namespaces, row)
 		delete(byNamespace, st.name)
 	}
 	// Drifted namespaces kedge has nothing to commit for (every manifest
 	// missing, Helm-rendered or refused) still belong on the dashboard.
 	for ns, ws := range byNamespace {
-		data.Namespaces = append(data.Namespaces, dashboard.NamespaceStatus{Namespace: ns, State: dashboard.PRRefused, Workloads: ws})
+		row := dashboard.NamespaceStatus{Namespace: ns, State: dashboard.PRRefused, Workloads: ws}
+		if repo := foreign[ns]; repo != "" {
+			row.State, row.Detail = dashboard.PROtherRepository, "applied from "+repo
+		}
+		data.Namespaces = append(data.Namespaces, row)
 	}
 	sort.Slice(data.Namespaces, func(i, j int) bool { return data.Namespaces[i].Namespace < data.Namespaces[j].Namespace })
 

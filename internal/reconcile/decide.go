@@ -56,6 +56,9 @@ type decision struct {
 	// duplicates are further open PRs for the same branch, which can only
 	// come from outside kedge; they are closed in favour of pr.
 	duplicates []forge.PR
+	// superseded is a merged PR for an older target whose rollout kedge
+	// stops following, because the PR it opens now takes over.
+	superseded *forge.PR
 }
 
 // decide is the whole policy of a namespace, free of I/O so each rule is a
@@ -94,6 +97,9 @@ func decide(f namespaceFacts) decision {
 		d.action = ActEdited
 	case f.work != nil:
 		d.action = ActOpen
+		if lastClosed != nil && lastClosed.Merged {
+			d.superseded = lastClosed
+		}
 	case d.pr != nil:
 		d.action = ActClose
 	case lastClosed != nil && lastClosed.Merged:

@@ -3,7 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
@@ -62,13 +62,22 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 		return nil
 	}
 	for _, dup := range d.duplicates {
-		if err := r.closeWith(ctx, dup, "duplicate", "Closed in favour of #"+itoa(d.pr.Number)+", which tracks the same branch."); err != nil {
+		data := r.commentData(st, plan)
+		data.Successor, data.SuccessorURL = d.pr.Number, d.pr.HTMLURL
+		body, err := r.deps.Renderer.Comment(dashboard.CommentDuplicate, data)
+		if err != nil {
+			return err
+		}
+		if err := r.closeWith(ctx, dup, dashboard.CommentDuplicate, body); err != nil {
 			return err
 		}
 	}
 	switch d.action {
 	case ActOpen:
-		return r.open(ctx, st)
+		if err := r.open(ctx, st); err != nil {
+			return err
+		}
+		return r.sayTakenOver(ctx, st, plan)
 	case ActUpdate:
 		st.outcome.State = dashboard.PROpen
 		return r.update(ctx, st)
@@ -80,12 +89,16 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 		}
 		return r.commentOnce(ctx, d.pr.Number, dashboard.CommentEdited, r.commentData(st, plan))
 	case ActClose:
-		body, err := r.deps.Renderer.Comment(dashboard.CommentClosed, r.commentData(st, plan))
+		c := r.closingOf(st, report)
+		data := r.commentData(st, plan)
+		data.Closed, data.NamespaceOptedOut = c.closed, c.namespaceOptedOut
+		body, err := r.deps.Renderer.Comment(c.kind, data)
 		if err != nil {
 			return err
 		}
 		st.outcome.State = ""
-		return r.closeWith(ctx, *d.pr, dashboard.CommentClosed, body)
+		r.deps.Log.Info("closing pull request", "namespace", st.name, "pr", d.pr.Number, "why", c.kind)
+		return r.closeWith(ctx, *d.pr, c.kind, body)
 	case ActClosedIgnored:
 		st.outcome.State = dashboard.PRClosedIgnored
 	case ActMerged:
@@ -195,6 +208,35 @@ func (r *Reconciler) missingLabels(pr forge.PR) []string {
 	return missing
 }
 
+// closingOf works out why the namespace's PR closes, from the targets its
+// body recorded and what the cycle read.
+func (r *Reconciler) closingOf(st *nsState, report *Report) closing {
+	f := closingFacts{namespace: st.name, set: st.set, plan: report.Plan, opts: r.settings.Engine.Drift}
+	if s, ok := dashboard.ParseState(st.decision.pr.Body); ok {
+		f.targets = s.Targets
+	}
+	if report.Result != nil {
+		f.refused = report.Result.Edits.Refused
+	}
+	return explainClosing(f)
+}
+
+// sayTakenOver tells a merged PR whose rollout kedge was following that the
+// PR just opened takes over, unless it already rolled out.
+func (r *Reconciler) sayTakenOver(ctx context.Context, st *nsState, plan drift.Plan) error {
+	old := st.decision.superseded
+	if old == nil || st.outcome.PR == 0 {
+		return nil
+	}
+	data := r.commentData(st, plan)
+	data.Successor, data.SuccessorURL = st.outcome.PR, st.outcome.PRURL
+	body, err := r.deps.Renderer.Comment(dashboard.CommentSuperseded, data)
+	if err != nil {
+		return err
+	}
+	return r.commentBodyOnce(ctx, old.Number, dashboard.CommentSuperseded, body)
+}
+
 // closeWith comments (once) and closes a PR. The comment goes first: a
 // cycle dying in between leaves an open PR the next cycle closes, rather
 // than a closed PR nobody was told about.
@@ -215,23 +257,46 @@ func (r *Reconciler) commentOnce(ctx context.Context, number int, kind string, d
 }
 
 func (r *Reconciler) commentBodyOnce(ctx context.Context, number int, kind, body string) error {
-	marker := commentMarker(kind)
 	comments, err := r.deps.Forge.ListComments(ctx, number)
 	if err != nil {
 		return err
 	}
 	for _, c := range comments {
-		if strings.Contains(c.Body, marker) {
-			return nil
+		for _, said := range saidAlready(kind) {
+			if strings.Contains(c.Body, commentMarker(said)) {
+				return nil
+			}
 		}
 	}
-	return r.deps.Forge.Comment(ctx, number, strings.TrimRight(body, "\n")+"\n\n"+marker+"\n")
+	return r.deps.Forge.Comment(ctx, number, strings.TrimRight(body, "\n")+"\n\n"+commentMarker(kind)+"\n")
+}
+
+// closingKinds are the comments kedge closes a PR with; one of them is
+// enough, even if the reason changed between a cycle that commented and
+// the one that closes.
+var closingKinds = []string{
+	dashboard.CommentClosed, dashboard.CommentClosedOptedOut, dashboard.CommentClosedNotSelected,
+	dashboard.CommentClosedDeleted, dashboard.CommentClosedNotEditable, dashboard.CommentClosedMixed,
+}
+
+// saidAlready lists the comment kinds whose presence makes a comment of
+// kind redundant.
+func saidAlready(kind string) []string {
+	switch {
+	case slices.Contains(closingKinds, kind):
+		return closingKinds
+	case kind == dashboard.CommentSuperseded:
+		// A PR that rolled out is done; a newer target is news elsewhere.
+		return []string{kind, dashboard.CommentRolledOut}
+	}
+	return []string{kind}
 }
 
 func (r *Reconciler) commentData(st *nsState, plan drift.Plan) dashboard.CommentData {
 	data := dashboard.CommentData{
 		Cluster: r.settings.Cluster, Namespace: st.name, Branch: st.branch,
 		DashboardURL: st.pr.DashboardURL, Grace: r.settings.Grace,
+		OptOutAnnotation: optOutAnnotation(r.settings.Engine.Drift),
 	}
 	if st.decision.pr != nil {
 		if s, ok := dashboard.ParseState(st.decision.pr.Body); ok {
@@ -282,5 +347,3 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 	data.Stragglers = still
 	return r.commentOnce(ctx, pr.Number, dashboard.CommentStalled, data)
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

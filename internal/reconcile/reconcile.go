@@ -98,6 +98,9 @@ type Report struct {
 	Pushes int
 	// Refused are files kedge would not edit.
 	Refused []dashboard.RefusedFile
+	// Mismatch names the namespaces the cluster applies from another
+	// repository than the configured one.
+	Mismatch dashboard.Mismatch
 	// Stragglers are workloads still drifting after a merge and the grace
 	// time.
 	Stragglers []dashboard.Straggler
@@ -193,6 +196,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 		report.Namespaces[st.name] = st.outcome
 	}
 	report.Refused = refusedFiles(res)
+	report.Mismatch = r.repositoryMismatch(set, res.Plan)
+	if sentence := report.Mismatch.Sentence(); sentence != "" {
+		r.deps.Log.Warn(sentence, "configured", report.Mismatch.Configured)
+	}
 	report.Duration = r.deps.Now().Sub(start)
 	if err := r.updateDashboard(ctx, issue, set, res, states, report); err != nil {
 		errs = append(errs, err)

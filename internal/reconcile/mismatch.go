@@ -1,0 +1,87 @@
+package reconcile
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+// repositoryMismatch finds the namespaces whose drifted workloads the
+// cluster's Flux or Argo CD sources apply from another repository than the
+// configured one. kedge cannot restart those through Git, and without
+// saying so a cycle would look like a success with nothing to do.
+func (r *Reconciler) repositoryMismatch(set *objects.Set, plan drift.Plan) dashboard.Mismatch {
+	m := dashboard.Mismatch{Configured: configuredRepository(r.settings.RepoWebURL)}
+	if len(r.settings.Engine.RepoURLs) == 0 {
+		// Without the repository's addresses every source counts as it.
+		return m
+	}
+	hints := manifest.HintsFor(set, r.settings.Engine.RepoURLs...)
+	byRepo := map[string]map[string]bool{}
+	for _, w := range plan.Workloads {
+		h := hints(w)
+		if h.OtherRepo == "" || h.Helm != "" {
+			continue
+		}
+		repo := displayRepository(h.OtherRepo)
+		if byRepo[repo] == nil {
+			byRepo[repo] = map[string]bool{}
+		}
+		byRepo[repo][w.Namespace] = true
+	}
+	for repo, namespaces := range byRepo {
+		f := dashboard.ForeignRepository{Repository: repo}
+		for ns := range namespaces {
+			f.Namespaces = append(f.Namespaces, ns)
+		}
+		sort.Strings(f.Namespaces)
+		m.Foreign = append(m.Foreign, f)
+	}
+	sort.Slice(m.Foreign, func(i, j int) bool { return m.Foreign[i].Repository < m.Foreign[j].Repository })
+	return m
+}
+
+// foreignNamespaces maps each namespace of a mismatch to the repository it
+// is applied from.
+func foreignNamespaces(m dashboard.Mismatch) map[string]string {
+	out := map[string]string{}
+	for _, f := range m.Foreign {
+		for _, ns := range f.Namespaces {
+			out[ns] = f.Repository
+		}
+	}
+	return out
+}
+
+// configuredRepository is owner/name, the path of the repository's web
+// address (https://github.com/owner/name, or a GitHub Enterprise host).
+func configuredRepository(webURL string) string {
+	u, err := url.Parse(webURL)
+	if err != nil || u.Path == "" {
+		return webURL
+	}
+	return strings.Trim(u.Path, "/")
+}
+
+// displayRepository writes a source address as host/path, the way people
+// name a repository: without scheme, user, port or ".git".
+func displayRepository(address string) string {
+	a := strings.TrimSpace(address)
+	scp := !strings.Contains(a, "://")
+	if !scp {
+		if u, err := url.Parse(a); err == nil && u.Host != "" {
+			return strings.TrimSuffix(u.Hostname()+strings.TrimSuffix(u.Path, "/"), ".git")
+		}
+		return a
+	}
+	// scp-like: git@github.com:owner/name.git
+	if at := strings.LastIndex(a, "@"); at >= 0 {
+		a = a[at+1:]
+	}
+	return strings.TrimSuffix(strings.Replace(a, ":", "/", 1), ".git")
+}
