@@ -61,7 +61,8 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Helm}}
 	}
 	if hints.OtherRepo != "" {
-		return notFound("%s applies it from %s, not this repository", hints.Via, hints.OtherRepo)
+		return Location{Manifest: drift.Manifest{Status: drift.ManifestNoRepo,
+			Detail: fmt.Sprintf("%s applies it from %s, not this repository", hints.Via, hints.OtherRepo)}}
 	}
 	for _, p := range hints.Paths {
 		// Argo CD renders a directory holding a chart with Helm.

@@ -155,7 +155,7 @@ func TestLocate(t *testing.T) {
 			name: "source in another repository", repo: "plain",
 			workload: workload("payments", "Deployment", "api"),
 			hints:    Hints{OtherRepo: "https://example.com/other.git", Via: "Flux Kustomization flux-system/payments"},
-			want: drift.Manifest{Status: drift.ManifestNotFound,
+			want: drift.Manifest{Status: drift.ManifestNoRepo,
 				Detail: "Flux Kustomization flux-system/payments applies it from https://example.com/other.git, not this repository"},
 		},
 		{

@@ -145,7 +145,7 @@ func (c *Checkout) find(namespace string, hints manifest.Hints) (deployment, dri
 	case hints.Helm != "":
 		return deployment{}, drift.Manifest{Status: drift.ManifestHelm, Detail: "the Namespace is rendered by " + hints.Helm}, false
 	case hints.OtherRepo != "":
-		return deployment{}, drift.Manifest{Status: drift.ManifestNotFound, Detail: hints.Via + " applies it from " + hints.OtherRepo}, false
+		return deployment{}, drift.Manifest{Status: drift.ManifestNoRepo, Detail: hints.Via + " applies it from " + hints.OtherRepo + ", not this repository"}, false
 	}
 	c.scan()
 	deps := c.deployments(namespace, hints)

@@ -139,8 +139,8 @@ func TestLocateFollowsTheGitOpsToolsHints(t *testing.T) {
 	}{
 		{"the applied path decides", manifest.Hints{Paths: []string{"team-b"}}, drift.ManifestFound, "team-b/web.yaml", ""},
 		{"helm", manifest.Hints{Helm: "HelmRelease infra/namespaces"}, drift.ManifestHelm, "", "the Namespace is rendered by HelmRelease infra/namespaces"},
-		{"another repository", manifest.Hints{OtherRepo: "https://github.com/o/other", Via: "Flux Kustomization flux-system/infra"}, drift.ManifestNotFound, "",
-			"Flux Kustomization flux-system/infra applies it from https://github.com/o/other"},
+		{"another repository", manifest.Hints{OtherRepo: "https://github.com/o/other", Via: "Flux Kustomization flux-system/infra"}, drift.ManifestNoRepo, "",
+			"Flux Kustomization flux-system/infra applies it from https://github.com/o/other, not this repository"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,6 +59,9 @@ type Namespace struct {
 	ProxyVersions map[string]int
 	// Applier names what applies a merged change.
 	Applier string
+	// OtherRepo is the repository the cluster applies the namespace's
+	// drifted workloads from, when that is not the configured one.
+	OtherRepo string
 }
 
 // Build computes the plan and, with a repository, locates and edits every
@@ -76,7 +79,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	if opts.RepoRoot == "" {
 		drifted := drift.Compute(migrate.Relabel(set, selected), model, opts.Drift)
 		drifted.Migrations = migrate.WithoutRepository(selected, drifted)
-		return summarise(set, model, drifted, manifest.EditSet{Namespaces: map[string][]manifest.FileEdit{}}, nil), nil
+		return summarise(set, model, drifted, manifest.EditSet{Namespaces: map[string][]manifest.FileEdit{}}, nil, nil), nil
 	}
 	index, err := manifest.BuildIndex(opts.RepoRoot, manifest.IndexOptions{Paths: opts.Paths})
 	if err != nil {
@@ -97,7 +100,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 		return m, ok
 	})
 	planned.Migrations = attached.Migrations
-	return summarise(set, model, planned, attached.Edits, index), nil
+	return summarise(set, model, planned, attached.Edits, index, hints), nil
 }
 
 // selectMigrations picks the namespaces the policies move. A migration

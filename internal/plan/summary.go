@@ -12,7 +12,7 @@ import (
 
 // summarise completes a result with what people are shown about it,
 // computed once per plan.
-func summarise(set *objects.Set, model *mesh.Model, p drift.Plan, edits manifest.EditSet, index *manifest.Index) *Result {
+func summarise(set *objects.Set, model *mesh.Model, p drift.Plan, edits manifest.EditSet, index *manifest.Index, hints func(drift.Workload) manifest.Hints) *Result {
 	res := &Result{Plan: p, Edits: edits, Index: index, Mesh: meshSummary(model, set), Namespaces: map[string]Namespace{}}
 	byNamespace := map[string][]drift.Workload{}
 	for _, w := range p.Workloads {
@@ -22,7 +22,11 @@ func summarise(set *objects.Set, model *mesh.Model, p drift.Plan, edits manifest
 	// to close or follow, so every namespace is described.
 	images := drift.ProxyImages(set)
 	for _, ns := range set.Namespaces {
-		res.Namespaces[ns.Name] = Namespace{ProxyVersions: versions(images[ns.Name]), Applier: applier(byNamespace[ns.Name])}
+		res.Namespaces[ns.Name] = Namespace{
+			ProxyVersions: versions(images[ns.Name]),
+			Applier:       applier(byNamespace[ns.Name]),
+			OtherRepo:     otherRepo(byNamespace[ns.Name], hints),
+		}
 	}
 	return res
 }
@@ -73,4 +77,18 @@ func applier(workloads []drift.Workload) string {
 		}
 	}
 	return "your GitOps controller"
+}
+
+// otherRepo is the repository another than the configured one that the
+// cluster applies a namespace's drifted workloads from, if any.
+func otherRepo(workloads []drift.Workload, hints func(drift.Workload) manifest.Hints) string {
+	if hints == nil {
+		return ""
+	}
+	for _, w := range workloads {
+		if h := hints(w); h.OtherRepo != "" && h.Helm == "" {
+			return h.OtherRepo
+		}
+	}
+	return ""
 }

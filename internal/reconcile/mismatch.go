@@ -6,33 +6,25 @@ import (
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
-	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
-	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 )
 
 // repositoryMismatch finds the namespaces whose drifted workloads the
 // cluster's Flux or Argo CD sources apply from another repository than the
 // configured one. kedge cannot restart those through Git, and without
 // saying so a cycle would look like a success with nothing to do.
-func (r *Reconciler) repositoryMismatch(set *objects.Set, plan drift.Plan) dashboard.Mismatch {
+func (r *Reconciler) repositoryMismatch(res *plan.Result) dashboard.Mismatch {
 	m := dashboard.Mismatch{Configured: configuredRepository(r.settings.RepoWebURL)}
-	if len(r.settings.Engine.RepoURLs) == 0 {
-		// Without the repository's addresses every source counts as it.
-		return m
-	}
-	hints := manifest.HintsFor(set, r.settings.Engine.RepoURLs...)
 	byRepo := map[string]map[string]bool{}
-	for _, w := range plan.Workloads {
-		h := hints(w)
-		if h.OtherRepo == "" || h.Helm != "" {
+	for ns, facts := range res.Namespaces {
+		if facts.OtherRepo == "" {
 			continue
 		}
-		repo := displayRepository(h.OtherRepo)
+		repo := displayRepository(facts.OtherRepo)
 		if byRepo[repo] == nil {
 			byRepo[repo] = map[string]bool{}
 		}
-		byRepo[repo][w.Namespace] = true
+		byRepo[repo][ns] = true
 	}
 	for repo, namespaces := range byRepo {
 		f := dashboard.ForeignRepository{Repository: repo}

@@ -211,7 +211,7 @@ func (r *Reconciler) missingLabels(pr forge.PR) []string {
 // closingOf works out why the namespace's PR closes, from the targets its
 // body recorded and what the cycle read.
 func (r *Reconciler) closingOf(st *nsState, report *Report) closing {
-	f := closingFacts{namespace: st.name, set: st.set, plan: report.Plan, opts: r.settings.Engine.Drift}
+	f := closingFacts{namespace: st.name, set: st.set, plan: report.Plan, opts: r.settings.Plan.Drift}
 	if s, ok := dashboard.ParseState(st.decision.pr.Body); ok {
 		f.targets = s.Targets
 	}
@@ -296,7 +296,7 @@ func (r *Reconciler) commentData(st *nsState, plan drift.Plan) dashboard.Comment
 	data := dashboard.CommentData{
 		Cluster: r.settings.Cluster, Namespace: st.name, Branch: st.branch,
 		DashboardURL: st.pr.DashboardURL, Grace: r.settings.Grace,
-		OptOutAnnotation: optOutAnnotation(r.settings.Engine.Drift),
+		OptOutAnnotation: optOutAnnotation(r.settings.Plan.Drift),
 	}
 	if st.decision.pr != nil {
 		if s, ok := dashboard.ParseState(st.decision.pr.Body); ok {

@@ -19,10 +19,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kedge-io/kedge/internal/app"
-	"github.com/kedge-io/kedge/internal/engine"
+	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
@@ -60,7 +60,7 @@ func (w *world) loggedCycle() (*reconcile.Report, *logBuffer) {
 	w.t.Helper()
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	svc, err := app.New(context.Background(), w.cfg, w.source, app.Options{Log: log})
+	svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{Log: log})
 	require.NoError(w.t, err)
 	report, err := svc.Reconciler.RunOnce(context.Background())
 	require.NoError(w.t, err)
@@ -96,7 +96,7 @@ func fluxNamespaces(t *testing.T, w *world) []string {
 	t.Helper()
 	set, err := w.source(context.Background())
 	require.NoError(t, err)
-	res, err := engine.Build(set, app.EngineOptions(w.cfg, ""))
+	res, err := plan.Build(set, assemble.PlanOptions(w.cfg, ""))
 	require.NoError(t, err)
 	seen := map[string]bool{}
 	for _, wl := range res.Plan.Workloads {
