@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"sigs.k8s.io/kustomize/api/resource"
+
 	"github.com/kedge-io/kedge/internal/gcpace"
 )
 
@@ -79,6 +81,17 @@ type Object struct {
 	GeneratedBy string
 }
 
+// Namespace is one Namespace object as deployed from the repository.
+type Namespace struct {
+	Name   string
+	Labels map[string]string
+	// Root is the kustomize root rendering it; empty for a plain file.
+	Root string
+	// Origin is the repo-relative file the Namespace is written in; empty
+	// when a generator or a remote base produced it.
+	Origin string
+}
+
 // Root is one kustomize root found in the checkout.
 type Root struct {
 	Dir  string // repo-relative
@@ -101,8 +114,12 @@ type Index struct {
 	paths    []string
 	Problems []Problem
 
-	roots   map[string]*Root
-	objects []Object
+	roots      map[string]*Root
+	objects    []Object
+	namespaces []Namespace
+	// kustomizationLabels are the label values each kustomization file
+	// (repo-relative) sets in commonLabels and labels, by key.
+	kustomizationLabels map[string]map[string][]string
 	// byKindName indexes objects by "Kind/name" (rendered).
 	byKindName map[string][]int
 	// byPath indexes objects by source file.
@@ -129,6 +146,22 @@ func (ix *Index) Roots() []Root {
 	return out
 }
 
+// Namespaces returns every Namespace object the repository deploys.
+func (ix *Index) Namespaces() []Namespace { return slices.Clone(ix.namespaces) }
+
+// KustomizationSets reports whether the kustomization file (repo-relative)
+// sets the label to the value, in commonLabels or a labels entry.
+func (ix *Index) KustomizationSets(file, key, value string) bool {
+	return slices.Contains(ix.kustomizationLabels[file][key], value)
+}
+
+// Reads returns the repo-relative files the root's build read.
+func (r Root) Reads() []string { return slices.Clone(r.reads) }
+
+// Includes returns the directories of the other kustomizations the root's
+// build read.
+func (r Root) Includes() []string { return slices.Clone(r.includes) }
+
 // Objects returns every indexed workload object.
 func (ix *Index) Objects() []Object { return slices.Clone(ix.objects) }
 
@@ -153,6 +186,8 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		roots:      map[string]*Root{},
 		byKindName: map[string][]int{},
 		byPath:     map[string][]int{},
+
+		kustomizationLabels: map[string]map[string][]string{},
 		includedBy: map[string][]string{},
 	}
 	starts, err := ix.startDirs(opts.Paths)
@@ -196,6 +231,11 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		// it runs before the builds share the map.
 		remote[dir] = ix.remoteRef(kf.dir, kfiles, map[string]bool{})
 		builds = append(builds, kf)
+	}
+	for _, kf := range kfiles {
+		if kf != nil {
+			ix.kustomizationLabels[ix.rel(filepath.Join(kf.dir, kf.name))] = kf.labels
+		}
 	}
 	for i, rendered := range renderRoots(builds, remote, ix.root) {
 		for r := range ix.addRendered(builds[i], rendered) {
@@ -387,6 +427,7 @@ type renderedRoot struct {
 	problem      *Problem
 	reads        map[string]struct{}
 	objects      []Object
+	namespaces   []Namespace
 	unparsable   []string
 	restartPatch map[string]bool
 }
@@ -501,6 +542,10 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 	out := &renderedRoot{reads: gfs.reads, restartPatch: readRestartPatch(kf)}
 	rootDir := relTo(repoRoot, kf.dir)
 	for _, res := range rm.Resources() {
+		if isNamespaceKind(res.GetApiVersion(), res.GetKind()) {
+			out.namespaces = append(out.namespaces, renderedNamespace(res.GetName(), res.GetLabels(), rootDir, originFile(repoRoot, kf.dir, res)))
+			continue
+		}
 		if !isWorkloadKind(res.GetApiVersion(), res.GetKind()) {
 			continue
 		}
@@ -563,7 +608,29 @@ func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]
 	for _, o := range r.objects {
 		ix.addObject(o)
 	}
+	ix.namespaces = append(ix.namespaces, r.namespaces...)
 	return r.reads
+}
+
+func renderedNamespace(name string, labels map[string]string, root, origin string) Namespace {
+	return Namespace{Name: name, Labels: labels, Root: root, Origin: origin}
+}
+
+// originFile is the repo-relative file a rendered object's origin
+// annotation names; "" for a generated or remote object, or a file a
+// symlink places outside the checkout.
+func originFile(repoRoot, rootDir string, res interface {
+	GetOrigin() (*resource.Origin, error)
+}) string {
+	origin, err := res.GetOrigin()
+	if err != nil || origin == nil || origin.Repo != "" || origin.Path == "" {
+		return ""
+	}
+	p, err := filepath.EvalSymlinks(filepath.Join(rootDir, filepath.FromSlash(origin.Path)))
+	if err != nil || !within(repoRoot, p) {
+		return ""
+	}
+	return relTo(repoRoot, p)
 }
 
 // sourceFor finds the document of the origin file that a rendered object
@@ -671,6 +738,9 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 	}
 	rel := ix.rel(p)
 	for _, d := range f.docs {
+		if isNamespaceKind(d.APIVersion, d.Kind) && d.Name != "" {
+			ix.namespaces = append(ix.namespaces, renderedNamespace(d.Name, d.Labels, "", rel))
+		}
 		if !isWorkloadKind(d.APIVersion, d.Kind) || d.Name == "" {
 			continue
 		}

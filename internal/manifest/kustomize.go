@@ -35,6 +35,8 @@ type kustomizationFile struct {
 	// files are other paths it names (patches, generators' sources are not
 	// needed: they are never workloads).
 	files []string
+	// labels are the values commonLabels and labels entries set, by key.
+	labels map[string][]string
 }
 
 func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
@@ -46,7 +48,15 @@ func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 	if err := sigsyaml.Unmarshal(data, &k); err != nil {
 		return nil, err
 	}
-	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind}
+	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind, labels: map[string][]string{}}
+	for key, v := range k.CommonLabels { //nolint:staticcheck // still applied by kustomize
+		kf.labels[key] = append(kf.labels[key], v)
+	}
+	for _, l := range k.Labels {
+		for key, v := range l.Pairs {
+			kf.labels[key] = append(kf.labels[key], v)
+		}
+	}
 	kf.refs = append(kf.refs, k.Resources...)
 	kf.refs = append(kf.refs, k.Bases...) //nolint:staticcheck // old kustomizations still use bases
 	kf.refs = append(kf.refs, k.Components...)

@@ -125,6 +125,15 @@ func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, rep
 					return false
 				}
 				ids[id] = true
+				if isNamespaceKind(d.APIVersion, d.Kind) {
+					// kustomize's namespace: renames Namespace objects too;
+					// kustomize itself renders such a root.
+					if namespace != "" && namespace != d.Name {
+						return false
+					}
+					out.namespaces = append(out.namespaces, renderedNamespace(d.Name, d.Labels, rootDir, rel))
+					continue
+				}
 				if !isWorkloadKind(d.APIVersion, d.Kind) {
 					continue
 				}

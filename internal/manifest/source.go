@@ -63,6 +63,9 @@ type document struct {
 	Namespace  string
 	// TemplateAnnotations are spec.template.metadata.annotations.
 	TemplateAnnotations map[string]string
+	// Labels are metadata.labels; kept for Namespaces only, whose
+	// istio.io/rev label migrations move.
+	Labels map[string]string
 	// List is set for the items of a List document.
 	List bool
 }
@@ -112,6 +115,9 @@ func describeDocument(index int, n *yaml.Node) document {
 		d.Name = scalarAt(n, "metadata", "name")
 		d.Namespace = scalarAt(n, "metadata", "namespace")
 		d.TemplateAnnotations = stringMapAt(n, "spec", "template", "metadata", "annotations")
+		if isNamespaceKind(d.APIVersion, d.Kind) {
+			d.Labels = stringMapAt(n, "metadata", "labels")
+		}
 	}
 	return d
 }
@@ -158,6 +164,8 @@ func stringMapAt(n *yaml.Node, path ...string) map[string]string {
 // isWorkloadKind reports whether objects of this kind carry the pod template
 // kedge restarts. Only these are indexed: everything else is irrelevant to a
 // plan and would only cost memory on large repositories.
+func isNamespaceKind(apiVersion, kind string) bool { return apiVersion == "v1" && kind == "Namespace" }
+
 func isWorkloadKind(apiVersion, kind string) bool {
 	group := apiGroup(apiVersion)
 	switch kind {

@@ -376,3 +376,63 @@ func readersOf(roots map[string]*Root) map[string][]string {
 	}
 	return out
 }
+
+// RenderedObject is one object of a kustomize root's render.
+type RenderedObject struct {
+	APIVersion, Kind, Namespace, Name string
+	Body                              map[string]any
+}
+
+// RenderRoot renders a kustomize root of the index, with the files of
+// replace (repo-relative paths) as an edit would leave them.
+func (ix *Index) RenderRoot(root string, replace map[string][]byte) ([]RenderedObject, error) {
+	r := ix.roots[root]
+	if r == nil || r.Problem != nil {
+		return nil, fmt.Errorf("%s is not a kustomize root kedge renders", root)
+	}
+	abs := make(map[string][]byte, len(replace))
+	for rel, data := range replace {
+		abs[ix.abs(rel)] = data
+	}
+	rm, err := kustomizeBuild(newGuardFS(ix.root, abs), ix.abs(r.Dir))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RenderedObject, 0, rm.Size())
+	for _, res := range rm.Resources() {
+		body, err := res.Map()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, RenderedObject{APIVersion: res.GetApiVersion(), Kind: res.GetKind(), Namespace: res.GetNamespace(), Name: res.GetName(), Body: body})
+	}
+	return out, nil
+}
+
+// Readers returns the kustomize roots whose builds read a repo-relative
+// file.
+func (ix *Index) Readers(file string) []string { return slices.Clone(ix.readers[file]) }
+
+// ReadFile reads a repo-relative file of the checkout, refusing one that a
+// symlink places outside it.
+func (ix *Index) ReadFile(rel string) ([]byte, error) { return ix.readInside(rel) }
+
+// NamespacesIn returns the Namespace documents written in a repo-relative
+// file.
+func (ix *Index) NamespacesIn(file string) ([]Namespace, error) {
+	data, err := ix.readInside(file)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := parseDocuments(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var out []Namespace
+	for _, d := range docs {
+		if isNamespaceKind(d.APIVersion, d.Kind) {
+			out = append(out, renderedNamespace(d.Name, d.Labels, "", file))
+		}
+	}
+	return out, nil
+}

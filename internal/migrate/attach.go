@@ -20,7 +20,7 @@ func Locate(ix *manifest.Index, migrations []drift.Migration, hints func(namespa
 	if len(out) == 0 {
 		return out, edits
 	}
-	checkout := NewCheckout(ix, ix.Paths())
+	checkout := NewCheckout(ix)
 	for i := range out {
 		m := &out[i]
 		h := hints(m.Namespace)

@@ -8,9 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"sigs.k8s.io/kustomize/api/types"
-	sigsyaml "sigs.k8s.io/yaml"
-
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/mesh"
@@ -21,17 +18,13 @@ import (
 var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // Checkout finds where a Namespace and its istio.io/rev label are written
-// in a GitOps checkout, and computes the label edit. Kustomize roots are
-// rendered with the kustomize library, origin annotations on, so the file
-// a rendered Namespace comes from is kustomize's own answer; every edit is
-// verified by rendering each root that reads the edited file again. The
-// checkout is never written.
+// in a GitOps checkout, and computes the label edit, from the manifest
+// index: the Namespaces each kustomize root renders (with the file each
+// comes from, kustomize's own answer) and the plain files define, and the
+// labels each kustomization sets. Every edit is verified by rendering each
+// root that reads the edited file again. The checkout is never written.
 type Checkout struct {
-	root  string // absolute, symlinks resolved
-	roots []manifest.Root
-	paths []string
-
-	scanned bool
+	ix      *manifest.Index
 	renders []*rootRender
 	plain   []namespaceDoc
 }
@@ -45,7 +38,6 @@ type rootRender struct {
 	// kustomizations the build read.
 	includes   map[string]bool
 	namespaces map[string]renderedNamespace
-	err        error
 }
 
 type renderedNamespace struct {
@@ -62,16 +54,34 @@ type namespaceDoc struct {
 	labels map[string]string
 }
 
-// NewCheckout reads the checkout the index was built from. paths are the
-// sub-trees kedge works in (repo.paths); empty is the whole repository.
-func NewCheckout(ix *manifest.Index, paths []string) *Checkout {
-	c := &Checkout{root: ix.Root(), paths: paths}
+// NewCheckout reads what the index knows of the checkout's Namespaces.
+func NewCheckout(ix *manifest.Index) *Checkout {
+	c := &Checkout{ix: ix}
+	byDir := map[string]*rootRender{}
 	for _, r := range ix.Roots() {
-		if r.Problem == nil {
-			c.roots = append(c.roots, r)
+		if r.Problem != nil {
+			continue
+		}
+		rr := &rootRender{dir: r.Dir, file: r.File, reads: setOf(r.Reads()), includes: setOf(r.Includes()), namespaces: map[string]renderedNamespace{}}
+		byDir[r.Dir] = rr
+		c.renders = append(c.renders, rr)
+	}
+	for _, ns := range ix.Namespaces() {
+		if ns.Root == "" {
+			c.plain = append(c.plain, namespaceDoc{path: ns.Origin, name: ns.Name, labels: ns.Labels})
+		} else if rr := byDir[ns.Root]; rr != nil {
+			rr.namespaces[ns.Name] = renderedNamespace{labels: ns.Labels, origin: ns.Origin}
 		}
 	}
 	return c
+}
+
+func setOf(list []string) map[string]bool {
+	out := make(map[string]bool, len(list))
+	for _, v := range list {
+		out[v] = true
+	}
+	return out
 }
 
 // LabelEdit is the change of one namespace's label in one file.
@@ -147,7 +157,6 @@ func (c *Checkout) find(namespace string, hints manifest.Hints) (deployment, dri
 	case hints.OtherRepo != "":
 		return deployment{}, drift.Manifest{Status: drift.ManifestNoRepo, Detail: hints.Via + " applies it from " + hints.OtherRepo + ", not this repository"}, false
 	}
-	c.scan()
 	deps := c.deployments(namespace, hints)
 	switch len(deps) {
 	case 0:
@@ -198,7 +207,7 @@ type deployment struct {
 func (c *Checkout) deployments(name string, hints manifest.Hints) []deployment {
 	var all []deployment
 	for _, r := range c.renders {
-		if ns, ok := r.namespaces[name]; ok && r.err == nil {
+		if ns, ok := r.namespaces[name]; ok {
 			all = append(all, deployment{name: name, root: r, labels: ns.labels, origin: ns.origin, where: r.dir})
 		}
 	}
@@ -253,8 +262,8 @@ func (c *Checkout) inScope(d deployment, paths []string) bool {
 }
 
 func (c *Checkout) isRoot(dir string) bool {
-	for _, r := range c.roots {
-		if r.Dir == dir {
+	for _, r := range c.renders {
+		if r.dir == dir {
 			return true
 		}
 	}
@@ -305,7 +314,7 @@ func (c *Checkout) candidates(d deployment, key, value string) []candidate {
 	sort.Strings(kfiles[1:])
 	setInKustomization := func(src []byte, v string) ([]byte, bool, error) { return yamledit.SetKustomizationLabel(src, key, v) }
 	for _, f := range kfiles {
-		if c.kustomizationSets(f, key, value) {
+		if c.ix.KustomizationSets(f, key, value) {
 			out = append(out, candidate{path: f, edit: drift.EditKustomizeLabels, set: setInKustomization, rendered: true})
 		}
 	}
@@ -316,43 +325,17 @@ func (c *Checkout) candidates(d deployment, key, value string) []candidate {
 // from: the one of the same name, else the file's only Namespace (a
 // kustomization's namespace: field renames Namespace objects).
 func (c *Checkout) namespaceDocIn(file, name string) (namespaceDoc, error) {
-	data, err := c.read(file)
-	if err != nil {
-		return namespaceDoc{}, err
-	}
-	docs, err := namespaceDocs(file, data)
+	docs, err := c.ix.NamespacesIn(file)
 	if err != nil {
 		return namespaceDoc{}, err
 	}
 	for _, d := range docs {
-		if d.name == name {
-			return d, nil
+		if d.Name == name {
+			return namespaceDoc{path: file, name: d.Name, labels: d.Labels}, nil
 		}
 	}
 	if len(docs) == 1 {
-		return docs[0], nil
+		return namespaceDoc{path: file, name: docs[0].Name, labels: docs[0].Labels}, nil
 	}
 	return namespaceDoc{}, fmt.Errorf("%s: no Namespace document renders %s", file, name)
-}
-
-// kustomizationSets reports whether a kustomization sets the label to the
-// value in commonLabels or in the pairs of a labels entry.
-func (c *Checkout) kustomizationSets(file, key, value string) bool {
-	data, err := c.read(file)
-	if err != nil {
-		return false
-	}
-	var k types.Kustomization
-	if err := sigsyaml.Unmarshal(data, &k); err != nil {
-		return false
-	}
-	if v, ok := k.CommonLabels[key]; ok && v == value { //nolint:staticcheck // still applied by kustomize
-		return true
-	}
-	for _, l := range k.Labels {
-		if v, ok := l.Pairs[key]; ok && v == value {
-			return true
-		}
-	}
-	return false
 }

@@ -169,7 +169,7 @@ func checkoutOf(t *testing.T, repo string) *Checkout {
 	t.Helper()
 	ix, err := manifest.BuildIndex(repo, manifest.IndexOptions{})
 	require.NoError(t, err)
-	return NewCheckout(ix, nil)
+	return NewCheckout(ix)
 }
 
 func readYAML(t *testing.T, file string, v any) {

@@ -3,10 +3,11 @@ package migrate
 import (
 	"bytes"
 	"fmt"
-	"github.com/kedge-io/kedge/internal/manifest"
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/drift"
@@ -14,7 +15,7 @@ import (
 
 // try computes a candidate's edit and verifies it.
 func (c *Checkout) try(cand candidate, m *drift.Migration, key string) (*LabelEdit, error) {
-	before, err := c.read(cand.path)
+	before, err := c.ix.ReadFile(cand.path)
 	if err != nil {
 		return nil, err
 	}
@@ -43,27 +44,22 @@ func (c *Checkout) try(cand candidate, m *drift.Migration, key string) (*LabelEd
 // labels workloads (and rewrites their immutable selectors), or a patch
 // that sets the label again later, fails here instead of reaching Git.
 func (c *Checkout) verify(file string, after []byte, namespace, key, from, to string) error {
-	replace := map[string][]byte{c.abs(file): after}
-	checked := 0
-	for _, r := range c.renders {
-		if r.err != nil || !r.reads[file] {
-			continue
-		}
-		checked++
-		before, err := c.objects(r, nil)
+	roots := c.ix.Readers(file)
+	if len(roots) == 0 {
+		return fmt.Errorf("no kustomize root reads %s", file)
+	}
+	for _, root := range roots {
+		before, err := c.objects(root, nil)
 		if err != nil {
-			return fmt.Errorf("rendering %s: %w", r.dir, err)
+			return fmt.Errorf("rendering %s: %w", root, err)
 		}
-		edited, err := c.objects(r, replace)
+		edited, err := c.objects(root, map[string][]byte{file: after})
 		if err != nil {
-			return fmt.Errorf("rendering %s with the edit: %w", r.dir, err)
+			return fmt.Errorf("rendering %s with the edit: %w", root, err)
 		}
 		if err := compare(before, edited, namespace, key, from, to); err != nil {
-			return fmt.Errorf("in %s, %w", r.dir, err)
+			return fmt.Errorf("in %s, %w", root, err)
 		}
-	}
-	if checked == 0 {
-		return fmt.Errorf("no kustomize root reads %s", file)
 	}
 	return nil
 }
@@ -77,18 +73,14 @@ func (id objectID) String() string {
 	return id.kind + " " + id.namespace + "/" + id.name
 }
 
-func (c *Checkout) objects(r *rootRender, replace map[string][]byte) (map[objectID]map[string]any, error) {
-	rm, _, err := manifest.Render(c.root, c.abs(r.dir), replace)
+func (c *Checkout) objects(root string, replace map[string][]byte) (map[objectID]map[string]any, error) {
+	rendered, err := c.ix.RenderRoot(root, replace)
 	if err != nil {
 		return nil, err
 	}
-	out := map[objectID]map[string]any{}
-	for _, res := range rm.Resources() {
-		body, err := res.Map()
-		if err != nil {
-			return nil, err
-		}
-		out[objectID{res.GetApiVersion(), res.GetKind(), res.GetNamespace(), res.GetName()}] = body
+	out := make(map[objectID]map[string]any, len(rendered))
+	for _, o := range rendered {
+		out[objectID{o.APIVersion, o.Kind, o.Namespace, o.Name}] = o.Body
 	}
 	return out, nil
 }
@@ -135,34 +127,14 @@ func compare(before, after map[objectID]map[string]any, namespace, key, from, to
 }
 
 func labelOf(body map[string]any, key string) string {
-	meta, _ := body["metadata"].(map[string]any)
-	labels, _ := meta["labels"].(map[string]any)
-	v, _ := labels[key].(string)
+	v, _, _ := unstructured.NestedString(body, "metadata", "labels", key)
 	return v
 }
 
-// withLabel returns a copy of body with one label set, sharing what it
-// does not change.
+// withLabel returns a copy of body with one label set.
 func withLabel(body map[string]any, key, value string) map[string]any {
-	out := make(map[string]any, len(body))
-	for k, v := range body {
-		out[k] = v
-	}
-	meta := map[string]any{}
-	if m, ok := body["metadata"].(map[string]any); ok {
-		for k, v := range m {
-			meta[k] = v
-		}
-	}
-	labels := map[string]any{}
-	if l, ok := meta["labels"].(map[string]any); ok {
-		for k, v := range l {
-			labels[k] = v
-		}
-	}
-	labels[key] = value
-	meta["labels"] = labels
-	out["metadata"] = meta
+	out := runtime.DeepCopyJSON(body)
+	_ = unstructured.SetNestedField(out, value, "metadata", "labels", key)
 	return out
 }
 
