@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
@@ -290,6 +291,39 @@ func TestCompute(t *testing.T) {
 			wantSkipped: []drift.Skipped{
 				skipped("batch", "CronJob", "nightly", drift.SkipNotRestartable, ""),
 				skipped("batch", "Job", "migrate", drift.SkipNotRestartable, ""),
+			},
+		},
+		{
+			name: "a ReplicaSet without a Deployment, and other controllers, are named by their top owner and not restarted",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				legacy := c.bareReplicaSet("shop", "legacy", tmpl{})
+				c.pods("shop", "legacy", 2, &legacy, injected("default", image123))
+				inSync := c.bareReplicaSet("shop", "in-sync", tmpl{})
+				c.pod("shop", "in-sync-0", &inSync, injected("default", image124))
+				yes := true
+				operated := c.ownedByReplicaSetOf("shop", "engine",
+					&metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Engine", Name: "engine", UID: c.uid(), Controller: &yes}, tmpl{})
+				c.pod("shop", "engine-0", &operated)
+				rc := c.ownedBy("v1", "ReplicationController", "old-web", tmpl{})
+				c.pod("shop", "old-web-abcde", &rc, injected("1-25-0", image125))
+			},
+			wantSkipped: []drift.Skipped{
+				skipped("shop", "Engine", "engine", drift.SkipNotRestartable,
+					"owned by Engine (example.com/v1), which kedge cannot restart through a pod template"),
+				skipped("shop", "ReplicaSet", "legacy", drift.SkipNotRestartable,
+					"a ReplicaSet with no Deployment or Rollout above it: a template change restarts none of its pods"),
+				skipped("shop", "ReplicationController", "old-web", drift.SkipNotRestartable,
+					"owned by ReplicationController (v1), which kedge cannot restart through a pod template"),
+			},
+		},
+		{
+			name: "workload kinds left out of the configured kinds are not reported at all",
+			opts: drift.Options{Kinds: []string{"Deployment"}},
+			build: func(c *cluster) {
+				c.namespace("data", enabled)
+				db := c.statefulSet("data", "db", tmpl{})
+				c.pods("data", "db", 1, &db, injected("default", image123))
 			},
 		},
 		{

@@ -191,6 +191,36 @@ func (c *cluster) rolloutWithWorkloadRef(ns, name, deployment string, t tmpl) ow
 	return c.replicaSet(ns, name, controllerRef("argoproj.io/v1alpha1", "Rollout", name, r.UID), d.Spec.Template, "rollouts-pod-template-hash")
 }
 
+// bareReplicaSet is a ReplicaSet created on its own: no owner, and no hash
+// label on its pods. Sources keep ReplicaSets trimmed, so its template is
+// dropped here as well.
+func (c *cluster) bareReplicaSet(ns, name string, t tmpl) owned {
+	spec := t.spec(name)
+	rs := appsv1.ReplicaSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+		ObjectMeta: meta(ns, name, c.uid(), nil),
+	}
+	c.set.ReplicaSets = append(c.set.ReplicaSets, rs)
+	return owned{ref: controllerRef("apps/v1", "ReplicaSet", name, rs.UID), template: spec}
+}
+
+// ownedByReplicaSetOf is a ReplicaSet managed by a controller kedge does not
+// know, such as an operator's own kind.
+func (c *cluster) ownedByReplicaSetOf(ns, name string, top *metav1.OwnerReference, t tmpl) owned {
+	spec := t.spec(name)
+	rs := appsv1.ReplicaSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+		ObjectMeta: meta(ns, name+"-"+podHash, c.uid(), top),
+	}
+	c.set.ReplicaSets = append(c.set.ReplicaSets, rs)
+	return owned{ref: controllerRef("apps/v1", "ReplicaSet", rs.Name, rs.UID), template: spec}
+}
+
+// ownedBy is a pod controller kedge does not read at all.
+func (c *cluster) ownedBy(apiVersion, kind, name string, t tmpl) owned {
+	return owned{ref: controllerRef(apiVersion, kind, name, c.uid()), template: t.spec(name)}
+}
+
 func (c *cluster) cronJob(ns, name string, t tmpl) owned {
 	cj := batchv1.CronJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
