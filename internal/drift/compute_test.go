@@ -238,6 +238,48 @@ func TestCompute(t *testing.T) {
 				current([]string{"default"}, []string{image124}), drift.Desired{Revision: "default", Image: fipsImage})},
 		},
 		{
+			// Istio lays the template's own istio-proxy container over the
+			// injected one; a restart can never bring the revision's image.
+			name: "a template's own istio-proxy image is what its pods should run",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{ownProxy: fipsImage})
+				c.pods("shop", "cart", 2, &cart, injected("default", fipsImage))
+				web := c.deployment("shop", "web", tmpl{ownProxy: fipsImage,
+					annotations: map[string]string{"sidecar.istio.io/proxyImage": "mirror.local/istio/proxyv2:1.24.1"}})
+				c.pods("shop", "web", 2, &web, injected("default", image124))
+				auto := c.deployment("shop", "auto", tmpl{ownProxy: "auto"})
+				c.pods("shop", "auto", 1, &auto, injected("default", image124))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "web", 2, 2, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{image124}), drift.Desired{Revision: "default", Image: fipsImage})},
+		},
+		{
+			name: "ProxyConfigs set the image type per namespace and per workload",
+			build: func(c *cluster) {
+				c.installs = append(standardMesh(),
+					meshtest.ProxyConfig("debugging", "all-debug", "debug", nil),
+					meshtest.ProxyConfig("debugging", "cart-distroless", "distroless", map[string]string{"app": "cart"}),
+				)
+				c.namespace("debugging", enabled)
+				cart := c.deployment("debugging", "cart", tmpl{})
+				c.pods("debugging", "cart", 2, &cart, injected("default", image124+"-debug"))
+				web := c.deployment("debugging", "web", tmpl{})
+				c.pods("debugging", "web", 2, &web, injected("default", image124+"-debug"))
+				api := c.deployment("debugging", "api", tmpl{})
+				c.pods("debugging", "api", 1, &api, injected("default", image124))
+				c.namespace("shop", enabled)
+				shop := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 1, &shop, injected("default", image124))
+			},
+			wantWorkloads: []drift.Workload{
+				workload("debugging", "Deployment", "api", 1, 1, reasons(drift.ReasonProxyImage),
+					current([]string{"default"}, []string{image124}), drift.Desired{Revision: "default", Image: image124 + "-debug"}),
+				workload("debugging", "Deployment", "cart", 2, 2, reasons(drift.ReasonProxyImage),
+					current([]string{"default"}, []string{image124 + "-debug"}), drift.Desired{Revision: "default", Image: image124 + "-distroless"}),
+			},
+		},
+		{
 			name: "variant suffix",
 			build: func(c *cluster) {
 				c.installs = []meshtest.Install{meshtest.IstiodRevision("default", image124, meshtest.WithVariant("distroless"))}

@@ -3,6 +3,7 @@ package drift_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,7 +50,7 @@ func (c *cluster) compute(opts drift.Options) drift.Plan {
 	in := meshtest.Merge(c.installs...)
 	set := c.set
 	in.AddTo(&set)
-	m := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps)
+	m := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps, set.ProxyConfigs...)
 	return drift.Compute(&set, m, opts)
 }
 
@@ -73,18 +74,25 @@ type tmpl struct {
 	labels      map[string]string
 	annotations map[string]string
 	hostNetwork bool
+	// ownProxy, when set, is the image of an istio-proxy container the
+	// template defines itself.
+	ownProxy string
 }
 
 func (t tmpl) spec(app string) corev1.PodTemplateSpec {
 	lbls := map[string]string{"app": app}
 	maps.Copy(lbls, t.labels)
-	return corev1.PodTemplateSpec{
+	spec := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: lbls, Annotations: maps.Clone(t.annotations)},
 		Spec: corev1.PodSpec{
 			HostNetwork: t.hostNetwork,
 			Containers:  []corev1.Container{{Name: app, Image: "registry.example.com/" + app + ":1.0"}},
 		},
 	}
+	if t.ownProxy != "" {
+		spec.Spec.Containers = append(spec.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: t.ownProxy})
+	}
+	return spec
 }
 
 // owned is what a pod needs from its controller.
@@ -246,8 +254,14 @@ func (c *cluster) job(ns, name string, owner *metav1.OwnerReference, spec corev1
 
 type podOption func(*corev1.Pod)
 
+// injected runs the pod through injection with image as the outcome; a
+// template's own istio-proxy container is merged into the injected one, so
+// the pod holds one.
 func injected(rev, image string) podOption {
-	return func(p *corev1.Pod) { meshtest.InjectPod(p, rev, image) }
+	return func(p *corev1.Pod) {
+		p.Spec.Containers = slices.DeleteFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "istio-proxy" })
+		meshtest.InjectPod(p, rev, image)
+	}
 }
 
 func native(rev, image string) podOption {

@@ -49,7 +49,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	if err := opts.Drift.Validate(); err != nil {
 		return nil, err
 	}
-	model := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps)
+	model := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps, set.ProxyConfigs...)
 	// A migration target is checked against the mesh, which only exists
 	// here; it is still the configuration that is wrong.
 	if err := migrate.Validate(model, opts.Migrations); err != nil {
