@@ -220,7 +220,8 @@ func (m *Model) addMeshConfigMap(cm *corev1.ConfigMap) {
 
 // rootNamespace is where the revision's istiod reads mesh-wide
 // ProxyConfigs. Without the mesh ConfigMap, the chart's choice is assumed:
-// it writes the istiod namespace, where the injector ConfigMap lives.
+// it writes global.istioNamespace, where istiod and its injector ConfigMap
+// live.
 func (rc *revisionConfig) rootNamespace() string {
 	if rc.hasMeshConfig {
 		return rc.meshRootNamespace
