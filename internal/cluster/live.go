@@ -66,8 +66,8 @@ type Live struct {
 	listErrors map[string]error
 }
 
-// customResource is a GitOps or rollout kind kedge reads when its CRD is
-// served.
+// customResource is a GitOps, rollout or Istio kind kedge reads when its
+// CRD is served.
 type customResource struct {
 	group, resource, kind string
 }
@@ -77,7 +77,12 @@ var customResources = []customResource{
 	{group: "argoproj.io", resource: "applications", kind: "Application"},
 	{group: "kustomize.toolkit.fluxcd.io", resource: "kustomizations", kind: "Kustomization"},
 	{group: "source.toolkit.fluxcd.io", resource: "gitrepositories", kind: "GitRepository"},
+	{group: "networking.istio.io", resource: "proxyconfigs", kind: kindProxyConfig},
 }
+
+// kindProxyConfig is Istio's ProxyConfig, the one custom kind that changes
+// what the mesh injects.
+const kindProxyConfig = "ProxyConfig"
 
 // NewLive prepares the informers; nothing is contacted until Start.
 func NewLive(opts LiveOptions) (*Live, error) {
@@ -162,8 +167,8 @@ func NewLive(opts LiveOptions) (*Live, error) {
 }
 
 // OnMeshChange registers fn to be called when an injector webhook
-// configuration or injector ConfigMap is added, changed or deleted, or a
-// namespace's labels change. Pod events never call it, nor do the objects
+// configuration, injector ConfigMap or Istio ProxyConfig is added, changed
+// or deleted, or a namespace's labels change. Pod events never call it, nor do the objects
 // listed when the caches first fill. fn runs on an informer goroutine and
 // must not block.
 func (l *Live) OnMeshChange(fn func(reason string)) {
@@ -193,6 +198,11 @@ func (l *Live) Start(ctx context.Context) error {
 			}
 			if err := l.watchErrors(gvr.Resource, inf); err != nil {
 				return err
+			}
+			if kind == kindProxyConfig {
+				if err := l.addProxyConfigHandler(inf); err != nil {
+					return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
+				}
 			}
 			l.customInformers[kind] = inf
 		}
@@ -290,6 +300,7 @@ func (l *Live) Set() *objects.Set {
 	set.Applications = copyCustom[objects.Application](custom["Application"])
 	set.Kustomizations = copyCustom[objects.Kustomization](custom["Kustomization"])
 	set.GitRepositories = copyCustom[objects.GitRepository](custom["GitRepository"])
+	set.ProxyConfigs = copyCustom[objects.ProxyConfig](custom[kindProxyConfig])
 	return set
 }
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 )
@@ -40,6 +41,16 @@ func (l *Live) addMeshHandlers() error {
 			}
 		},
 	})
+	return err
+}
+
+// addProxyConfigHandler reports ProxyConfig changes: every one may change
+// the proxy image type of the pods it selects.
+func (l *Live) addProxyConfigHandler(inf cache.SharedIndexInformer) error {
+	proxyConfigs := meshHandler[*unstructured.Unstructured]{
+		live: l, kind: kindProxyConfig, relevant: func(*unstructured.Unstructured) bool { return true },
+	}
+	_, err := inf.AddEventHandler(proxyConfigs.funcs())
 	return err
 }
 

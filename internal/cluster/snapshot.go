@@ -285,6 +285,8 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 		return appendTo(&set.Kustomizations)
 	case "source.toolkit.fluxcd.io/GitRepository":
 		return appendTo(&set.GitRepositories)
+	case "networking.istio.io/ProxyConfig":
+		return appendTo(&set.ProxyConfigs)
 	}
 	return nil
 }
@@ -334,6 +336,7 @@ func mergeAll(parts []*objects.Set) *objects.Set {
 		Applications:    concat(parts, func(s *objects.Set) []objects.Application { return s.Applications }),
 		Kustomizations:  concat(parts, func(s *objects.Set) []objects.Kustomization { return s.Kustomizations }),
 		GitRepositories: concat(parts, func(s *objects.Set) []objects.GitRepository { return s.GitRepositories }),
+		ProxyConfigs:    concat(parts, func(s *objects.Set) []objects.ProxyConfig { return s.ProxyConfigs }),
 	}
 }
 

@@ -140,6 +140,7 @@ func (d *streamDecoder) mergeReady() {
 		appendSized(&s.Applications, src.Applications, p.bytes, d.size)
 		appendSized(&s.Kustomizations, src.Kustomizations, p.bytes, d.size)
 		appendSized(&s.GitRepositories, src.GitRepositories, p.bytes, d.size)
+		appendSized(&s.ProxyConfigs, src.ProxyConfigs, p.bytes, d.size)
 	}
 }
 

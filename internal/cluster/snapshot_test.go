@@ -69,6 +69,9 @@ func names(set *objects.Set) []string {
 	for _, o := range set.GitRepositories {
 		add("GitRepository", o.Namespace, o.Name)
 	}
+	for _, o := range set.ProxyConfigs {
+		add("ProxyConfig", o.Namespace, o.Name)
+	}
 	return out
 }
 
@@ -135,6 +138,11 @@ kind: Application
 metadata: {name: shop, namespace: argocd}
 spec: {source: {repoURL: "https://github.com/example-org/gitops", path: apps/shop}}
 ---
+apiVersion: networking.istio.io/v1beta1
+kind: ProxyConfig
+metadata: {name: debug, namespace: shop}
+spec: {selector: {matchLabels: {app: cart}}, image: {imageType: debug}}
+---
 apiVersion: v1
 kind: Service
 metadata: {name: cart, namespace: shop}
@@ -145,7 +153,7 @@ metadata: {name: cart, namespace: shop}
 			},
 			want: []string{"StatefulSet data/db", "DaemonSet data/agent", "CronJob data/nightly", "Rollout shop/r",
 				"MutatingWebhookConfiguration /istio-sidecar-injector", "Application argocd/shop",
-				"Kustomization flux-system/apps", "GitRepository flux-system/flux-system"},
+				"Kustomization flux-system/apps", "GitRepository flux-system/flux-system", "ProxyConfig shop/debug"},
 		},
 	}
 	for _, tt := range tests {

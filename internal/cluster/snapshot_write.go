@@ -61,6 +61,7 @@ func WriteSnapshot(set *objects.Set, dir string) error {
 		{"applications.yaml", "argoproj.io/v1alpha1", "Application", items(set.Applications)},
 		{"kustomizations.yaml", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", items(set.Kustomizations)},
 		{"gitrepositories.yaml", "source.toolkit.fluxcd.io/v1", "GitRepository", items(set.GitRepositories)},
+		{"proxyconfigs.yaml", "networking.istio.io/v1beta1", "ProxyConfig", items(set.ProxyConfigs)},
 	}
 	for _, f := range files {
 		if err := f.write(dir); err != nil {

@@ -82,6 +82,11 @@ func snapshotWriteSet() *objects.Set {
 		GitRepositories: []objects.GitRepository{{ObjectMeta: meta("flux-system", "fleet"), Spec: objects.GitRepositorySpec{
 			URL: "https://github.com/example/fleet", Ref: &objects.GitRepositoryRef{Branch: "main"},
 		}}},
+		ProxyConfigs: []objects.ProxyConfig{
+			{ObjectMeta: meta("istio-system", "mesh-wide"), Spec: objects.ProxyConfigSpec{Image: &objects.ProxyImage{ImageType: "distroless"}}},
+			// An empty selector differs from none and must stay empty.
+			{ObjectMeta: meta("shop", "nothing"), Spec: objects.ProxyConfigSpec{Selector: &objects.WorkloadSelector{}}},
+		},
 	}
 }
 
@@ -147,6 +152,10 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		o.TypeMeta = tm("source.toolkit.fluxcd.io/v1", "GitRepository")
 		out.GitRepositories = append(out.GitRepositories, o)
 	}
+	for _, o := range set.ProxyConfigs {
+		o.TypeMeta = tm("networking.istio.io/v1beta1", "ProxyConfig")
+		out.ProxyConfigs = append(out.ProxyConfigs, o)
+	}
 	return out
 }
 
@@ -169,7 +178,7 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 
 			files, err := filepath.Glob(filepath.Join(dir, "*"))
 			require.NoError(t, err)
-			assert.Len(t, files, 14, "one file per kind, and no temporary files left")
+			assert.Len(t, files, 15, "one file per kind, and no temporary files left")
 		})
 	}
 }

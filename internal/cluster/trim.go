@@ -20,10 +20,13 @@ import (
 const (
 	proxyContainerName = "istio-proxy"
 
-	annotationSidecarStatus = "sidecar.istio.io/status"
-	annotationProxyImage    = "sidecar.istio.io/proxyImage"
-	labelSidecarInject      = "sidecar.istio.io/inject"
-	labelIstioRev           = "istio.io/rev"
+	annotationSidecarStatus  = "sidecar.istio.io/status"
+	annotationProxyImage     = "sidecar.istio.io/proxyImage"
+	annotationProxyImageType = "sidecar.istio.io/proxyImageType"
+	annotationProxyConfig    = "proxy.istio.io/config"
+	annotationProxyOverrides = "proxy.istio.io/overrides"
+	labelSidecarInject       = "sidecar.istio.io/inject"
+	labelIstioRev            = "istio.io/rev"
 
 	injectorConfigMapPrefix = "istio-sidecar-injector"
 	injectorWebhookSuffix   = "sidecar-injector.istio.io"
@@ -36,13 +39,18 @@ const (
 	lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 )
 
-// podAnnotationsKept are the only pod annotations kedge reads. Pods are the
-// bulk of a cluster, so everything else is dropped from the cache.
+// podAnnotationsKept are the only pod annotations kedge reads: a pod whose
+// workload is unknown stands in for its template, and these decide what the
+// injector gives it. Pods are the bulk of a cluster, so everything else is
+// dropped from the cache.
 var podAnnotationsKept = map[string]bool{
-	annotationSidecarStatus: true,
-	labelIstioRev:           true,
-	labelSidecarInject:      true,
-	annotationProxyImage:    true,
+	annotationSidecarStatus:  true,
+	labelIstioRev:            true,
+	labelSidecarInject:       true,
+	annotationProxyImage:     true,
+	annotationProxyImageType: true,
+	annotationProxyConfig:    true,
+	annotationProxyOverrides: true,
 }
 
 // trimmer is the transform every informer runs before an object reaches
@@ -265,6 +273,8 @@ func trimUnstructured(u *unstructured.Unstructured) (*unstructured.Unstructured,
 		typed = &objects.Kustomization{}
 	case "GitRepository":
 		typed = &objects.GitRepository{}
+	case kindProxyConfig:
+		typed = &objects.ProxyConfig{}
 	default:
 		return u, nil
 	}
@@ -289,6 +299,8 @@ func typedMeta(typed any) *metav1.ObjectMeta {
 	case *objects.Kustomization:
 		return &t.ObjectMeta
 	case *objects.GitRepository:
+		return &t.ObjectMeta
+	case *objects.ProxyConfig:
 		return &t.ObjectMeta
 	}
 	return &metav1.ObjectMeta{}

@@ -147,7 +147,7 @@ var reasonMeaning = map[drift.Reason]string{
 }
 
 var skipMeaning = map[drift.SkipReason]string{
-	drift.SkipNotRestartable: "owned by a Job or CronJob: its pods pick up the mesh on their next run",
+	drift.SkipNotRestartable: "a template edit restarts none of its pods; a Job's or CronJob's next run picks up the mesh",
 	drift.SkipNoOwner:        "a bare pod: nothing recreates it, so delete it when convenient",
 	drift.SkipConflict:       "several revisions would inject it: fix the webhooks first",
 	drift.SkipOptedOut:       "opted out by annotation",

@@ -5,6 +5,7 @@ package drift
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -119,15 +120,10 @@ func (c *computation) addPod(p *corev1.Pod) {
 		return
 	}
 	o := c.index.ownerOf(p)
-	switch {
-	case isRestartableKind(o.kind):
-		if !c.kinds[o.kind] {
-			return
-		}
-	case o.kind == KindJob || o.kind == KindCronJob || o.kind == KindPod:
-	default:
-		// Pods of other controllers (bare ReplicaSets, operators' own
-		// kinds) cannot be restarted through a template kedge edits.
+	// Kinds kedge could restart but was told to leave alone stay out of the
+	// plan; pods of every other owner are reported, even when nothing can
+	// be done for them, so none vanishes silently.
+	if isRestartableKind(o.kind) && !c.kinds[o.kind] {
 		return
 	}
 
@@ -308,10 +304,11 @@ func (c *computation) plan(cluster string) Plan {
 		case g.conflict != nil:
 			skip.Reason = SkipConflict
 			skip.Detail = "several revisions would inject: " + strings.Join(g.conflict, ", ")
-		case key.kind == KindJob || key.kind == KindCronJob:
-			skip.Reason = SkipNotRestartable
 		case key.kind == KindPod:
 			skip.Reason = SkipNoOwner
+		case !isRestartableKind(key.kind):
+			skip.Reason = SkipNotRestartable
+			skip.Detail = notRestartableDetail(g.owner)
 		}
 		if skip.Reason != "" {
 			p.Skipped = append(p.Skipped, skip)
@@ -328,6 +325,18 @@ func (c *computation) plan(cluster string) Plan {
 		return less(a.Namespace, a.Kind, a.Name, b.Namespace, b.Kind, b.Name)
 	})
 	return p
+}
+
+// notRestartableDetail says why a template change would not help. Jobs and
+// CronJobs need no words: their next run picks up the mesh.
+func notRestartableDetail(o *owner) string {
+	switch {
+	case o.kind == KindJob || o.kind == KindCronJob:
+		return ""
+	case o.kind == kindReplicaSet && groupOf(o.apiVersion) == "apps":
+		return "a ReplicaSet with no Deployment or Rollout above it: a template change restarts none of its pods"
+	}
+	return fmt.Sprintf("owned by %s (%s), which kedge cannot restart through a pod template", o.kind, o.apiVersion)
 }
 
 func less(ans, akind, aname, bns, bkind, bname string) bool {

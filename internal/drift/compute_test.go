@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
@@ -237,6 +238,48 @@ func TestCompute(t *testing.T) {
 				current([]string{"default"}, []string{image124}), drift.Desired{Revision: "default", Image: fipsImage})},
 		},
 		{
+			// Istio lays the template's own istio-proxy container over the
+			// injected one; a restart can never bring the revision's image.
+			name: "a template's own istio-proxy image is what its pods should run",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{ownProxy: fipsImage})
+				c.pods("shop", "cart", 2, &cart, injected("default", fipsImage))
+				web := c.deployment("shop", "web", tmpl{ownProxy: fipsImage,
+					annotations: map[string]string{"sidecar.istio.io/proxyImage": "mirror.local/istio/proxyv2:1.24.1"}})
+				c.pods("shop", "web", 2, &web, injected("default", image124))
+				auto := c.deployment("shop", "auto", tmpl{ownProxy: "auto"})
+				c.pods("shop", "auto", 1, &auto, injected("default", image124))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "web", 2, 2, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{image124}), drift.Desired{Revision: "default", Image: fipsImage})},
+		},
+		{
+			name: "ProxyConfigs set the image type per namespace and per workload",
+			build: func(c *cluster) {
+				c.installs = append(standardMesh(),
+					meshtest.ProxyConfig("debugging", "all-debug", "debug", nil),
+					meshtest.ProxyConfig("debugging", "cart-distroless", "distroless", map[string]string{"app": "cart"}),
+				)
+				c.namespace("debugging", enabled)
+				cart := c.deployment("debugging", "cart", tmpl{})
+				c.pods("debugging", "cart", 2, &cart, injected("default", image124+"-debug"))
+				web := c.deployment("debugging", "web", tmpl{})
+				c.pods("debugging", "web", 2, &web, injected("default", image124+"-debug"))
+				api := c.deployment("debugging", "api", tmpl{})
+				c.pods("debugging", "api", 1, &api, injected("default", image124))
+				c.namespace("shop", enabled)
+				shop := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 1, &shop, injected("default", image124))
+			},
+			wantWorkloads: []drift.Workload{
+				workload("debugging", "Deployment", "api", 1, 1, reasons(drift.ReasonProxyImage),
+					current([]string{"default"}, []string{image124}), drift.Desired{Revision: "default", Image: image124 + "-debug"}),
+				workload("debugging", "Deployment", "cart", 2, 2, reasons(drift.ReasonProxyImage),
+					current([]string{"default"}, []string{image124 + "-debug"}), drift.Desired{Revision: "default", Image: image124 + "-distroless"}),
+			},
+		},
+		{
 			name: "variant suffix",
 			build: func(c *cluster) {
 				c.installs = []meshtest.Install{meshtest.IstiodRevision("default", image124, meshtest.WithVariant("distroless"))}
@@ -290,6 +333,39 @@ func TestCompute(t *testing.T) {
 			wantSkipped: []drift.Skipped{
 				skipped("batch", "CronJob", "nightly", drift.SkipNotRestartable, ""),
 				skipped("batch", "Job", "migrate", drift.SkipNotRestartable, ""),
+			},
+		},
+		{
+			name: "a ReplicaSet without a Deployment, and other controllers, are named by their top owner and not restarted",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				legacy := c.bareReplicaSet("shop", "legacy", tmpl{})
+				c.pods("shop", "legacy", 2, &legacy, injected("default", image123))
+				inSync := c.bareReplicaSet("shop", "in-sync", tmpl{})
+				c.pod("shop", "in-sync-0", &inSync, injected("default", image124))
+				yes := true
+				operated := c.ownedByReplicaSetOf("shop", "engine",
+					&metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Engine", Name: "engine", UID: c.uid(), Controller: &yes}, tmpl{})
+				c.pod("shop", "engine-0", &operated)
+				rc := c.ownedBy("v1", "ReplicationController", "old-web", tmpl{})
+				c.pod("shop", "old-web-abcde", &rc, injected("1-25-0", image125))
+			},
+			wantSkipped: []drift.Skipped{
+				skipped("shop", "Engine", "engine", drift.SkipNotRestartable,
+					"owned by Engine (example.com/v1), which kedge cannot restart through a pod template"),
+				skipped("shop", "ReplicaSet", "legacy", drift.SkipNotRestartable,
+					"a ReplicaSet with no Deployment or Rollout above it: a template change restarts none of its pods"),
+				skipped("shop", "ReplicationController", "old-web", drift.SkipNotRestartable,
+					"owned by ReplicationController (v1), which kedge cannot restart through a pod template"),
+			},
+		},
+		{
+			name: "workload kinds left out of the configured kinds are not reported at all",
+			opts: drift.Options{Kinds: []string{"Deployment"}},
+			build: func(c *cluster) {
+				c.namespace("data", enabled)
+				db := c.statefulSet("data", "db", tmpl{})
+				c.pods("data", "db", 1, &db, injected("default", image123))
 			},
 		},
 		{

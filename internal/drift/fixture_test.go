@@ -3,6 +3,7 @@ package drift_test
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,7 +50,7 @@ func (c *cluster) compute(opts drift.Options) drift.Plan {
 	in := meshtest.Merge(c.installs...)
 	set := c.set
 	in.AddTo(&set)
-	m := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps)
+	m := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps, set.ProxyConfigs...)
 	return drift.Compute(&set, m, opts)
 }
 
@@ -73,18 +74,25 @@ type tmpl struct {
 	labels      map[string]string
 	annotations map[string]string
 	hostNetwork bool
+	// ownProxy, when set, is the image of an istio-proxy container the
+	// template defines itself.
+	ownProxy string
 }
 
 func (t tmpl) spec(app string) corev1.PodTemplateSpec {
 	lbls := map[string]string{"app": app}
 	maps.Copy(lbls, t.labels)
-	return corev1.PodTemplateSpec{
+	spec := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: lbls, Annotations: maps.Clone(t.annotations)},
 		Spec: corev1.PodSpec{
 			HostNetwork: t.hostNetwork,
 			Containers:  []corev1.Container{{Name: app, Image: "registry.example.com/" + app + ":1.0"}},
 		},
 	}
+	if t.ownProxy != "" {
+		spec.Spec.Containers = append(spec.Spec.Containers, corev1.Container{Name: "istio-proxy", Image: t.ownProxy})
+	}
+	return spec
 }
 
 // owned is what a pod needs from its controller.
@@ -191,6 +199,36 @@ func (c *cluster) rolloutWithWorkloadRef(ns, name, deployment string, t tmpl) ow
 	return c.replicaSet(ns, name, controllerRef("argoproj.io/v1alpha1", "Rollout", name, r.UID), d.Spec.Template, "rollouts-pod-template-hash")
 }
 
+// bareReplicaSet is a ReplicaSet created on its own: no owner, and no hash
+// label on its pods. Sources keep ReplicaSets trimmed, so its template is
+// dropped here as well.
+func (c *cluster) bareReplicaSet(ns, name string, t tmpl) owned {
+	spec := t.spec(name)
+	rs := appsv1.ReplicaSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+		ObjectMeta: meta(ns, name, c.uid(), nil),
+	}
+	c.set.ReplicaSets = append(c.set.ReplicaSets, rs)
+	return owned{ref: controllerRef("apps/v1", "ReplicaSet", name, rs.UID), template: spec}
+}
+
+// ownedByReplicaSetOf is a ReplicaSet managed by a controller kedge does not
+// know, such as an operator's own kind.
+func (c *cluster) ownedByReplicaSetOf(ns, name string, top *metav1.OwnerReference, t tmpl) owned {
+	spec := t.spec(name)
+	rs := appsv1.ReplicaSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+		ObjectMeta: meta(ns, name+"-"+podHash, c.uid(), top),
+	}
+	c.set.ReplicaSets = append(c.set.ReplicaSets, rs)
+	return owned{ref: controllerRef("apps/v1", "ReplicaSet", rs.Name, rs.UID), template: spec}
+}
+
+// ownedBy is a pod controller kedge does not read at all.
+func (c *cluster) ownedBy(apiVersion, kind, name string, t tmpl) owned {
+	return owned{ref: controllerRef(apiVersion, kind, name, c.uid()), template: t.spec(name)}
+}
+
 func (c *cluster) cronJob(ns, name string, t tmpl) owned {
 	cj := batchv1.CronJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
@@ -216,8 +254,14 @@ func (c *cluster) job(ns, name string, owner *metav1.OwnerReference, spec corev1
 
 type podOption func(*corev1.Pod)
 
+// injected runs the pod through injection with image as the outcome; a
+// template's own istio-proxy container is merged into the injected one, so
+// the pod holds one.
 func injected(rev, image string) podOption {
-	return func(p *corev1.Pod) { meshtest.InjectPod(p, rev, image) }
+	return func(p *corev1.Pod) {
+		p.Spec.Containers = slices.DeleteFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "istio-proxy" })
+		meshtest.InjectPod(p, rev, image)
+	}
 }
 
 func native(rev, image string) podOption {

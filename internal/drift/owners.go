@@ -18,6 +18,7 @@ const (
 	apiVersionBatch  = "batch/v1"
 	apiVersionArgo   = "argoproj.io/v1alpha1"
 	argoGroup        = "argoproj.io"
+	kindReplicaSet   = "ReplicaSet"
 	labelPodHash     = "pod-template-hash"
 	labelRolloutHash = "rollouts-pod-template-hash"
 )
@@ -166,16 +167,19 @@ func (ix *index) ownerOf(p *corev1.Pod) *owner {
 func (ix *index) resolve(p *corev1.Pod, ref *metav1.OwnerReference) *owner {
 	ns := p.Namespace
 	switch {
-	case ref.Kind == "ReplicaSet" && groupOf(ref.APIVersion) == "apps":
+	case ref.Kind == kindReplicaSet && groupOf(ref.APIVersion) == "apps":
 		rs := lookup(ix.replicaSets, func(r *appsv1.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta }, ns, ref)
 		if rs == nil {
 			return ix.ownerOfMissingReplicaSet(p, ref)
 		}
 		rsRef := controllerRef(rs.OwnerReferences)
 		if rsRef == nil {
+			// No template: sources keep ReplicaSets trimmed to their
+			// identity, so each pod stands in for the template it was
+			// made from.
 			return &owner{
-				namespace: ns, kind: "ReplicaSet", name: rs.Name, apiVersion: apiVersionApps,
-				labels: rs.Labels, annotations: rs.Annotations, template: &rs.Spec.Template,
+				namespace: ns, kind: kindReplicaSet, name: rs.Name, apiVersion: apiVersionApps,
+				labels: rs.Labels, annotations: rs.Annotations,
 			}
 		}
 		return ix.resolveTop(ns, rsRef)

@@ -188,7 +188,7 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		byPath:     map[string][]int{},
 
 		kustomizationLabels: map[string]map[string][]string{},
-		includedBy: map[string][]string{},
+		includedBy:          map[string][]string{},
 	}
 	starts, err := ix.startDirs(opts.Paths)
 	if err != nil {

@@ -71,6 +71,9 @@ type proxyConfig struct {
 
 type meshConfig struct {
 	DefaultConfig proxyConfig `json:"defaultConfig"`
+	// RootNamespace is nil when the key is absent, which Istio reads as
+	// its default.
+	RootNamespace *string `json:"rootNamespace"`
 }
 
 func isInjectorConfigMap(cm *corev1.ConfigMap) bool {
@@ -209,14 +212,49 @@ func (m *Model) addMeshConfigMap(cm *corev1.ConfigMap) {
 	if mc.DefaultConfig.Image != nil {
 		rc.meshImageType = mc.DefaultConfig.Image.ImageType
 	}
+	rc.meshRootNamespace = defaultRootNamespace
+	if mc.RootNamespace != nil {
+		rc.meshRootNamespace = *mc.RootNamespace
+	}
 }
 
-// image renders the istio-proxy image of the injection template for a pod
-// with these annotations.
-func (rc *revisionConfig) image(annotations map[string]string) string {
+// rootNamespace is where the revision's istiod reads mesh-wide
+// ProxyConfigs. Without the mesh ConfigMap, the chart's choice is assumed:
+// it writes global.istioNamespace, where istiod and its injector ConfigMap
+// live.
+func (rc *revisionConfig) rootNamespace() string {
+	if rc.hasMeshConfig {
+		return rc.meshRootNamespace
+	}
+	if ns, _, ok := strings.Cut(rc.configMap, "/"); ok && ns != "" {
+		return ns
+	}
+	return defaultRootNamespace
+}
+
+// defaultImageType is the mesh config's defaultConfig.image.imageType.
+func (rc *revisionConfig) defaultImageType() string {
+	if !rc.hasMeshConfig && rc.values != nil {
+		// Helm renders global.proxy.variant into the mesh config's
+		// defaultConfig; without that ConfigMap the values still say it.
+		return rc.values.Global.Proxy.Variant
+	}
+	return rc.meshImageType
+}
+
+// imageFor renders the istio-proxy image the revision's injector gives a
+// pod made from t in namespace ("" for no namespace in particular).
+func (m *Model) imageFor(rc *revisionConfig, namespace string, t Template) string {
+	// The injector lays the template's own istio-proxy container over the
+	// injected one (pkg/kube/inject/webhook.go reapplyOverwrittenContainers),
+	// so its image wins over everything below; "auto" was cleared already.
+	if t.ProxyImage != "" {
+		return t.ProxyImage
+	}
 	if rc.values == nil {
 		return ""
 	}
+	annotations := t.Annotations
 	g := &rc.values.Global
 	name := g.Proxy.Image
 	// The template's first branch: an image reference with a registry path
@@ -231,26 +269,21 @@ func (rc *revisionConfig) image(annotations map[string]string) string {
 	if name == "" {
 		name = defaultProxyImage
 	}
-	imageType := rc.meshImageType
-	if !rc.hasMeshConfig {
-		// Helm renders global.proxy.variant into the mesh config's
-		// defaultConfig; without that ConfigMap the values still say it.
-		imageType = g.Proxy.Variant
-	}
-	if t := annotatedImageType(annotations); t != "" {
-		imageType = t
-	}
+	// pkg/kube/inject/inject.go proxyImageURL: the ProxyConfig's image
+	// type, else global.variant; the pod's proxyImageType annotation
+	// overrides both.
+	imageType := m.proxyConfigImageType(rc, namespace, t)
 	if imageType == "" {
 		imageType = g.Variant
 	}
-	if t, ok := annotations[AnnotationProxyImageType]; ok {
-		imageType = t
+	if it, ok := annotations[AnnotationProxyImageType]; ok {
+		imageType = it
 	}
 	return g.Hub + "/" + name + ":" + withImageType(rc.tag, imageType)
 }
 
 // annotatedImageType reads image.imageType from a pod's proxy.istio.io/config
-// override, which takes precedence over the mesh-wide default.
+// annotation.
 func annotatedImageType(annotations map[string]string) string {
 	raw, ok := annotations[AnnotationProxyConfig]
 	if !ok || strings.TrimSpace(raw) == "" {

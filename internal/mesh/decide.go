@@ -12,17 +12,31 @@ type Template struct {
 	Labels      map[string]string
 	Annotations map[string]string
 	HostNetwork bool
+	// ProxyImage is the image of an istio-proxy container the template
+	// defines itself, which the injector keeps; "" when it defines none or
+	// leaves the image to the injector with "auto".
+	ProxyImage string
 }
 
 // TemplateOf returns the injection-relevant part of a workload's template.
 func TemplateOf(t *corev1.PodTemplateSpec) Template {
-	return Template{Labels: t.Labels, Annotations: t.Annotations, HostNetwork: t.Spec.HostNetwork}
+	return Template{
+		Labels: t.Labels, Annotations: t.Annotations, HostNetwork: t.Spec.HostNetwork,
+		ProxyImage: ownProxyImage(&t.Spec),
+	}
 }
 
 // TemplateOfPod uses a pod as its own template, for pods whose workload is
-// unknown.
+// unknown. An injected pod's istio-proxy is the injector's; the container
+// its template defined is kept in the overrides annotation.
 func TemplateOfPod(p *corev1.Pod) Template {
-	return Template{Labels: p.Labels, Annotations: p.Annotations, HostNetwork: p.Spec.HostNetwork}
+	t := Template{Labels: p.Labels, Annotations: p.Annotations, HostNetwork: p.Spec.HostNetwork}
+	if _, injected := p.Annotations[AnnotationStatus]; injected {
+		t.ProxyImage = overriddenProxyImage(p.Annotations[AnnotationOverrides])
+	} else {
+		t.ProxyImage = ownProxyImage(&p.Spec)
+	}
+	return t
 }
 
 // Cause says why a Decision came out the way it did.
@@ -123,7 +137,7 @@ func (m *Model) Decide(namespace string, namespaceLabels map[string]string, t Te
 	return Decision{
 		Inject:   true,
 		Revision: rev,
-		Image:    rc.image(t.Annotations),
+		Image:    m.imageFor(rc, namespace, t),
 		Matched:  rev,
 		Cause:    CauseInjected,
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/mesh"
@@ -17,9 +18,11 @@ const (
 )
 
 func modelOf(installs ...meshtest.Install) *mesh.Model {
-	in := meshtest.Merge(installs...)
-	return mesh.New(in.WebhookConfigurations, in.ConfigMaps)
+	return meshtest.Merge(installs...).Model()
 }
+
+// istioAt is the istio/istio commit the source citations below were read at.
+const istioAt = "istio/istio@86c9f01fd735"
 
 func TestDecide(t *testing.T) {
 	// A mesh with the default revision, a canary revision and a tag, the
@@ -54,6 +57,36 @@ func TestDecide(t *testing.T) {
 	policyInvalid := modelOf(meshtest.IstiodRevision("default", image124, meshtest.WithPolicy("sometimes")))
 	remote := modelOf(meshtest.IstiodRevision("1-24-0", image124, meshtest.WithoutConfigMap()))
 
+	// ProxyConfigs at every level, in the shapes the ProxyConfig reference
+	// documents: mesh-wide in the root namespace, per namespace, per workload.
+	proxyConfigs := modelOf(
+		meshtest.IstiodRevision("default", image124, meshtest.WithVariant("distroless")),
+		meshtest.ProxyConfig("istio-system", "mesh-wide", "default", nil),
+		meshtest.ProxyConfig("istio-system", "root-workloads", "debug", map[string]string{"app": "cart"}),
+		meshtest.ProxyConfig("debugging", "namespace", "debug", nil),
+		meshtest.ProxyConfig("debugging", "later-namespace", "distroless", nil),
+		meshtest.ProxyConfig("debugging", "cart", "distroless", map[string]string{"app": "cart"}),
+		meshtest.ProxyConfig("debugging", "selects-nothing", "default", map[string]string{}),
+		meshtest.ProxyConfig("unset", "first-without-image", "", nil),
+		meshtest.ProxyConfig("unset", "second", "debug", nil),
+	)
+	canaryOnly := modelOf(
+		meshtest.IstiodRevision("default", image124),
+		meshtest.IstiodRevision("1-25-0", image125),
+		revisionLabelled(meshtest.ProxyConfig("shop", "canary-debug", "debug", nil), "1-25-0"),
+	)
+	otherRoot := modelOf(
+		meshtest.IstiodRevision("default", image124, meshtest.WithNamespace("istio-control")),
+		meshtest.ProxyConfig("istio-system", "not-the-root", "debug", nil),
+		meshtest.ProxyConfig("istio-control", "mesh-wide", "distroless", nil),
+	)
+	ownProxy := func(image string) []corev1.Container {
+		return []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}, {Name: "istio-proxy", Image: image}}
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	const fips = "registry.example.com/mesh/proxyv2:1.24.0-fips"
+	const pinned = "mirror.local/istio/proxyv2:1.24.0"
+
 	enabled := map[string]string{"istio-injection": "enabled"}
 	tests := []struct {
 		name      string
@@ -62,6 +95,8 @@ func TestDecide(t *testing.T) {
 		nsLabels  map[string]string
 		template  mesh.Template
 		want      mesh.Decision
+		// follows cites the Istio source the row restates.
+		follows string
 	}{
 		{
 			name: "istio-injection=enabled selects the default revision", model: canary,
@@ -242,13 +277,148 @@ func TestDecide(t *testing.T) {
 			namespace: "shop", nsLabels: map[string]string{"istio.io/rev": "1-24-0"},
 			want: injected("1-24-0", ""),
 		},
+		{
+			name: "a template's own istio-proxy container keeps its image", model: canary,
+			namespace: "shop", nsLabels: enabled,
+			template: templateOf(nil, ownProxy(fips), nil),
+			want:     injected("default", fips),
+			follows:  "pkg/kube/inject/webhook.go:525-550 reapplyOverwrittenContainers lays the original pod's istio-proxy over the template's",
+		},
+		{
+			name: "a template's own istio-proxy init container (native sidecar) keeps its image", model: canary,
+			namespace: "shop", nsLabels: enabled,
+			template: templateOf(nil, ownProxy("registry.example.com/app:1")[:1],
+				[]corev1.Container{{Name: "istio-proxy", Image: fips, RestartPolicy: &always}}),
+			want:    injected("default", fips),
+			follows: "pkg/kube/inject/webhook.go:551-573 reapplyOverwrittenContainers, init containers found by app_probe.go:50 FindContainerFromPod",
+		},
+		{
+			name: "image auto leaves the injected image", model: canary,
+			namespace: "shop", nsLabels: enabled,
+			template: templateOf(nil, ownProxy("auto"), nil),
+			want:     injected("default", image123),
+			follows:  "pkg/kube/inject/webhook.go:541-543 an overlay image of AutoImage (webhook.go:1066) is cleared",
+		},
+		{
+			name: "a template's own image goes ahead of sidecar.istio.io/proxyImage", model: canary,
+			namespace: "shop", nsLabels: enabled,
+			template: templateOf(map[string]string{"sidecar.istio.io/proxyImage": pinned}, ownProxy(fips), nil),
+			want:     injected("default", fips),
+			follows:  "pkg/kube/inject/webhook.go:474-480 injectPod runs reapplyOverwrittenContainers after the template (files/injection-template.yaml:188-189) rendered the annotation",
+		},
+		{
+			name: "a template's own image is kept whatever ProxyConfig says", model: proxyConfigs,
+			namespace: "debugging", nsLabels: enabled,
+			template: templateOf(nil, ownProxy(fips), nil),
+			want:     injected("default", fips),
+			follows:  "pkg/kube/inject/webhook.go:525-550 reapplyOverwrittenContainers runs after RunTemplate rendered .ProxyImage (inject.go:489)",
+		},
+		{
+			name: "a root-namespace ProxyConfig applies mesh-wide, ahead of the mesh config", model: proxyConfigs,
+			namespace: "shop", nsLabels: enabled,
+			want:    injected("default", image124),
+			follows: "pilot/pkg/model/proxy_config.go:45-48 EffectiveProxyConfig merges the root namespace's config over meshConfig.defaultConfig",
+		},
+		{
+			name: "a namespace ProxyConfig beats the root namespace's", model: proxyConfigs,
+			namespace: "debugging", nsLabels: enabled,
+			want:    injected("default", image124+"-debug"),
+			follows: "pilot/pkg/model/proxy_config.go:50-53 EffectiveProxyConfig, namespace over global",
+		},
+		{
+			name: "a workload ProxyConfig beats the namespace's", model: proxyConfigs,
+			namespace: "debugging", nsLabels: enabled,
+			template: mesh.Template{Labels: map[string]string{"app": "cart", "version": "v2"}},
+			want:     injected("default", image124+"-distroless"),
+			follows:  "pilot/pkg/model/proxy_config.go:55,65 EffectiveProxyConfig and :101-114 mergedWorkloadConfig (matchLabels a subset of the pod's)",
+		},
+		{
+			name: "a workload ProxyConfig beats the proxy.istio.io/config annotation", model: proxyConfigs,
+			namespace: "debugging", nsLabels: enabled,
+			template: mesh.Template{
+				Labels:      map[string]string{"app": "cart"},
+				Annotations: map[string]string{"proxy.istio.io/config": "image:\n  imageType: debug\n"},
+			},
+			want:    injected("default", image124+"-distroless"),
+			follows: "pilot/pkg/model/proxy_config.go:57-64 the annotation merges below the workload-matching ProxyConfig",
+		},
+		{
+			name: "the proxy.istio.io/config annotation beats the namespace's ProxyConfig", model: proxyConfigs,
+			namespace: "debugging", nsLabels: enabled,
+			template: mesh.Template{Annotations: map[string]string{"proxy.istio.io/config": "image:\n  imageType: default\n"}},
+			want:     injected("default", image124),
+			follows:  "pilot/pkg/model/proxy_config.go:57-65 EffectiveProxyConfig, workload level (annotation) over namespace",
+		},
+		{
+			name: "the proxyImageType annotation beats every ProxyConfig", model: proxyConfigs,
+			namespace: "debugging", nsLabels: enabled,
+			template: mesh.Template{
+				Labels:      map[string]string{"app": "cart"},
+				Annotations: map[string]string{"sidecar.istio.io/proxyImageType": "debug"},
+			},
+			want:    injected("default", image124+"-debug"),
+			follows: "pkg/kube/inject/inject.go:360-362 proxyImageURL, the annotation after the ProxyConfig's image type",
+		},
+		{
+			name: "a workload ProxyConfig in the root namespace selects only pods there", model: proxyConfigs,
+			namespace: "shop", nsLabels: enabled,
+			template: mesh.Template{Labels: map[string]string{"app": "cart"}},
+			want:     injected("default", image124),
+			follows:  "pilot/pkg/model/proxy_config.go:55 mergedWorkloadConfig(meta.Namespace, ...) looks in the pod's namespace only",
+		},
+		{
+			name: "a ProxyConfig with an empty selector applies to nothing", model: proxyConfigs,
+			namespace: "debugging", nsLabels: enabled,
+			template: mesh.Template{Labels: map[string]string{"app": "web"}},
+			want:     injected("default", image124+"-debug"),
+			follows:  "pilot/pkg/model/proxy_config.go:91 (selector nil only) and :103 (matchLabels empty skipped)",
+		},
+		{
+			name: "the oldest namespace-wide ProxyConfig decides, even without an image", model: proxyConfigs,
+			namespace: "unset", nsLabels: enabled,
+			want:    injected("default", image124),
+			follows: "pilot/pkg/model/proxy_config.go:90-95 mergedNamespaceConfig returns the first match after GetProxyConfigs sorted by creation (:76)",
+		},
+		{
+			name: "a ProxyConfig labelled for another revision is not read", model: canaryOnly,
+			namespace: "shop", nsLabels: enabled,
+			want:    injected("default", image124),
+			follows: "pilot/pkg/config/kube/crdclient/client.go:399,444 inRevision, pkg/config/model.go:111 LabelsInRevision",
+		},
+		{
+			name: "a ProxyConfig labelled for the injecting revision is read", model: canaryOnly,
+			namespace: "shop", nsLabels: map[string]string{"istio.io/rev": "1-25-0"},
+			want:    injected("1-25-0", image125+"-debug"),
+			follows: "pkg/config/model.go:111-124 LabelsInRevision",
+		},
+		{
+			name: "the root namespace is the mesh config's rootNamespace", model: otherRoot,
+			namespace: "shop", nsLabels: enabled,
+			want:    injected("default", image124+"-distroless"),
+			follows: "pilot/pkg/model/proxy_config.go:73 rootNamespace from meshConfig; manifests/charts/istio-control/istio-discovery/templates/configmap.yaml:10",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.model.Decide(tt.namespace, tt.nsLabels, tt.template)
-			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want, got, "follows %s %s", istioAt, tt.follows)
 		})
 	}
+}
+
+// templateOf is the mesh's view of a pod template with these containers.
+func templateOf(annotations map[string]string, containers, initContainers []corev1.Container) mesh.Template {
+	return mesh.TemplateOf(&corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+		Spec:       corev1.PodSpec{Containers: containers, InitContainers: initContainers},
+	})
+}
+
+func revisionLabelled(in meshtest.Install, rev string) meshtest.Install {
+	for i := range in.ProxyConfigs {
+		in.ProxyConfigs[i].Labels = map[string]string{"istio.io/rev": rev}
+	}
+	return in
 }
 
 func injected(rev, image string) mesh.Decision {

@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // Label, annotation and name conventions Istio uses.
@@ -37,6 +39,9 @@ const (
 	AnnotationProxyImage     = "sidecar.istio.io/proxyImage"
 	AnnotationProxyImageType = "sidecar.istio.io/proxyImageType"
 	AnnotationProxyConfig    = "proxy.istio.io/config"
+	// AnnotationOverrides records, on an injected pod, the containers its
+	// template defined that the injector laid over its own.
+	AnnotationOverrides = "proxy.istio.io/overrides"
 
 	// LabelNamespaceName is set by the API server on every namespace and is
 	// what namespace selectors see even when a stored object lacks it.
@@ -49,6 +54,9 @@ const (
 	DataplaneAmbient = "ambient"
 	// ProxyContainerName is the container the injector adds.
 	ProxyContainerName = "istio-proxy"
+	// autoImage in a template's own istio-proxy container leaves the image
+	// to the injector (pkg/kube/inject/webhook.go AutoImage).
+	autoImage = "auto"
 
 	injectorWebhookSuffix = "sidecar-injector.istio.io"
 	injectorConfigMapName = "istio-sidecar-injector"
@@ -61,7 +69,8 @@ type Revision struct {
 	Name string
 	// Tags are the revision tags pointing at this revision, sorted.
 	Tags []string
-	// Image is the proxy image a pod without image annotations gets; "" when
+	// Image is the proxy image a pod without image annotations gets, mesh-wide
+	// ProxyConfigs applied (namespace and workload ones may differ); "" when
 	// the revision's injector ConfigMap is absent or unreadable.
 	Image string
 	// HasWebhooks is true when at least one injector webhook belongs to the
@@ -79,7 +88,10 @@ type Model struct {
 	webhooks  []webhook
 	revisions map[string]*revisionConfig
 	tags      map[string]string
-	warnings  []string
+	// proxyConfigs are the ProxyConfig resources by namespace, in the
+	// order istiod consults them.
+	proxyConfigs map[string][]proxyConfigResource
+	warnings     []string
 }
 
 type webhook struct {
@@ -101,7 +113,9 @@ type revisionConfig struct {
 	tag string
 	// meshImageType is meshConfig.defaultConfig.image.imageType.
 	meshImageType string
-	hasMeshConfig bool
+	// meshRootNamespace is meshConfig.rootNamespace.
+	meshRootNamespace string
+	hasMeshConfig     bool
 	// hasConfig is false when the `config` key is absent or unreadable.
 	hasConfig bool
 	policy    string
@@ -111,7 +125,9 @@ type revisionConfig struct {
 
 // New builds the model. Objects that are not Istio injector objects are
 // ignored; malformed ones are reported by Warnings and treated as absent.
-func New(configs []admissionregistrationv1.MutatingWebhookConfiguration, configMaps []corev1.ConfigMap) *Model {
+// The ProxyConfig resources set the proxy image type per mesh, namespace or
+// workload.
+func New(configs []admissionregistrationv1.MutatingWebhookConfiguration, configMaps []corev1.ConfigMap, proxyConfigs ...objects.ProxyConfig) *Model {
 	m := &Model{
 		revisions: map[string]*revisionConfig{},
 		tags:      map[string]string{},
@@ -127,6 +143,7 @@ func New(configs []admissionregistrationv1.MutatingWebhookConfiguration, configM
 		m.addWebhookConfiguration(mwc)
 	}
 	m.addConfigMaps(configMaps)
+	m.addProxyConfigs(proxyConfigs)
 	return m
 }
 
@@ -289,7 +306,7 @@ func (m *Model) Revision(name string) (Revision, bool) {
 	return Revision{
 		Name:        name,
 		Tags:        tags,
-		Image:       rc.image(nil),
+		Image:       m.imageFor(rc, "", Template{}),
 		HasWebhooks: rc.hasWebhooks,
 		ConfigMap:   rc.configMap,
 		Policy:      rc.policy,
@@ -318,14 +335,15 @@ func (m *Model) ResolveTag(tag string) (string, bool) {
 }
 
 // Image is the proxy image the given revision would inject into a pod with
-// these annotations; "" when the revision's injector configuration is
-// unknown.
+// these annotations, in no namespace in particular (mesh-wide ProxyConfigs
+// apply, namespace and workload ones do not); "" when the revision's
+// injector configuration is unknown.
 func (m *Model) Image(revision string, podAnnotations map[string]string) string {
 	rc, ok := m.revisions[revision]
 	if !ok {
 		return ""
 	}
-	return rc.image(podAnnotations)
+	return m.imageFor(rc, "", Template{Annotations: podAnnotations})
 }
 
 // Webhooks lists the injector webhooks as "configuration/webhook ->

@@ -80,6 +80,28 @@ func TestImage(t *testing.T) {
 			want: digest,
 		},
 		{
+			name: "a mesh-wide ProxyConfig is part of the revision's image",
+			install: meshtest.Merge(meshtest.IstiodRevision("default", image124),
+				meshtest.ProxyConfig("istio-system", "mesh-wide", "distroless", nil)),
+			revision: "default",
+			want:     image124 + "-distroless",
+		},
+		{
+			name: "a namespace's ProxyConfig is not",
+			install: meshtest.Merge(meshtest.IstiodRevision("default", image124),
+				meshtest.ProxyConfig("shop", "shop", "distroless", nil)),
+			revision: "default",
+			want:     image124,
+		},
+		{
+			name: "without the mesh ConfigMap the root namespace is istiod's, as the chart writes it",
+			install: meshtest.Merge(
+				meshtest.IstiodRevision("default", image124, meshtest.WithNamespace("istio-control"), meshtest.WithoutMeshConfig()),
+				meshtest.ProxyConfig("istio-control", "mesh-wide", "debug", nil)),
+			revision: "default",
+			want:     image124 + "-debug",
+		},
+		{
 			name:    "revision without ConfigMap has no known image",
 			install: meshtest.IstiodRevision("1-24-0", image124, meshtest.WithoutConfigMap()), revision: "1-24-0",
 			want: "",
@@ -92,8 +114,7 @@ func TestImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := mesh.New(tt.install.WebhookConfigurations, tt.install.ConfigMaps)
-			assert.Equal(t, tt.want, m.Image(tt.revision, tt.annotations))
+			assert.Equal(t, tt.want, tt.install.Model().Image(tt.revision, tt.annotations))
 		})
 	}
 }
@@ -212,4 +233,63 @@ func TestNilSelectorsMatchEverything(t *testing.T) {
 	m := mesh.New([]admissionregistrationv1.MutatingWebhookConfiguration{mwc}, in.ConfigMaps)
 	d := m.Decide("anything", nil, mesh.Template{})
 	assert.True(t, d.Inject)
+}
+
+func TestTemplateOfPod(t *testing.T) {
+	const own = "registry.example.com/mesh/proxyv2:1.24.0-fips"
+	injectedWith := func(annotations map[string]string) corev1.Pod {
+		p := corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		}
+		meshtest.InjectPod(&p, "default", image124)
+		return p
+	}
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want string
+	}{
+		{
+			// The annotation as the injector writes it (pkg/kube/inject/webhook.go
+			// reapplyOverwrittenContainers, testdata/inject/proxy-override.yaml.injected).
+			name: "an injected pod's own istio-proxy is read from the overrides annotation",
+			pod: injectedWith(map[string]string{"proxy.istio.io/overrides": `{"containers":[{"name":"istio-proxy","image":"` + own +
+				`","resources":{"limits":{"cpu":"3"}}}]}`}),
+			want: own,
+		},
+		{
+			name: "a native sidecar override is read from its init containers",
+			pod: injectedWith(map[string]string{"proxy.istio.io/overrides": `{"initContainers":[{"name":"istio-init","image":"x/init"},` +
+				`{"name":"istio-proxy","image":"` + own + `"}]}`}),
+			want: own,
+		},
+		{
+			name: "an override without an image (it was auto) leaves the injected one",
+			pod:  injectedWith(map[string]string{"proxy.istio.io/overrides": `{"containers":[{"name":"istio-proxy","resources":{}}]}`}),
+			want: "",
+		},
+		{
+			name: "an injected pod's istio-proxy container is the injector's, not its template's",
+			pod:  injectedWith(nil),
+			want: "",
+		},
+		{
+			name: "an unreadable overrides annotation is ignored",
+			pod:  injectedWith(map[string]string{"proxy.istio.io/overrides": `{"containers":`}),
+			want: "",
+		},
+		{
+			name: "a pod not injected yet shows its own istio-proxy container",
+			pod: corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+				{Name: "app", Image: "app:1"}, {Name: "istio-proxy", Image: own},
+			}}},
+			want: own,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, mesh.TemplateOfPod(&tt.pod).ProxyImage)
+		})
+	}
 }

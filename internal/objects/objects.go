@@ -30,6 +30,7 @@ type Set struct {
 	Applications                  []Application
 	Kustomizations                []Kustomization
 	GitRepositories               []GitRepository
+	ProxyConfigs                  []ProxyConfig
 }
 
 // Rollout is the part of an argoproj.io/v1alpha1 Rollout kedge needs. Only
@@ -126,4 +127,31 @@ type GitRepositoryRef struct {
 	Branch string `json:"branch,omitempty"`
 	Tag    string `json:"tag,omitempty"`
 	Commit string `json:"commit,omitempty"`
+}
+
+// ProxyConfig is the part of an Istio networking.istio.io ProxyConfig kedge
+// needs: which proxies it applies to and the image type it gives them.
+type ProxyConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ProxyConfigSpec `json:"spec,omitempty"`
+}
+
+// ProxyConfigSpec is the selector and image of a ProxyConfig. Selector nil
+// (absent) and Selector with no labels differ: Istio applies the first to
+// the whole namespace and the second to nothing.
+type ProxyConfigSpec struct {
+	Selector *WorkloadSelector `json:"selector,omitempty"`
+	Image    *ProxyImage       `json:"image,omitempty"`
+}
+
+// WorkloadSelector picks pods by their labels.
+type WorkloadSelector struct {
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+}
+
+// ProxyImage says which build of the proxy image to use: "default",
+// "distroless" or "debug".
+type ProxyImage struct {
+	ImageType string `json:"imageType,omitempty"`
 }

@@ -71,7 +71,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	if err := opts.Drift.Validate(); err != nil {
 		return nil, err
 	}
-	model := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps)
+	model := mesh.New(set.MutatingWebhookConfigurations, set.ConfigMaps, set.ProxyConfigs...)
 	selected, err := selectMigrations(set, model, opts)
 	if err != nil {
 		return nil, err

@@ -1,12 +1,14 @@
 package yamledit
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
 
 	yaml "go.yaml.in/yaml/v3"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // quoting is how a new key or value is written.
@@ -24,13 +26,25 @@ var plainShape = regexp.MustCompile(`^[A-Za-z0-9_./][A-Za-z0-9_./-]*$`)
 // yaml11Words resolve to booleans or null in YAML 1.1, which Kubernetes' YAML reader still follows.
 var yaml11Words = map[string]bool{"y": true, "n": true, "yes": true, "no": true, "true": true, "false": true, "on": true, "off": true, "null": true}
 
+// numberLike matches, within plainShape, what a YAML 1.1 or 1.2 reader may resolve to a number or a date:
+// decimal, octal, binary and hexadecimal integers (with 1.1's underscores), floats with one dot or an
+// exponent, and dates. A revision such as 1-25-0 or a version such as 1.24.0 is none of these.
+var numberLike = regexp.MustCompile(`^(` +
+	`[0-9][0-9_]*` +
+	`|0[bB][01_]+|0[oO][0-7_]+|0[xX][0-9a-fA-F_]+` +
+	`|[0-9][0-9_]*\.[0-9_]*([eE][-+]?[0-9]+)?` +
+	`|[0-9][0-9_]*[eE][-+]?[0-9]+` +
+	`|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}` +
+	`)$`)
+
 // plainSafe tells whether s can be written without quotes and still read back as the same string by YAML 1.1
-// and 1.2 readers alike.
+// and 1.2 readers alike: Kubernetes' own reader (sigs.k8s.io/yaml) and the YAML 1.2 parser agree it is a
+// string, and it has no form the YAML 1.1 type rules would resolve to something else.
 func plainSafe(s string) bool {
-	if !plainShape.MatchString(s) || yaml11Words[strings.ToLower(s)] {
+	if !plainShape.MatchString(s) || yaml11Words[strings.ToLower(s)] || numberLike.MatchString(s) {
 		return false
 	}
-	if c := s[0]; c >= '0' && c <= '9' || (c == '.' && (len(s) == 1 || !isLetter(s[1]) && s[1] != '/')) {
+	if c := s[0]; c == '.' && (len(s) == 1 || !isLetter(s[1]) && s[1] != '/') {
 		return false
 	}
 	var n yaml.Node
@@ -38,7 +52,25 @@ func plainSafe(s string) bool {
 		return false
 	}
 	v := n.Content[0]
-	return v.Kind == yaml.ScalarNode && v.Style == 0 && v.ShortTag() == "!!str" && v.Value == s
+	if v.Kind != yaml.ScalarNode || v.Style != 0 || v.ShortTag() != "!!str" || v.Value != s {
+		return false
+	}
+	return kubernetesReadsString(s)
+}
+
+// kubernetesReadsString tells whether the YAML reader of Kubernetes' API machinery, which follows YAML 1.1,
+// reads the plain scalar s as the string s.
+func kubernetesReadsString(s string) bool {
+	raw, err := sigsyaml.YAMLToJSON([]byte(s))
+	if err != nil {
+		return false
+	}
+	var got any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		return false
+	}
+	str, ok := got.(string)
+	return ok && str == s
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -182,8 +182,12 @@ func TestValuesRoundTrip(t *testing.T) {
 func TestPlainSafe(t *testing.T) {
 	tests := map[string]bool{
 		"web": true, "rev-1-24-0": true, "kedge.io/restartedAt": true, "patches/a.yaml": true, "./a.yaml": true,
-		"": false, "124": false, "1-24-0": false, "0a1b": false, "yes": false, "On": false, "NULL": false, "~": false,
+		"1-24-0": true, "1-25-0-canary": true, "1.24.0": true, "0a1b": true, "12h": true, "2024-05-01T10.00": true,
+		"": false, "yes": false, "On": false, "NULL": false, "~": false,
 		".5": false, ".inf": false, "a b": false, "a:b": false, "a#b": false, "-a": false, "a,b": false, "é": false,
+		// Numbers and dates in YAML 1.1 or 1.2.
+		"124": false, "0124": false, "1_000": false, "0b101": false, "0o17": false, "0x1F": false, "1.5": false,
+		"1.": false, "1e3": false, "1E-3": false, "1.5e3": false, "2024-05-01": false, "2024-5-1": false,
 	}
 	for s, want := range tests {
 		assert.Equal(t, want, plainSafe(s), "%q", s)

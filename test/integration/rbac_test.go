@@ -30,6 +30,7 @@ var kedgeReads = []readResource{
 	{"argoproj.io", "rollouts"}, {"argoproj.io", "applications"},
 	{"kustomize.toolkit.fluxcd.io", "kustomizations"},
 	{"source.toolkit.fluxcd.io", "gitrepositories"},
+	{"networking.istio.io", "proxyconfigs"},
 }
 
 type access struct {

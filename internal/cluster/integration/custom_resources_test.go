@@ -67,6 +67,19 @@ const customObjects = `
     url: https://github.com/example/fleet
     ref: {branch: main}
   status: {artifact: {revision: "main@sha1:0123"}}
+- apiVersion: networking.istio.io/v1beta1
+  kind: ProxyConfig
+  metadata: {name: mesh-wide, namespace: istio-system}
+  spec:
+    concurrency: 2
+    image: {imageType: distroless}
+- apiVersion: networking.istio.io/v1beta1
+  kind: ProxyConfig
+  metadata: {name: cart-debug, namespace: shop, labels: {istio.io/rev: 1-24-0}}
+  spec:
+    selector: {matchLabels: {app: cart}}
+    environmentVariables: {ISTIO_META_DNS_CAPTURE: "true"}
+    image: {imageType: debug}
 `
 
 func TestLiveReadsCustomResourcesWhenServed(t *testing.T) {
@@ -74,7 +87,7 @@ func TestLiveReadsCustomResourcesWhenServed(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	dyn := dynamic.NewForConfigOrDie(cfg)
 	ctx := t.Context()
-	for _, ns := range []string{"shop", "argocd", "flux-system"} {
+	for _, ns := range []string{"shop", "argocd", "flux-system", "istio-system"} {
 		_, err := client.CoreV1().Namespaces().Create(ctx, namespace(ns, nil), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
@@ -110,14 +123,34 @@ func TestLiveReadsCustomResourcesWhenServed(t *testing.T) {
 	require.Len(t, set.GitRepositories, 1)
 	assert.Equal(t, objects.GitRepositorySpec{URL: "https://github.com/example/fleet", Ref: &objects.GitRepositoryRef{Branch: "main"}}, set.GitRepositories[0].Spec)
 
+	require.Len(t, set.ProxyConfigs, 2)
+	assert.Equal(t, "mesh-wide", set.ProxyConfigs[0].Name)
+	assert.Equal(t, objects.ProxyConfigSpec{Image: &objects.ProxyImage{ImageType: "distroless"}}, set.ProxyConfigs[0].Spec)
+	assert.Equal(t, map[string]string{"istio.io/rev": "1-24-0"}, set.ProxyConfigs[1].Labels)
+	assert.Equal(t, objects.ProxyConfigSpec{
+		Selector: &objects.WorkloadSelector{MatchLabels: map[string]string{"app": "cart"}},
+		Image:    &objects.ProxyImage{ImageType: "debug"},
+	}, set.ProxyConfigs[1].Spec)
+
 	// Watches keep running: a resource created after the first sync shows
-	// up.
+	// up, and a ProxyConfig counts as a mesh change.
+	got := &reasons{}
+	live.OnMeshChange(got.add)
+	proxyConfig := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.istio.io/v1beta1", "kind": "ProxyConfig",
+		"metadata": map[string]any{"name": "all-debug", "namespace": "shop"},
+		"spec":     map[string]any{"image": map[string]any{"imageType": "debug"}},
+	}}
+	_, err := dyn.Resource(resourceFor(proxyConfig.GroupVersionKind())).Namespace("shop").Create(ctx, proxyConfig, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return got.count() > 0 }, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{"ProxyConfig shop/all-debug added"}, got.take())
 	late := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
 		"metadata": map[string]any{"name": "platform", "namespace": "flux-system"},
 		"spec":     map[string]any{"url": "https://github.com/example/platform"},
 	}}
-	_, err := dyn.Resource(resourceFor(late.GroupVersionKind())).Namespace("flux-system").Create(ctx, late, metav1.CreateOptions{})
+	_, err = dyn.Resource(resourceFor(late.GroupVersionKind())).Namespace("flux-system").Create(ctx, late, metav1.CreateOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(live.Set().GitRepositories) == 2 }, 10*time.Second, 20*time.Millisecond)
 
@@ -133,6 +166,7 @@ func resourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 	plural := map[string]string{
 		"Rollout": "rollouts", "Application": "applications",
 		"Kustomization": "kustomizations", "GitRepository": "gitrepositories",
+		"ProxyConfig": "proxyconfigs",
 	}[gvk.Kind]
 	return gvk.GroupVersion().WithResource(plural)
 }

@@ -7,12 +7,15 @@ package meshtest
 import (
 	"encoding/json"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -24,6 +27,8 @@ const IstioNamespace = "istio-system"
 type Install struct {
 	WebhookConfigurations []admissionregistrationv1.MutatingWebhookConfiguration
 	ConfigMaps            []corev1.ConfigMap
+	// ProxyConfigs are networking.istio.io ProxyConfigs applied beside it.
+	ProxyConfigs []objects.ProxyConfig
 }
 
 // Merge concatenates installs, in order.
@@ -32,6 +37,7 @@ func Merge(installs ...Install) Install {
 	for _, in := range installs {
 		out.WebhookConfigurations = append(out.WebhookConfigurations, in.WebhookConfigurations...)
 		out.ConfigMaps = append(out.ConfigMaps, in.ConfigMaps...)
+		out.ProxyConfigs = append(out.ProxyConfigs, in.ProxyConfigs...)
 	}
 	return out
 }
@@ -40,6 +46,12 @@ func Merge(installs ...Install) Install {
 func (in Install) AddTo(set *objects.Set) {
 	set.MutatingWebhookConfigurations = append(set.MutatingWebhookConfigurations, in.WebhookConfigurations...)
 	set.ConfigMaps = append(set.ConfigMaps, in.ConfigMaps...)
+	set.ProxyConfigs = append(set.ProxyConfigs, in.ProxyConfigs...)
+}
+
+// Model builds the mesh model of the install.
+func (in Install) Model() *mesh.Model {
+	return mesh.New(in.WebhookConfigurations, in.ConfigMaps, in.ProxyConfigs...)
 }
 
 type options struct {
@@ -174,11 +186,38 @@ func RevisionTag(tag, rev string, opts ...Option) Install {
 	return Install{WebhookConfigurations: []admissionregistrationv1.MutatingWebhookConfiguration{mwc}}
 }
 
+// ProxyConfig is a networking.istio.io/v1beta1 ProxyConfig setting
+// image.imageType ("" leaves spec.image out). A nil selector leaves
+// spec.selector out, which makes it namespace-wide (mesh-wide in the root
+// namespace); a non-nil one, even empty, is written as spec.selector.
+// Objects made earlier in a test are created earlier.
+func ProxyConfig(namespace, name, imageType string, selector map[string]string) Install {
+	pc := objects.ProxyConfig{
+		TypeMeta: metav1.TypeMeta{APIVersion: "networking.istio.io/v1beta1", Kind: "ProxyConfig"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: name,
+			CreationTimestamp: metav1.NewTime(proxyConfigEpoch.Add(time.Duration(nextProxyConfig.Add(1)) * time.Second)),
+		},
+	}
+	if selector != nil {
+		pc.Spec.Selector = &objects.WorkloadSelector{MatchLabels: selector}
+	}
+	if imageType != "" {
+		pc.Spec.Image = &objects.ProxyImage{ImageType: imageType}
+	}
+	return Install{ProxyConfigs: []objects.ProxyConfig{pc}}
+}
+
+var (
+	proxyConfigEpoch = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	nextProxyConfig  atomic.Int64
+)
+
 // Deactivate returns the install with every webhook of its default-revision
 // configurations given NeverMatch selectors, which is what
 // `istioctl tag set default` does to the default revision.
 func Deactivate(in Install) Install {
-	out := Install{ConfigMaps: in.ConfigMaps}
+	out := Install{ConfigMaps: in.ConfigMaps, ProxyConfigs: in.ProxyConfigs}
 	for _, mwc := range in.WebhookConfigurations {
 		mwc = *mwc.DeepCopy()
 		if mwc.Labels["istio.io/rev"] == "default" && mwc.Labels["istio.io/tag"] == "" {
