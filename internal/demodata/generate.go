@@ -29,6 +29,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 )
 
 //go:embed sources/*.yaml
@@ -184,20 +186,6 @@ func (c *cluster) addNamespace(o object) {
 	}
 	c.namespaceLabels[name] = ns.Labels
 	c.add("", "namespaces", ns)
-}
-
-func (c *cluster) addIstio() error {
-	for _, rev := range []istioRevision{defaultRevision, canaryRevision} {
-		cm, err := injectorConfigMap(rev)
-		if err != nil {
-			return err
-		}
-		c.add(istioNamespace, "configmaps", cm)
-		c.add(istioNamespace, "configmaps", meshConfigMap(rev))
-		c.add("", "mutatingwebhookconfigurations", revisionWebhooks(rev))
-	}
-	c.add("", "mutatingwebhookconfigurations", tagWebhooks("stable", canaryRevision, stableTagMoved))
-	return nil
 }
 
 func mustConvert(o object, into any) {
@@ -717,9 +705,9 @@ func (c *cluster) addPod(namespace, name, generateName string, tmpl corev1.PodTe
 	if owner.Name != "" {
 		pod.OwnerReferences = []metav1.OwnerReference{owner}
 	}
-	admitPod(&pod, at)
+	meshtest.Admit(&pod, at.Node.Name, suffix(namespace+"/"+name+"/token", 5))
 	if plan.Sidecar != nil {
-		injectPod(&pod, *plan.Sidecar)
+		meshtest.Inject(&pod, meshtest.Sidecar{Revision: plan.Sidecar.Revision, Image: plan.Sidecar.image()}, meshValues)
 	} else if c.namespaceLabels[namespace]["istio.io/dataplane-mode"] == "ambient" {
 		pod.Annotations["ambient.istio.io/redirection"] = "enabled"
 	}

@@ -244,50 +244,6 @@ func (p *placer) place(podKey string, nodeIndex int, started time.Time) podPlace
 	return podPlacement{Node: n, IP: fmt.Sprintf("%s.%d", n.Subnet, 10+p.used[n.Name]*3), Started: started}
 }
 
-// admitPod applies what the API server's admission adds to a pod on
-// creation before any webhook runs: the service account token volume,
-// default tolerations, scheduling fields.
-func admitPod(pod *corev1.Pod, at podPlacement) {
-	s := &pod.Spec
-	if s.ServiceAccountName == "" {
-		s.ServiceAccountName = "default"
-	}
-	s.DeprecatedServiceAccount = s.ServiceAccountName
-	tokenVolume := "kube-api-access-" + suffix(pod.Namespace+"/"+pod.Name+"/token", 5)
-	s.Volumes = append(s.Volumes, corev1.Volume{
-		Name: tokenVolume,
-		VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			DefaultMode: ptr.To[int32](420),
-			Sources: []corev1.VolumeProjection{
-				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
-				{ConfigMap: &corev1.ConfigMapProjection{
-					LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-					Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
-				}},
-				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
-					Path:     "namespace",
-					FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
-				}}}},
-			},
-		}},
-	})
-	mount := corev1.VolumeMount{Name: tokenVolume, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}
-	for i := range s.InitContainers {
-		s.InitContainers[i].VolumeMounts = append(s.InitContainers[i].VolumeMounts, mount)
-	}
-	for i := range s.Containers {
-		s.Containers[i].VolumeMounts = append(s.Containers[i].VolumeMounts, mount)
-	}
-	s.Tolerations = append(s.Tolerations,
-		corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
-		corev1.Toleration{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
-	)
-	s.EnableServiceLinks = ptr.To(true)
-	s.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
-	s.Priority = ptr.To[int32](0)
-	s.NodeName = at.Node.Name
-}
-
 // finishPod writes the status the kubelet reports for a pod that started at
 // at.Started and is running (or, with succeeded, has completed).
 func finishPod(pod *corev1.Pod, at podPlacement, succeeded bool) {
