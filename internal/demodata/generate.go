@@ -166,21 +166,14 @@ func (c *cluster) add(namespace, resource string, obj any) {
 
 func (c *cluster) addNamespace(o object) {
 	name := nestedString(o, "metadata", "name")
-	var ns corev1.Namespace
-	mustConvert(o, &ns)
+	var manifest corev1.Namespace
+	mustConvert(o, &manifest)
 	created, ok := namespaceCreated[name]
 	if !ok {
 		panic("no creation time for namespace " + name)
 	}
-	labels := ns.Labels
-	ns.ObjectMeta = objectMeta("Namespace", "", name, created, 0)
-	ns.Labels = labels
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
-	}
-	ns.Labels["kubernetes.io/metadata.name"] = name
-	ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
-	ns.Status.Phase = corev1.NamespaceActive
+	ns := meshtest.Namespace(name, manifest.Labels)
+	ns.ObjectMeta = storedMeta("Namespace", ns.ObjectMeta, created, 0)
 	if c.namespaceLabels == nil {
 		c.namespaceLabels = map[string]map[string]string{}
 	}
@@ -287,7 +280,7 @@ func (c *cluster) addDeployment(o object, st story) error {
 		number := st.Revision - int64(len(st.Templates)-1-i)
 		rs := c.replicaSet(d.Namespace, d.Name, d.Spec.Selector, templateAt(applied, rev), rev, number,
 			i == len(st.Templates)-1, *d.Spec.Replicas,
-			controllerRef("apps/v1", "Deployment", d.Name, string(d.UID)), "pod-template-hash", "deployment.kubernetes.io/")
+			meshtest.ControllerRef("apps/v1", "Deployment", d.Name, string(d.UID)), "pod-template-hash", "deployment.kubernetes.io/")
 		currentRS = rs
 	}
 	live := int32(st.livePods())
@@ -367,7 +360,7 @@ func (c *cluster) replicaSet(namespace, owner string, sel *metav1.LabelSelector,
 	for i, p := range rev.Pods {
 		podName := name + "-" + suffix(fmt.Sprintf("%s/%s/%d", namespace, name, i), 5)
 		c.addPod(namespace, podName, name+"-", tmpl, p, -1,
-			controllerRef("apps/v1", "ReplicaSet", name, string(rs.UID)))
+			meshtest.ControllerRef("apps/v1", "ReplicaSet", name, string(rs.UID)))
 		if !p.Terminating {
 			running++
 		}
@@ -439,7 +432,7 @@ func (c *cluster) addStatefulSet(o object, st story) error {
 			})
 		}
 		c.addPod(s.Namespace, podName, s.Name+"-", tmpl, p, i%len(nodes),
-			controllerRef("apps/v1", "StatefulSet", s.Name, string(s.UID)))
+			meshtest.ControllerRef("apps/v1", "StatefulSet", s.Name, string(s.UID)))
 	}
 	live := int32(st.livePods())
 	s.Status = appsv1.StatefulSetStatus{
@@ -496,7 +489,7 @@ func (c *cluster) addDaemonSet(o object, st story) error {
 		}
 		podName := d.Name + "-" + suffix(fmt.Sprintf("%s/%s/%d", d.Namespace, d.Name, i), 5)
 		c.addPod(d.Namespace, podName, d.Name+"-", tmpl, p, i,
-			controllerRef("apps/v1", "DaemonSet", d.Name, string(d.UID)))
+			meshtest.ControllerRef("apps/v1", "DaemonSet", d.Name, string(d.UID)))
 	}
 	n := int32(len(nodes))
 	d.Status = appsv1.DaemonSetStatus{
@@ -533,7 +526,7 @@ func (c *cluster) addCronJob(o object, st story) error {
 		},
 		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
 	}
-	ref := controllerRef("batch/v1", "CronJob", cj.Name, string(cj.UID))
+	ref := meshtest.ControllerRef("batch/v1", "CronJob", cj.Name, string(cj.UID))
 	uid := c.job(&job, st, st.Scheduled.Add(time.Second), &ref)
 	cj.Status = batchv1.CronJobStatus{
 		Active:             []corev1.ObjectReference{{APIVersion: "batch/v1", Kind: "Job", Name: jobName, Namespace: cj.Namespace, UID: uid, ResourceVersion: resourceVersionFor("Job", cj.Namespace, jobName)}},
@@ -586,7 +579,7 @@ func (c *cluster) job(job *batchv1.Job, st story, created time.Time, owner *meta
 	for i, p := range rev.Pods {
 		podName := job.Name + "-" + suffix(fmt.Sprintf("%s/%s/%d", job.Namespace, job.Name, i), 5)
 		c.addPod(job.Namespace, podName, job.Name+"-", job.Spec.Template, p, -1,
-			controllerRef("batch/v1", "Job", job.Name, string(job.UID)))
+			meshtest.ControllerRef("batch/v1", "Job", job.Name, string(job.UID)))
 		if p.Succeeded {
 			done := p.Started.Add(4*time.Minute + 2*time.Second)
 			job.Status.Succeeded++
@@ -641,7 +634,7 @@ func (c *cluster) addRollout(o object, st story) error {
 		number := st.Revision - int64(len(st.Templates)-1-i)
 		rsName = c.replicaSet(namespace, name, spec.Selector, templateAt(tmpl, rev), rev, number,
 			i == len(st.Templates)-1, *spec.Replicas,
-			controllerRef("argoproj.io/v1alpha1", "Rollout", name, string(meta.UID)), "rollouts-pod-template-hash", "rollout.argoproj.io/")
+			meshtest.ControllerRef("argoproj.io/v1alpha1", "Rollout", name, string(meta.UID)), "rollouts-pod-template-hash", "rollout.argoproj.io/")
 		hash = strings.TrimPrefix(rsName, name+"-")
 	}
 	live := int64(st.livePods())

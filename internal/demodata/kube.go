@@ -209,17 +209,6 @@ func objectMeta(kind, namespace, name string, created time.Time, generation int6
 	}
 }
 
-func controllerRef(apiVersion, kind, name, uid string) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         apiVersion,
-		Kind:               kind,
-		Name:               name,
-		UID:                ktypes.UID(uid),
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	}
-}
-
 // podPlacement is where and when a pod runs.
 type podPlacement struct {
 	Node    node

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -21,9 +22,6 @@ const (
 	fluxNamespace     = "flux-system"
 	fluxSource        = "flux-system"
 	argoNamespace     = "argocd"
-	fluxNameLabel     = "kustomize.toolkit.fluxcd.io/name"
-	fluxNSLabel       = "kustomize.toolkit.fluxcd.io/namespace"
-	argoTrackingID    = "argocd.argoproj.io/tracking-id"
 	revisionAnno      = "deployment.kubernetes.io/revision"
 	podTemplateHash   = "pod-template-hash"
 	rolloutHashLabel  = "rollouts-pod-template-hash"
@@ -65,16 +63,9 @@ func buildCluster(m *model) *objects.Set {
 }
 
 func namespaceObject(name string, labels map[string]string, created time.Time) corev1.Namespace {
-	all := map[string]string{"kubernetes.io/metadata.name": name}
-	for k, v := range labels {
-		all[k] = v
-	}
-	return corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all, CreationTimestamp: metav1.NewTime(created)},
-		Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
-		Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
-	}
+	ns := meshtest.Namespace(name, labels)
+	ns.CreationTimestamp = metav1.NewTime(created)
+	return ns
 }
 
 func (b *clusterBuilder) namespace(ns *namespaceModel) {
@@ -127,14 +118,9 @@ func (b *clusterBuilder) trackingMeta(ns *namespaceModel, w *workloadModel) (lab
 	annotations = map[string]string{}
 	switch ns.gitops {
 	case gitopsFlux:
-		labels[fluxNameLabel] = ns.name
-		labels[fluxNSLabel] = fluxNamespace
+		meshtest.FluxLabels(labels, fluxNamespace, ns.name)
 	case gitopsArgo:
-		group := "apps"
-		if w.kind == kindRollout {
-			group = "argoproj.io"
-		}
-		annotations[argoTrackingID] = fmt.Sprintf("%s:%s/%s:%s/%s", ns.name, group, w.kind, ns.name, w.name)
+		annotations[meshtest.ArgoTrackingAnnotation] = meshtest.ArgoTrackingID(ns.name, apiVersionOf(w.kind), w.kind, ns.name, w.name)
 	}
 	return labels, annotations
 }
@@ -194,13 +180,6 @@ func appContainer(ns *namespaceModel, w *workloadModel) corev1.Container {
 	}
 }
 
-func ownerRef(apiVersion, kind, name, uid string) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid),
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
-}
-
 func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 	labels, annotations := b.trackingMeta(ns, w)
 	created := ns.created.Add(time.Duration(b.rng.IntN(24*60)) * time.Minute)
@@ -212,7 +191,7 @@ func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 	template := podTemplate(ns, w)
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name}}
 	replicas := int32(w.pods)
-	top := ownerRef(apiVersionOf(w.kind), w.kind, w.name, w.uid)
+	top := meshtest.ControllerRef(apiVersionOf(w.kind), w.kind, w.name, w.uid)
 	podOwner := top
 	podLabels := map[string]string{}
 	switch w.kind {
@@ -311,7 +290,7 @@ func (b *clusterBuilder) replicaSets(ns *namespaceModel, w *workloadModel, top m
 			Status: appsv1.ReplicaSetStatus{Replicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas, ObservedGeneration: 1},
 		})
 		if i == 0 {
-			current = ownerRef("apps/v1", "ReplicaSet", w.name+"-"+hash, uid)
+			current = meshtest.ControllerRef("apps/v1", "ReplicaSet", w.name+"-"+hash, uid)
 		}
 	}
 	return current

@@ -451,43 +451,6 @@ func proxyMounts() []corev1.VolumeMount {
 	}
 }
 
-const serviceAccountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-// Admit does to a new pod what the API server's admission does before any
-// webhook runs: the service account token volume kube-api-access-<suffix>
-// mounted into every container, the default tolerations, the scheduling
-// fields, and the node the pod is bound to.
-func Admit(pod *corev1.Pod, node, tokenSuffix string) {
-	s := &pod.Spec
-	if s.ServiceAccountName == "" {
-		s.ServiceAccountName = "default"
-	}
-	s.DeprecatedServiceAccount = s.ServiceAccountName
-	token := "kube-api-access-" + tokenSuffix
-	s.Volumes = append(s.Volumes, corev1.Volume{Name: token, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		DefaultMode: ptr.To[int32](420),
-		Sources: []corev1.VolumeProjection{
-			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
-			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-		},
-	}}})
-	mount := corev1.VolumeMount{Name: token, MountPath: serviceAccountPath, ReadOnly: true}
-	for _, containers := range [][]corev1.Container{s.InitContainers, s.Containers} {
-		for i := range containers {
-			containers[i].VolumeMounts = append(containers[i].VolumeMounts, mount)
-		}
-	}
-	s.Tolerations = append(s.Tolerations,
-		corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
-		corev1.Toleration{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
-	)
-	s.EnableServiceLinks = ptr.To(true)
-	s.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
-	s.Priority = ptr.To[int32](0)
-	s.NodeName = node
-}
-
 // serviceAccountMount is the token mount admission gave the pod's
 // containers.
 func serviceAccountMount(pod *corev1.Pod) (corev1.VolumeMount, bool) {
