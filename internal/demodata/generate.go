@@ -247,7 +247,7 @@ func (c *cluster) addWorkload(o object, st story) error {
 func (c *cluster) addDeployment(o object, st story) error {
 	var d appsv1.Deployment
 	mustConvert(o, &d)
-	defaultPodSpec(&d.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&d.Spec.Template.Spec)
 	if d.Spec.Replicas == nil {
 		d.Spec.Replicas = ptr.To(int32(st.livePods()))
 	}
@@ -389,7 +389,7 @@ func firstPodStart(rev templateRevision) time.Time {
 func (c *cluster) addStatefulSet(o object, st story) error {
 	var s appsv1.StatefulSet
 	mustConvert(o, &s)
-	defaultPodSpec(&s.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&s.Spec.Template.Spec)
 	if s.Spec.Replicas == nil {
 		s.Spec.Replicas = ptr.To[int32](1)
 	}
@@ -453,7 +453,7 @@ func (c *cluster) addStatefulSet(o object, st story) error {
 func (c *cluster) addDaemonSet(o object, st story) error {
 	var d appsv1.DaemonSet
 	mustConvert(o, &d)
-	defaultPodSpec(&d.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&d.Spec.Template.Spec)
 	d.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{
 		Type: appsv1.RollingUpdateDaemonSetStrategyType,
@@ -507,7 +507,7 @@ func (c *cluster) addDaemonSet(o object, st story) error {
 func (c *cluster) addCronJob(o object, st story) error {
 	var cj batchv1.CronJob
 	mustConvert(o, &cj)
-	defaultPodSpec(&cj.Spec.JobTemplate.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&cj.Spec.JobTemplate.Spec.Template.Spec)
 	if cj.Spec.ConcurrencyPolicy == "" {
 		cj.Spec.ConcurrencyPolicy = batchv1.AllowConcurrent
 	}
@@ -547,7 +547,7 @@ func (c *cluster) addJob(o object, st story) error {
 // job stores a Job (defaulted as the API server does) with its pods and
 // returns its uid.
 func (c *cluster) job(job *batchv1.Job, st story, created time.Time, owner *metav1.OwnerReference) ktypes.UID {
-	defaultPodSpec(&job.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&job.Spec.Template.Spec)
 	meta := storedMeta("Job", job.ObjectMeta, created, 1)
 	job.ObjectMeta = meta
 	job.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}
@@ -628,7 +628,7 @@ func (c *cluster) addRollout(o object, st story) error {
 	ann["rollout.argoproj.io/revision"] = fmt.Sprint(st.Revision)
 
 	tmpl := *spec.Template.DeepCopy()
-	defaultPodSpec(&tmpl.Spec)
+	meshtest.DefaultPodSpec(&tmpl.Spec)
 	var rsName, hash string
 	for i, rev := range st.Templates {
 		number := st.Revision - int64(len(st.Templates)-1-i)
@@ -674,7 +674,7 @@ func rolloutCondition(typ, reason, message string, at time.Time) map[string]any 
 func (c *cluster) addBarePod(o object, st story) error {
 	var p corev1.Pod
 	mustConvert(o, &p)
-	defaultPodSpec(&p.Spec)
+	meshtest.DefaultPodSpec(&p.Spec)
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec}
 	c.addPod(p.Namespace, p.Name, "", tmpl, st.current().Pods[0], -1, metav1.OwnerReference{})
 	return nil
@@ -704,7 +704,7 @@ func (c *cluster) addPod(namespace, name, generateName string, tmpl corev1.PodTe
 	} else if c.namespaceLabels[namespace]["istio.io/dataplane-mode"] == "ambient" {
 		pod.Annotations["ambient.istio.io/redirection"] = "enabled"
 	}
-	defaultPodSpec(&pod.Spec)
+	meshtest.DefaultPodSpec(&pod.Spec)
 	if len(pod.Annotations) == 0 {
 		pod.Annotations = nil
 	}

@@ -128,55 +128,40 @@ func (b *clusterBuilder) trackingMeta(ns *namespaceModel, w *workloadModel) (lab
 // podTemplate is the workload's template as the repository writes it
 // (after kustomize), with the defaults the API server fills in.
 func podTemplate(ns *namespaceModel, w *workloadModel) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
+	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      map[string]string{"app": w.name, "version": fmt.Sprintf("v%d", w.version)},
 			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
 		},
-		Spec: corev1.PodSpec{
-			ServiceAccountName:            w.name,
-			Containers:                    []corev1.Container{appContainer(ns, w)},
-			RestartPolicy:                 corev1.RestartPolicyAlways,
-			DNSPolicy:                     corev1.DNSClusterFirst,
-			SchedulerName:                 corev1.DefaultSchedulerName,
-			SecurityContext:               &corev1.PodSecurityContext{},
-			TerminationGracePeriodSeconds: ptr.To[int64](30),
-		},
+		Spec: corev1.PodSpec{ServiceAccountName: w.name, Containers: []corev1.Container{appContainer(ns, w)}},
 	}
+	meshtest.DefaultPodSpec(&t.Spec)
+	return t
 }
 
 func appContainer(ns *namespaceModel, w *workloadModel) corev1.Container {
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+	}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}}}
+	}
 	return corev1.Container{
-		Name:            w.name,
-		Image:           repoImage(w),
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}, {Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}},
+		Name:  w.name,
+		Image: repoImage(w),
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
 		Env: []corev1.EnvVar{
 			{Name: "LOG_LEVEL", Value: "info"},
 			{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: "http://otel-agent." + ns.name + ".svc:4317"},
-			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
-			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
+			{Name: "POD_NAME", ValueFrom: field("metadata.name")},
+			{Name: "POD_NAMESPACE", ValueFrom: field("metadata.namespace")},
 		},
 		Resources: corev1.ResourceRequirements{
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 		},
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8080), Scheme: corev1.URISchemeHTTP}},
-			TimeoutSeconds:   1,
-			PeriodSeconds:    10,
-			SuccessThreshold: 1,
-			FailureThreshold: 3,
-		},
-		LivenessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080), Scheme: corev1.URISchemeHTTP}},
-			TimeoutSeconds:   1,
-			PeriodSeconds:    10,
-			SuccessThreshold: 1,
-			FailureThreshold: 3,
-		},
-		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		ReadinessProbe: probe("/ready"),
+		LivenessProbe:  probe("/healthz"),
 	}
 }
 

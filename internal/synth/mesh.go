@@ -38,8 +38,8 @@ func installIstio(set *objects.Set) {
 }
 
 // fleetValues are the control planes' injection settings: small proxy
-// requests, probes rewritten through the agent, and the token mounted into
-// the injected containers.
+// requests, probes rewritten through the agent, the token mounted into the
+// injected containers, and istio-ca-crl listed in the status annotation.
 var fleetValues = meshtest.Values{
 	ProxyRequests:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("40Mi")},
 	RewriteAppProbes: true,

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -96,4 +97,104 @@ func Admit(pod *corev1.Pod, node, tokenSuffix string) {
 	s.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
 	s.Priority = ptr.To[int32](0)
 	s.NodeName = node
+}
+
+// DefaultPodSpec fills in what the API server's defaulting adds to every
+// pod template, so templates look as they read back from the cluster.
+func DefaultPodSpec(s *corev1.PodSpec) {
+	if s.DNSPolicy == "" {
+		s.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = corev1.DefaultSchedulerName
+	}
+	if s.SecurityContext == nil {
+		s.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		s.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	}
+	for i := range s.InitContainers {
+		defaultContainer(&s.InitContainers[i])
+	}
+	for i := range s.Containers {
+		defaultContainer(&s.Containers[i])
+	}
+	for i := range s.Volumes {
+		v := &s.Volumes[i]
+		if v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil {
+			v.ConfigMap.DefaultMode = ptr.To[int32](420)
+		}
+		if v.Secret != nil && v.Secret.DefaultMode == nil {
+			v.Secret.DefaultMode = ptr.To[int32](420)
+		}
+		if v.Projected != nil && v.Projected.DefaultMode == nil {
+			v.Projected.DefaultMode = ptr.To[int32](420)
+		}
+		if v.DownwardAPI != nil && v.DownwardAPI.DefaultMode == nil {
+			v.DownwardAPI.DefaultMode = ptr.To[int32](420)
+		}
+	}
+}
+
+func defaultContainer(c *corev1.Container) {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = corev1.PullIfNotPresent
+		if !strings.Contains(c.Image[strings.LastIndex(c.Image, "/")+1:], ":") || strings.HasSuffix(c.Image, ":latest") {
+			c.ImagePullPolicy = corev1.PullAlways
+		}
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = corev1.ProtocolTCP
+		}
+	}
+	for i := range c.Env {
+		if f := envFieldRef(c.Env[i]); f != nil && f.APIVersion == "" {
+			f.APIVersion = "v1"
+		}
+		if r := c.Env[i].ValueFrom; r != nil && r.ResourceFieldRef != nil && r.ResourceFieldRef.Divisor.IsZero() {
+			r.ResourceFieldRef.Divisor = resource.MustParse("0")
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		defaultProbe(p)
+	}
+}
+
+func envFieldRef(e corev1.EnvVar) *corev1.ObjectFieldSelector {
+	if e.ValueFrom == nil {
+		return nil
+	}
+	return e.ValueFrom.FieldRef
+}
+
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.HTTPGet != nil && p.HTTPGet.Scheme == "" {
+		p.HTTPGet.Scheme = corev1.URISchemeHTTP
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
 }

@@ -1,7 +1,10 @@
-// Package meshtest builds Istio control-plane objects in the shapes Istio's
-// installers write them (istio-discovery chart mutatingwebhook.yaml,
+// Package meshtest is the one builder of Istio fixtures, for unit tests, the
+// synthetic fleets of internal/synth and the demo snapshot of
+// internal/demodata: control-plane objects in the shapes Istio's installers
+// write them (istio-discovery chart mutatingwebhook.yaml,
 // revision-tags-mwc.yaml, istiod-injector-configmap.yaml, and
-// `istioctl tag set default`), plus injected pods, for fixtures.
+// `istioctl tag set default`), pods as admission and the sidecar injector
+// leave them, and the metadata GitOps controllers put on what they apply.
 package meshtest
 
 import (

@@ -45,8 +45,8 @@ type Values struct {
 	// ProxyRequests is global.proxy.resources.requests; nil is the chart's
 	// 100m CPU and 128Mi.
 	ProxyRequests corev1.ResourceList
-	// StartupProbe is global.proxy.startupProbe.enabled; native sidecars
-	// get the probe either way.
+	// StartupProbe is global.proxy.startupProbe.enabled; Inject gives
+	// native sidecars the probe either way.
 	StartupProbe bool
 	// PrometheusMerge is meshConfig.enablePrometheusMerge: the application's
 	// own scrape settings move to ISTIO_PROMETHEUS_ANNOTATIONS.
@@ -65,9 +65,8 @@ type Values struct {
 	// IndentPortsAfterComma indents every entry of ISTIO_META_POD_PORTS
 	// after its separating comma too, not only the first.
 	IndentPortsAfterComma bool
-	// CRLInStatus lists istio-ca-crl in sidecar.istio.io/status, as an
-	// injector set up for a plugged-in CA's revocation list does; the volume
-	// itself is left out.
+	// CRLInStatus lists an istio-ca-crl volume in sidecar.istio.io/status
+	// without adding the volume itself.
 	CRLInStatus bool
 }
 
@@ -127,6 +126,7 @@ func Inject(pod *corev1.Pod, s Sidecar, v Values) {
 				c.Env = append(c.Env, env...)
 				c.ReadinessProbe = agentProbe(15, 4)
 				c.VolumeMounts = append(append(proxyMounts(), mounts...), c.VolumeMounts...)
+				defaultContainer(c)
 			}
 		}
 		status.Containers = []string{"istio-proxy"}
@@ -307,11 +307,11 @@ func rewriteAppProbes(pod *corev1.Pod) string {
 }
 
 func fieldEnv(name, path string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
 func resourceEnv(name, res string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: res, Divisor: resource.MustParse("0")}}}
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: res}}}
 }
 
 func proxyArgs(kind string) []string {
@@ -322,8 +322,8 @@ func proxyArgs(kind string) []string {
 // agentProbe asks the agent whether the proxy is ready.
 func agentProbe(period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
-		ProbeHandler:   corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz/ready", Port: intstr.FromInt32(15021), Scheme: corev1.URISchemeHTTP}},
-		TimeoutSeconds: 3, PeriodSeconds: period, SuccessThreshold: 1, FailureThreshold: failures,
+		ProbeHandler:   corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz/ready", Port: intstr.FromInt32(15021)}},
+		TimeoutSeconds: 3, PeriodSeconds: period, FailureThreshold: failures,
 	}
 }
 
@@ -348,18 +348,15 @@ func proxyUser() *corev1.SecurityContext {
 
 func (v Values) proxyContainer(image string, env []corev1.EnvVar, mounts []corev1.VolumeMount, native bool) corev1.Container {
 	proxy := corev1.Container{
-		Name:                     "istio-proxy",
-		Image:                    image,
-		Args:                     proxyArgs("sidecar"),
-		Env:                      env,
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		Ports:                    []corev1.ContainerPort{{Name: "http-envoy-prom", ContainerPort: 15090, Protocol: corev1.ProtocolTCP}},
-		ReadinessProbe:           agentProbe(15, 4),
-		Resources:                v.resources(),
-		SecurityContext:          proxyUser(),
-		VolumeMounts:             mounts,
-		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		Name:            "istio-proxy",
+		Image:           image,
+		Args:            proxyArgs("sidecar"),
+		Env:             env,
+		Ports:           []corev1.ContainerPort{{Name: "http-envoy-prom", ContainerPort: 15090}},
+		ReadinessProbe:  agentProbe(15, 4),
+		Resources:       v.resources(),
+		SecurityContext: proxyUser(),
+		VolumeMounts:    mounts,
 	}
 	if native || v.StartupProbe {
 		proxy.StartupProbe = agentProbe(1, 600)
@@ -372,6 +369,7 @@ func (v Values) proxyContainer(image string, env []corev1.EnvVar, mounts []corev
 			}}}
 		}
 	}
+	defaultContainer(&proxy)
 	return proxy
 }
 
@@ -384,18 +382,17 @@ func (v Values) initContainer(image string, mounts []corev1.VolumeMount) corev1.
 			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN", "NET_RAW"}, Drop: []corev1.Capability{"ALL"}},
 		}
 	}
-	return corev1.Container{
+	init := corev1.Container{
 		Name:  "istio-init",
 		Image: image,
 		Args: []string{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-x", "",
 			"-b", "*", "-d", "15090,15021,15020", "--log_output_level=default:info"},
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		Resources:                v.resources(),
-		SecurityContext:          security,
-		VolumeMounts:             mounts,
-		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		Resources:       v.resources(),
+		SecurityContext: security,
+		VolumeMounts:    mounts,
 	}
+	defaultContainer(&init)
+	return init
 }
 
 func injectedVolumes() []corev1.Volume {
