@@ -110,38 +110,12 @@ func Inject(pod *corev1.Pod, s Sidecar, v Values) {
 		mounts = append(mounts, token)
 	}
 	status := sidecarStatus{Revision: s.Revision, Volumes: injectedVolumeNames(v.CRLInStatus)}
-
 	if pod.Annotations["inject.istio.io/templates"] == "gateway" {
-		// The gateway template is merged into the pod's own istio-proxy
-		// container (image "auto"), adding it if missing, and adds no init
-		// container.
-		if len(apps) == len(pod.Spec.Containers) {
-			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "istio-proxy"})
-		}
-		for i := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[i]
-			if c.Name == "istio-proxy" {
-				c.Image = s.Image
-				c.Args = proxyArgs("router")
-				c.Env = append(c.Env, env...)
-				c.ReadinessProbe = agentProbe(15, 4)
-				c.VolumeMounts = append(append(proxyMounts(), mounts...), c.VolumeMounts...)
-				defaultContainer(c)
-			}
-		}
+		fillGateway(pod, s.Image, env, mounts, apps)
 		status.Containers = []string{"istio-proxy"}
 	} else {
-		proxy := v.proxyContainer(s.Image, env, append(proxyMounts(), mounts...), native)
-		init := v.initContainer(s.Image, mounts)
+		v.addSidecar(pod, s.Image, env, mounts, native, &status)
 		pod.Labels["security.istio.io/tlsMode"] = "istio"
-		if native {
-			pod.Spec.InitContainers = append([]corev1.Container{init, proxy}, pod.Spec.InitContainers...)
-			status.InitContainers = []string{"istio-init", "istio-proxy"}
-		} else {
-			pod.Spec.InitContainers = append([]corev1.Container{init}, pod.Spec.InitContainers...)
-			pod.Spec.Containers = append(pod.Spec.Containers, proxy)
-			status.InitContainers, status.Containers = []string{"istio-init"}, []string{"istio-proxy"}
-		}
 		if len(apps) > 0 {
 			setDefault(pod.Annotations, "kubectl.kubernetes.io/default-container", apps[0])
 			setDefault(pod.Annotations, "kubectl.kubernetes.io/default-logs-container", apps[0])
@@ -159,6 +133,41 @@ func Inject(pod *corev1.Pod, s Sidecar, v Values) {
 	pod.Annotations["prometheus.io/port"] = "15020"
 	pod.Annotations["prometheus.io/scrape"] = "true"
 	pod.Annotations["sidecar.istio.io/status"] = mustJSON(status)
+}
+
+// fillGateway merges the gateway template into the pod's own istio-proxy
+// container (image "auto"), adding the container if it is missing; the
+// template adds no init container.
+func fillGateway(pod *corev1.Pod, image string, env []corev1.EnvVar, mounts []corev1.VolumeMount, apps []string) {
+	if len(apps) == len(pod.Spec.Containers) {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "istio-proxy"})
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if c.Name == "istio-proxy" {
+			c.Image = image
+			c.Args = proxyArgs("router")
+			c.Env = append(c.Env, env...)
+			c.ReadinessProbe = agentProbe(15, 4)
+			c.VolumeMounts = append(append(proxyMounts(), mounts...), c.VolumeMounts...)
+			defaultContainer(c)
+		}
+	}
+}
+
+// addSidecar adds istio-init and istio-proxy, the proxy as a container or
+// as a native sidecar (an init container with restartPolicy Always).
+func (v Values) addSidecar(pod *corev1.Pod, image string, env []corev1.EnvVar, mounts []corev1.VolumeMount, native bool, status *sidecarStatus) {
+	proxy := v.proxyContainer(image, env, append(proxyMounts(), mounts...), native)
+	init := v.initContainer(image, mounts)
+	if native {
+		pod.Spec.InitContainers = append([]corev1.Container{init, proxy}, pod.Spec.InitContainers...)
+		status.InitContainers = []string{"istio-init", "istio-proxy"}
+		return
+	}
+	pod.Spec.InitContainers = append([]corev1.Container{init}, pod.Spec.InitContainers...)
+	pod.Spec.Containers = append(pod.Spec.Containers, proxy)
+	status.InitContainers, status.Containers = []string{"istio-init"}, []string{"istio-proxy"}
 }
 
 // sidecarStatus is the sidecar.istio.io/status annotation: what the
