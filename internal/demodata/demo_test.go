@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -470,7 +471,7 @@ func TestExpectedManifestsMatchTheRepository(t *testing.T) {
 				assert.Empty(t, w.Manifest.Path)
 			case drift.ManifestNotFound:
 				assert.False(t, inGit)
-				assert.Empty(t, nestedString(o, "metadata", "labels", fluxNameLabel))
+				assert.Empty(t, nestedString(o, "metadata", "labels", meshtest.FluxNameLabel))
 				assert.Empty(t, nestedString(o, "metadata", "labels", "helm.toolkit.fluxcd.io/name"))
 				assert.Empty(t, w.Manifest.Path)
 			default:
@@ -516,7 +517,7 @@ func TestFluxWorkloadsHaveExactlyOneSource(t *testing.T) {
 		default:
 			continue
 		}
-		name := nestedString(o, "metadata", "labels", fluxNameLabel)
+		name := nestedString(o, "metadata", "labels", meshtest.FluxNameLabel)
 		if name == "" {
 			continue
 		}

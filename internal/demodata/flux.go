@@ -13,12 +13,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
-)
 
-// Labels kustomize-controller puts on every object it applies.
-const (
-	fluxNameLabel      = "kustomize.toolkit.fluxcd.io/name"
-	fluxNamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 )
 
 // repoRoot is where the GitOps checkout is mounted in the in-memory
@@ -64,8 +60,8 @@ func renderFlux(gitopsDir, bootstrapPath string) ([]*fluxKustomization, error) {
 			return nil, fmt.Errorf("kustomization %s: %w", ks.Name, err)
 		}
 		for _, o := range objs {
-			setLabel(o, fluxNameLabel, ks.Name)
-			setLabel(o, fluxNamespaceLabel, "flux-system")
+			setLabel(o, meshtest.FluxNameLabel, ks.Name)
+			setLabel(o, meshtest.FluxNamespaceLabel, "flux-system")
 			if o["kind"] != "Kustomization" || !strings.HasPrefix(apiVersion(o), "kustomize.toolkit.fluxcd.io/") {
 				continue
 			}

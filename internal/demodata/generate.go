@@ -29,6 +29,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 )
 
 //go:embed sources/*.yaml
@@ -164,40 +166,19 @@ func (c *cluster) add(namespace, resource string, obj any) {
 
 func (c *cluster) addNamespace(o object) {
 	name := nestedString(o, "metadata", "name")
-	var ns corev1.Namespace
-	mustConvert(o, &ns)
+	var manifest corev1.Namespace
+	mustConvert(o, &manifest)
 	created, ok := namespaceCreated[name]
 	if !ok {
 		panic("no creation time for namespace " + name)
 	}
-	labels := ns.Labels
-	ns.ObjectMeta = objectMeta("Namespace", "", name, created, 0)
-	ns.Labels = labels
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
-	}
-	ns.Labels["kubernetes.io/metadata.name"] = name
-	ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
-	ns.Status.Phase = corev1.NamespaceActive
+	ns := meshtest.Namespace(name, manifest.Labels)
+	ns.ObjectMeta = storedMeta("Namespace", ns.ObjectMeta, created, 0)
 	if c.namespaceLabels == nil {
 		c.namespaceLabels = map[string]map[string]string{}
 	}
 	c.namespaceLabels[name] = ns.Labels
 	c.add("", "namespaces", ns)
-}
-
-func (c *cluster) addIstio() error {
-	for _, rev := range []istioRevision{defaultRevision, canaryRevision} {
-		cm, err := injectorConfigMap(rev)
-		if err != nil {
-			return err
-		}
-		c.add(istioNamespace, "configmaps", cm)
-		c.add(istioNamespace, "configmaps", meshConfigMap(rev))
-		c.add("", "mutatingwebhookconfigurations", revisionWebhooks(rev))
-	}
-	c.add("", "mutatingwebhookconfigurations", tagWebhooks("stable", canaryRevision, stableTagMoved))
-	return nil
 }
 
 func mustConvert(o object, into any) {
@@ -266,7 +247,7 @@ func (c *cluster) addWorkload(o object, st story) error {
 func (c *cluster) addDeployment(o object, st story) error {
 	var d appsv1.Deployment
 	mustConvert(o, &d)
-	defaultPodSpec(&d.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&d.Spec.Template.Spec)
 	if d.Spec.Replicas == nil {
 		d.Spec.Replicas = ptr.To(int32(st.livePods()))
 	}
@@ -299,7 +280,7 @@ func (c *cluster) addDeployment(o object, st story) error {
 		number := st.Revision - int64(len(st.Templates)-1-i)
 		rs := c.replicaSet(d.Namespace, d.Name, d.Spec.Selector, templateAt(applied, rev), rev, number,
 			i == len(st.Templates)-1, *d.Spec.Replicas,
-			controllerRef("apps/v1", "Deployment", d.Name, string(d.UID)), "pod-template-hash", "deployment.kubernetes.io/")
+			meshtest.ControllerRef("apps/v1", "Deployment", d.Name, string(d.UID)), "pod-template-hash", "deployment.kubernetes.io/")
 		currentRS = rs
 	}
 	live := int32(st.livePods())
@@ -379,7 +360,7 @@ func (c *cluster) replicaSet(namespace, owner string, sel *metav1.LabelSelector,
 	for i, p := range rev.Pods {
 		podName := name + "-" + suffix(fmt.Sprintf("%s/%s/%d", namespace, name, i), 5)
 		c.addPod(namespace, podName, name+"-", tmpl, p, -1,
-			controllerRef("apps/v1", "ReplicaSet", name, string(rs.UID)))
+			meshtest.ControllerRef("apps/v1", "ReplicaSet", name, string(rs.UID)))
 		if !p.Terminating {
 			running++
 		}
@@ -408,7 +389,7 @@ func firstPodStart(rev templateRevision) time.Time {
 func (c *cluster) addStatefulSet(o object, st story) error {
 	var s appsv1.StatefulSet
 	mustConvert(o, &s)
-	defaultPodSpec(&s.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&s.Spec.Template.Spec)
 	if s.Spec.Replicas == nil {
 		s.Spec.Replicas = ptr.To[int32](1)
 	}
@@ -451,7 +432,7 @@ func (c *cluster) addStatefulSet(o object, st story) error {
 			})
 		}
 		c.addPod(s.Namespace, podName, s.Name+"-", tmpl, p, i%len(nodes),
-			controllerRef("apps/v1", "StatefulSet", s.Name, string(s.UID)))
+			meshtest.ControllerRef("apps/v1", "StatefulSet", s.Name, string(s.UID)))
 	}
 	live := int32(st.livePods())
 	s.Status = appsv1.StatefulSetStatus{
@@ -472,7 +453,7 @@ func (c *cluster) addStatefulSet(o object, st story) error {
 func (c *cluster) addDaemonSet(o object, st story) error {
 	var d appsv1.DaemonSet
 	mustConvert(o, &d)
-	defaultPodSpec(&d.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&d.Spec.Template.Spec)
 	d.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{
 		Type: appsv1.RollingUpdateDaemonSetStrategyType,
@@ -508,7 +489,7 @@ func (c *cluster) addDaemonSet(o object, st story) error {
 		}
 		podName := d.Name + "-" + suffix(fmt.Sprintf("%s/%s/%d", d.Namespace, d.Name, i), 5)
 		c.addPod(d.Namespace, podName, d.Name+"-", tmpl, p, i,
-			controllerRef("apps/v1", "DaemonSet", d.Name, string(d.UID)))
+			meshtest.ControllerRef("apps/v1", "DaemonSet", d.Name, string(d.UID)))
 	}
 	n := int32(len(nodes))
 	d.Status = appsv1.DaemonSetStatus{
@@ -526,7 +507,7 @@ func (c *cluster) addDaemonSet(o object, st story) error {
 func (c *cluster) addCronJob(o object, st story) error {
 	var cj batchv1.CronJob
 	mustConvert(o, &cj)
-	defaultPodSpec(&cj.Spec.JobTemplate.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&cj.Spec.JobTemplate.Spec.Template.Spec)
 	if cj.Spec.ConcurrencyPolicy == "" {
 		cj.Spec.ConcurrencyPolicy = batchv1.AllowConcurrent
 	}
@@ -545,7 +526,7 @@ func (c *cluster) addCronJob(o object, st story) error {
 		},
 		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
 	}
-	ref := controllerRef("batch/v1", "CronJob", cj.Name, string(cj.UID))
+	ref := meshtest.ControllerRef("batch/v1", "CronJob", cj.Name, string(cj.UID))
 	uid := c.job(&job, st, st.Scheduled.Add(time.Second), &ref)
 	cj.Status = batchv1.CronJobStatus{
 		Active:             []corev1.ObjectReference{{APIVersion: "batch/v1", Kind: "Job", Name: jobName, Namespace: cj.Namespace, UID: uid, ResourceVersion: resourceVersionFor("Job", cj.Namespace, jobName)}},
@@ -566,7 +547,7 @@ func (c *cluster) addJob(o object, st story) error {
 // job stores a Job (defaulted as the API server does) with its pods and
 // returns its uid.
 func (c *cluster) job(job *batchv1.Job, st story, created time.Time, owner *metav1.OwnerReference) ktypes.UID {
-	defaultPodSpec(&job.Spec.Template.Spec)
+	meshtest.DefaultPodSpec(&job.Spec.Template.Spec)
 	meta := storedMeta("Job", job.ObjectMeta, created, 1)
 	job.ObjectMeta = meta
 	job.TypeMeta = metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}
@@ -598,7 +579,7 @@ func (c *cluster) job(job *batchv1.Job, st story, created time.Time, owner *meta
 	for i, p := range rev.Pods {
 		podName := job.Name + "-" + suffix(fmt.Sprintf("%s/%s/%d", job.Namespace, job.Name, i), 5)
 		c.addPod(job.Namespace, podName, job.Name+"-", job.Spec.Template, p, -1,
-			controllerRef("batch/v1", "Job", job.Name, string(job.UID)))
+			meshtest.ControllerRef("batch/v1", "Job", job.Name, string(job.UID)))
 		if p.Succeeded {
 			done := p.Started.Add(4*time.Minute + 2*time.Second)
 			job.Status.Succeeded++
@@ -647,13 +628,13 @@ func (c *cluster) addRollout(o object, st story) error {
 	ann["rollout.argoproj.io/revision"] = fmt.Sprint(st.Revision)
 
 	tmpl := *spec.Template.DeepCopy()
-	defaultPodSpec(&tmpl.Spec)
+	meshtest.DefaultPodSpec(&tmpl.Spec)
 	var rsName, hash string
 	for i, rev := range st.Templates {
 		number := st.Revision - int64(len(st.Templates)-1-i)
 		rsName = c.replicaSet(namespace, name, spec.Selector, templateAt(tmpl, rev), rev, number,
 			i == len(st.Templates)-1, *spec.Replicas,
-			controllerRef("argoproj.io/v1alpha1", "Rollout", name, string(meta.UID)), "rollouts-pod-template-hash", "rollout.argoproj.io/")
+			meshtest.ControllerRef("argoproj.io/v1alpha1", "Rollout", name, string(meta.UID)), "rollouts-pod-template-hash", "rollout.argoproj.io/")
 		hash = strings.TrimPrefix(rsName, name+"-")
 	}
 	live := int64(st.livePods())
@@ -693,7 +674,7 @@ func rolloutCondition(typ, reason, message string, at time.Time) map[string]any 
 func (c *cluster) addBarePod(o object, st story) error {
 	var p corev1.Pod
 	mustConvert(o, &p)
-	defaultPodSpec(&p.Spec)
+	meshtest.DefaultPodSpec(&p.Spec)
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec}
 	c.addPod(p.Namespace, p.Name, "", tmpl, st.current().Pods[0], -1, metav1.OwnerReference{})
 	return nil
@@ -717,13 +698,13 @@ func (c *cluster) addPod(namespace, name, generateName string, tmpl corev1.PodTe
 	if owner.Name != "" {
 		pod.OwnerReferences = []metav1.OwnerReference{owner}
 	}
-	admitPod(&pod, at)
+	meshtest.Admit(&pod, at.Node.Name, suffix(namespace+"/"+name+"/token", 5))
 	if plan.Sidecar != nil {
-		injectPod(&pod, *plan.Sidecar)
+		meshtest.Inject(&pod, meshtest.Sidecar{Revision: plan.Sidecar.Revision, Image: plan.Sidecar.image()}, meshValues)
 	} else if c.namespaceLabels[namespace]["istio.io/dataplane-mode"] == "ambient" {
 		pod.Annotations["ambient.istio.io/redirection"] = "enabled"
 	}
-	defaultPodSpec(&pod.Spec)
+	meshtest.DefaultPodSpec(&pod.Spec)
 	if len(pod.Annotations) == 0 {
 		pod.Annotations = nil
 	}

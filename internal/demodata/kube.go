@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -97,106 +96,6 @@ var nodes = []node{
 	{Name: "ip-10-40-78-14.eu-west-1.compute.internal", IP: "10.40.78.14", Subnet: "10.40.79"},
 }
 
-// defaultPodSpec fills in what the API server's defaulting adds to every
-// pod template, so templates look as they read back from the cluster.
-func defaultPodSpec(s *corev1.PodSpec) {
-	if s.DNSPolicy == "" {
-		s.DNSPolicy = corev1.DNSClusterFirst
-	}
-	if s.RestartPolicy == "" {
-		s.RestartPolicy = corev1.RestartPolicyAlways
-	}
-	if s.SchedulerName == "" {
-		s.SchedulerName = corev1.DefaultSchedulerName
-	}
-	if s.SecurityContext == nil {
-		s.SecurityContext = &corev1.PodSecurityContext{}
-	}
-	if s.TerminationGracePeriodSeconds == nil {
-		s.TerminationGracePeriodSeconds = ptr.To[int64](30)
-	}
-	for i := range s.InitContainers {
-		defaultContainer(&s.InitContainers[i])
-	}
-	for i := range s.Containers {
-		defaultContainer(&s.Containers[i])
-	}
-	for i := range s.Volumes {
-		v := &s.Volumes[i]
-		if v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil {
-			v.ConfigMap.DefaultMode = ptr.To[int32](420)
-		}
-		if v.Secret != nil && v.Secret.DefaultMode == nil {
-			v.Secret.DefaultMode = ptr.To[int32](420)
-		}
-		if v.Projected != nil && v.Projected.DefaultMode == nil {
-			v.Projected.DefaultMode = ptr.To[int32](420)
-		}
-		if v.DownwardAPI != nil && v.DownwardAPI.DefaultMode == nil {
-			v.DownwardAPI.DefaultMode = ptr.To[int32](420)
-		}
-	}
-}
-
-func defaultContainer(c *corev1.Container) {
-	if c.ImagePullPolicy == "" {
-		c.ImagePullPolicy = corev1.PullIfNotPresent
-		if !strings.Contains(c.Image[strings.LastIndex(c.Image, "/")+1:], ":") || strings.HasSuffix(c.Image, ":latest") {
-			c.ImagePullPolicy = corev1.PullAlways
-		}
-	}
-	if c.TerminationMessagePath == "" {
-		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
-	}
-	if c.TerminationMessagePolicy == "" {
-		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
-	}
-	for i := range c.Ports {
-		if c.Ports[i].Protocol == "" {
-			c.Ports[i].Protocol = corev1.ProtocolTCP
-		}
-	}
-	for i := range c.Env {
-		if f := envFieldRef(c.Env[i]); f != nil && f.APIVersion == "" {
-			f.APIVersion = "v1"
-		}
-		if r := c.Env[i].ValueFrom; r != nil && r.ResourceFieldRef != nil && r.ResourceFieldRef.Divisor.IsZero() {
-			r.ResourceFieldRef.Divisor = resource.MustParse("0")
-		}
-	}
-	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
-		defaultProbe(p)
-	}
-}
-
-func envFieldRef(e corev1.EnvVar) *corev1.ObjectFieldSelector {
-	if e.ValueFrom == nil {
-		return nil
-	}
-	return e.ValueFrom.FieldRef
-}
-
-func defaultProbe(p *corev1.Probe) {
-	if p == nil {
-		return
-	}
-	if p.HTTPGet != nil && p.HTTPGet.Scheme == "" {
-		p.HTTPGet.Scheme = corev1.URISchemeHTTP
-	}
-	if p.TimeoutSeconds == 0 {
-		p.TimeoutSeconds = 1
-	}
-	if p.PeriodSeconds == 0 {
-		p.PeriodSeconds = 10
-	}
-	if p.SuccessThreshold == 0 {
-		p.SuccessThreshold = 1
-	}
-	if p.FailureThreshold == 0 {
-		p.FailureThreshold = 3
-	}
-}
-
 // objectMeta is the metadata the API server keeps for a stored object.
 func objectMeta(kind, namespace, name string, created time.Time, generation int64) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
@@ -206,17 +105,6 @@ func objectMeta(kind, namespace, name string, created time.Time, generation int6
 		ResourceVersion:   resourceVersionFor(kind, namespace, name),
 		Generation:        generation,
 		CreationTimestamp: ts(created),
-	}
-}
-
-func controllerRef(apiVersion, kind, name, uid string) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         apiVersion,
-		Kind:               kind,
-		Name:               name,
-		UID:                ktypes.UID(uid),
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
 	}
 }
 
@@ -242,50 +130,6 @@ func (p *placer) place(podKey string, nodeIndex int, started time.Time) podPlace
 	n := nodes[nodeIndex]
 	p.used[n.Name]++
 	return podPlacement{Node: n, IP: fmt.Sprintf("%s.%d", n.Subnet, 10+p.used[n.Name]*3), Started: started}
-}
-
-// admitPod applies what the API server's admission adds to a pod on
-// creation before any webhook runs: the service account token volume,
-// default tolerations, scheduling fields.
-func admitPod(pod *corev1.Pod, at podPlacement) {
-	s := &pod.Spec
-	if s.ServiceAccountName == "" {
-		s.ServiceAccountName = "default"
-	}
-	s.DeprecatedServiceAccount = s.ServiceAccountName
-	tokenVolume := "kube-api-access-" + suffix(pod.Namespace+"/"+pod.Name+"/token", 5)
-	s.Volumes = append(s.Volumes, corev1.Volume{
-		Name: tokenVolume,
-		VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			DefaultMode: ptr.To[int32](420),
-			Sources: []corev1.VolumeProjection{
-				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
-				{ConfigMap: &corev1.ConfigMapProjection{
-					LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-					Items:                []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}},
-				}},
-				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{
-					Path:     "namespace",
-					FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"},
-				}}}},
-			},
-		}},
-	})
-	mount := corev1.VolumeMount{Name: tokenVolume, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}
-	for i := range s.InitContainers {
-		s.InitContainers[i].VolumeMounts = append(s.InitContainers[i].VolumeMounts, mount)
-	}
-	for i := range s.Containers {
-		s.Containers[i].VolumeMounts = append(s.Containers[i].VolumeMounts, mount)
-	}
-	s.Tolerations = append(s.Tolerations,
-		corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
-		corev1.Toleration{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
-	)
-	s.EnableServiceLinks = ptr.To(true)
-	s.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
-	s.Priority = ptr.To[int32](0)
-	s.NodeName = at.Node.Name
 }
 
 // finishPod writes the status the kubelet reports for a pod that started at

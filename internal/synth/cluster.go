@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -21,9 +22,6 @@ const (
 	fluxNamespace     = "flux-system"
 	fluxSource        = "flux-system"
 	argoNamespace     = "argocd"
-	fluxNameLabel     = "kustomize.toolkit.fluxcd.io/name"
-	fluxNSLabel       = "kustomize.toolkit.fluxcd.io/namespace"
-	argoTrackingID    = "argocd.argoproj.io/tracking-id"
 	revisionAnno      = "deployment.kubernetes.io/revision"
 	podTemplateHash   = "pod-template-hash"
 	rolloutHashLabel  = "rollouts-pod-template-hash"
@@ -65,16 +63,9 @@ func buildCluster(m *model) *objects.Set {
 }
 
 func namespaceObject(name string, labels map[string]string, created time.Time) corev1.Namespace {
-	all := map[string]string{"kubernetes.io/metadata.name": name}
-	for k, v := range labels {
-		all[k] = v
-	}
-	return corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all, CreationTimestamp: metav1.NewTime(created)},
-		Spec:       corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
-		Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
-	}
+	ns := meshtest.Namespace(name, labels)
+	ns.CreationTimestamp = metav1.NewTime(created)
+	return ns
 }
 
 func (b *clusterBuilder) namespace(ns *namespaceModel) {
@@ -127,14 +118,9 @@ func (b *clusterBuilder) trackingMeta(ns *namespaceModel, w *workloadModel) (lab
 	annotations = map[string]string{}
 	switch ns.gitops {
 	case gitopsFlux:
-		labels[fluxNameLabel] = ns.name
-		labels[fluxNSLabel] = fluxNamespace
+		meshtest.FluxLabels(labels, fluxNamespace, ns.name)
 	case gitopsArgo:
-		group := "apps"
-		if w.kind == kindRollout {
-			group = "argoproj.io"
-		}
-		annotations[argoTrackingID] = fmt.Sprintf("%s:%s/%s:%s/%s", ns.name, group, w.kind, ns.name, w.name)
+		annotations[meshtest.ArgoTrackingAnnotation] = meshtest.ArgoTrackingID(ns.name, apiVersionOf(w.kind), w.kind, ns.name, w.name)
 	}
 	return labels, annotations
 }
@@ -142,62 +128,40 @@ func (b *clusterBuilder) trackingMeta(ns *namespaceModel, w *workloadModel) (lab
 // podTemplate is the workload's template as the repository writes it
 // (after kustomize), with the defaults the API server fills in.
 func podTemplate(ns *namespaceModel, w *workloadModel) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
+	t := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels:      map[string]string{"app": w.name, "version": fmt.Sprintf("v%d", w.version)},
 			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
 		},
-		Spec: corev1.PodSpec{
-			ServiceAccountName:            w.name,
-			Containers:                    []corev1.Container{appContainer(ns, w)},
-			RestartPolicy:                 corev1.RestartPolicyAlways,
-			DNSPolicy:                     corev1.DNSClusterFirst,
-			SchedulerName:                 corev1.DefaultSchedulerName,
-			SecurityContext:               &corev1.PodSecurityContext{},
-			TerminationGracePeriodSeconds: ptr.To[int64](30),
-		},
+		Spec: corev1.PodSpec{ServiceAccountName: w.name, Containers: []corev1.Container{appContainer(ns, w)}},
 	}
+	meshtest.DefaultPodSpec(&t.Spec)
+	return t
 }
 
 func appContainer(ns *namespaceModel, w *workloadModel) corev1.Container {
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+	}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}}}
+	}
 	return corev1.Container{
-		Name:            w.name,
-		Image:           repoImage(w),
-		ImagePullPolicy: corev1.PullIfNotPresent,
-		Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}, {Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}},
+		Name:  w.name,
+		Image: repoImage(w),
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
 		Env: []corev1.EnvVar{
 			{Name: "LOG_LEVEL", Value: "info"},
 			{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: "http://otel-agent." + ns.name + ".svc:4317"},
-			{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
-			{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}},
+			{Name: "POD_NAME", ValueFrom: field("metadata.name")},
+			{Name: "POD_NAMESPACE", ValueFrom: field("metadata.namespace")},
 		},
 		Resources: corev1.ResourceRequirements{
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 		},
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8080), Scheme: corev1.URISchemeHTTP}},
-			TimeoutSeconds:   1,
-			PeriodSeconds:    10,
-			SuccessThreshold: 1,
-			FailureThreshold: 3,
-		},
-		LivenessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080), Scheme: corev1.URISchemeHTTP}},
-			TimeoutSeconds:   1,
-			PeriodSeconds:    10,
-			SuccessThreshold: 1,
-			FailureThreshold: 3,
-		},
-		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
-		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-	}
-}
-
-func ownerRef(apiVersion, kind, name, uid string) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid),
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		ReadinessProbe: probe("/ready"),
+		LivenessProbe:  probe("/healthz"),
 	}
 }
 
@@ -212,7 +176,7 @@ func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 	template := podTemplate(ns, w)
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name}}
 	replicas := int32(w.pods)
-	top := ownerRef(apiVersionOf(w.kind), w.kind, w.name, w.uid)
+	top := meshtest.ControllerRef(apiVersionOf(w.kind), w.kind, w.name, w.uid)
 	podOwner := top
 	podLabels := map[string]string{}
 	switch w.kind {
@@ -311,7 +275,7 @@ func (b *clusterBuilder) replicaSets(ns *namespaceModel, w *workloadModel, top m
 			Status: appsv1.ReplicaSetStatus{Replicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas, ObservedGeneration: 1},
 		})
 		if i == 0 {
-			current = ownerRef("apps/v1", "ReplicaSet", w.name+"-"+hash, uid)
+			current = meshtest.ControllerRef("apps/v1", "ReplicaSet", w.name+"-"+hash, uid)
 		}
 	}
 	return current

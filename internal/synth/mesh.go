@@ -1,6 +1,9 @@
 package synth
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -32,6 +35,16 @@ func installIstio(set *objects.Set) {
 		meshtest.IstiodRevision(newRevision, newImage),
 		meshtest.RevisionTag(stableTag, newRevision),
 	).AddTo(set)
+}
+
+// fleetValues are the control planes' injection settings: small proxy
+// requests, probes rewritten through the agent, the token mounted into the
+// injected containers, and istio-ca-crl listed in the status annotation.
+var fleetValues = meshtest.Values{
+	ProxyRequests:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("40Mi")},
+	RewriteAppProbes: true,
+	MountToken:       true,
+	CRLInStatus:      true,
 }
 
 // profile is how a namespace asks for injection, and what its pods run

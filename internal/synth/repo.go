@@ -40,11 +40,11 @@ func (m *model) repoFiles(fn func(path string, content []byte) error) error {
 		}
 		dir := "bases/" + base.name
 		w := workloadModel{kind: base.kind, name: base.name, pods: 3, version: 1}
-		file := dir + "/" + lower(base.kind) + ".yaml"
+		file := dir + "/" + strings.ToLower(base.kind) + ".yaml"
 		if err := fn(file, []byte(workloadDoc(&w, "")+"---\n"+serviceDoc(w.name, ""))); err != nil {
 			return err
 		}
-		kust := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + lower(base.kind) + ".yaml\n"
+		kust := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + strings.ToLower(base.kind) + ".yaml\n"
 		if err := fn(dir+"/kustomization.yaml", []byte(kust)); err != nil {
 			return err
 		}

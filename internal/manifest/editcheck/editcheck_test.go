@@ -94,3 +94,60 @@ func TestCompareReposCatchesNeighbours(t *testing.T) {
 	assert.Equal(t, []string{"base", "team-a", "team-b"}, roots)
 	assert.Equal(t, map[string]bool{"base": true}, included)
 }
+
+// TestCompareReposJudgesEachObject: only the restart's annotations may
+// change, on the workload they name, wherever the template had them or not.
+func TestCompareReposJudgesEachObject(t *testing.T) {
+	const web = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  replicas: 2\n  template:\n"
+	restart := Restart{Namespace: "shop", Kind: "Deployment", Name: "web", Annotations: map[string]string{"kedge.io/restartedAt": "abc"}}
+	tests := []struct {
+		name, before, after string
+		want                []string
+		restarted           bool
+	}{
+		{
+			name:   "annotations created with their metadata",
+			before: web + "    spec: {}\n", after: web + "    metadata:\n      annotations:\n        kedge.io/restartedAt: abc\n    spec: {}\n",
+			restarted: true,
+		},
+		{
+			name:   "annotation added beside others",
+			before: web + "    metadata:\n      annotations:\n        a: b\n", after: web + "    metadata:\n      annotations:\n        a: b\n        kedge.io/restartedAt: abc\n",
+			restarted: true,
+		},
+		{
+			name:   "another field changed too",
+			before: web + "    spec: {}\n", after: strings.Replace(web, "replicas: 2", "replicas: 3", 1) + "    metadata:\n      annotations:\n        kedge.io/restartedAt: abc\n    spec: {}\n",
+			want: []string{"apps/web.yaml: Deployment shop/web changed beyond the restart annotations"},
+		},
+		{
+			name:   "another annotation dropped",
+			before: web + "    metadata:\n      annotations:\n        a: b\n", after: web + "    metadata:\n      annotations:\n        kedge.io/restartedAt: abc\n",
+			want: []string{"apps/web.yaml: Deployment shop/web changed beyond the restart annotations"},
+		},
+		{
+			name:   "wrong value",
+			before: web + "    spec: {}\n", after: web + "    metadata:\n      annotations:\n        kedge.io/restartedAt: abd\n    spec: {}\n",
+			want: []string{"apps/web.yaml: Deployment shop/web changed without carrying an intended restart"},
+		},
+		{
+			name:   "restart of another namespace",
+			before: strings.Replace(web, "shop", "cart", 1) + "    spec: {}\n", after: strings.Replace(web, "shop", "cart", 1) + "    metadata:\n      annotations:\n        kedge.io/restartedAt: abc\n    spec: {}\n",
+			want: []string{"apps/web.yaml: Deployment cart/web carries the restart of Deployment shop/web"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, after := t.TempDir(), t.TempDir()
+			require.NoError(t, os.MkdirAll(filepath.Join(before, "apps"), 0o755))
+			require.NoError(t, os.MkdirAll(filepath.Join(after, "apps"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(before, "apps", "web.yaml"), []byte(tt.before), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(after, "apps", "web.yaml"), []byte(tt.after), 0o644))
+
+			res, err := CompareRepos(Check{Before: before, After: after, Changed: []string{"apps/web.yaml"}, Restarts: []Restart{restart}})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Problems)
+			assert.Equal(t, tt.restarted, res.Restarted[restart.String()])
+		})
+	}
+}

@@ -1,7 +1,10 @@
-// Package meshtest builds Istio control-plane objects in the shapes Istio's
-// installers write them (istio-discovery chart mutatingwebhook.yaml,
+// Package meshtest is the one builder of Istio fixtures, for unit tests, the
+// synthetic fleets of internal/synth and the demo snapshot of
+// internal/demodata: control-plane objects in the shapes Istio's installers
+// write them (istio-discovery chart mutatingwebhook.yaml,
 // revision-tags-mwc.yaml, istiod-injector-configmap.yaml, and
-// `istioctl tag set default`), plus injected pods, for fixtures.
+// `istioctl tag set default`), pods as admission and the sidecar injector
+// leave them, and the metadata GitOps controllers put on what they apply.
 package meshtest
 
 import (
@@ -55,16 +58,17 @@ func (in Install) Model() *mesh.Model {
 }
 
 type options struct {
-	namespace      string
-	autoInject     bool
-	variant        string
-	policy         string
-	never          []metav1.LabelSelector
-	always         []metav1.LabelSelector
-	withoutConfig  bool
-	withoutMesh    bool
-	verbatimImage  bool
-	injectionLabel bool
+	namespace     string
+	autoInject    bool
+	variant       string
+	policy        string
+	never         []metav1.LabelSelector
+	always        []metav1.LabelSelector
+	withoutConfig bool
+	withoutMesh   bool
+	verbatimImage bool
+	caBundle      []byte
+	chartVersion  string
 }
 
 // Option changes what a builder installs.
@@ -107,6 +111,14 @@ func WithoutMeshConfig() Option { return func(o *options) { o.withoutMesh = true
 // as the Sail Operator does; digest references always are.
 func WithVerbatimImage() Option { return func(o *options) { o.verbatimImage = true } }
 
+// WithCABundle sets the CA certificate istiod patches into its webhooks.
+func WithCABundle(pem []byte) Option { return func(o *options) { o.caBundle = pem } }
+
+// WithFluxHelmRelease installs with a Flux HelmRelease of the istiod chart
+// at version: the release is istiod[-<rev>], and what it renders carries
+// Helm's and Flux's labels and annotations.
+func WithFluxHelmRelease(version string) Option { return func(o *options) { o.chartVersion = version } }
+
 func buildOptions(opts []Option) options {
 	o := options{namespace: IstioNamespace, policy: "enabled"}
 	for _, opt := range opts {
@@ -134,16 +146,13 @@ func IstiodRevision(rev, image string, opts ...Option) Install {
 		chartRev = ""
 	}
 	name := suffixed("istio-sidecar-injector", chartRev, o.namespace)
-	mwc := webhookConfiguration(name, revisionLabel(chartRev), nil)
+	mwc := webhookConfiguration(name, chartRev, o, nil)
 	svc := serviceName(chartRev)
-	selector := chartRev
-	if selector == "" {
-		selector = "default"
-	}
-	mwc.Webhooks = revisionWebhooks(svc, o.namespace, selector)
+	mwc.Webhooks = revisionWebhooks(svc, o.namespace, revisionLabel(chartRev))
 	if chartRev == "" {
 		mwc.Webhooks = append(mwc.Webhooks, defaultWebhooks(svc, o.namespace, o.autoInject)...)
 	}
+	o.setCABundle(&mwc)
 
 	in := Install{WebhookConfigurations: []admissionregistrationv1.MutatingWebhookConfiguration{mwc}}
 	if !o.withoutConfig {
@@ -177,12 +186,13 @@ func RevisionTag(tag, rev string, opts ...Option) Install {
 	if o.namespace != IstioNamespace {
 		name += "-" + o.namespace
 	}
-	mwc := webhookConfiguration(name, revisionLabel(chartRev), map[string]string{"istio.io/tag": tag})
+	mwc := webhookConfiguration(name, chartRev, o, map[string]string{"istio.io/tag": tag})
 	svc := serviceName(chartRev)
 	mwc.Webhooks = revisionWebhooks(svc, o.namespace, tag)
 	if tag == "default" {
 		mwc.Webhooks = append(mwc.Webhooks, defaultWebhooks(svc, o.namespace, o.autoInject)...)
 	}
+	o.setCABundle(&mwc)
 	return Install{WebhookConfigurations: []admissionregistrationv1.MutatingWebhookConfiguration{mwc}}
 }
 
@@ -255,21 +265,48 @@ func serviceName(chartRev string) string {
 	return "istiod-" + chartRev
 }
 
-func webhookConfiguration(name, rev string, extraLabels map[string]string) admissionregistrationv1.MutatingWebhookConfiguration {
-	lbls := map[string]string{
-		"app":                         "sidecar-injector",
-		"app.kubernetes.io/name":      "istiod",
-		"istio.io/rev":                rev,
-		"operator.istio.io/component": "Pilot",
-		"release":                     "istiod",
+// chartMeta is the metadata the chart gives what it renders for a
+// revision, plus extra labels.
+func (o options) chartMeta(name, namespace, chartRev string, extra map[string]string) metav1.ObjectMeta {
+	release := serviceName(chartRev)
+	meta := metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{
+		"app.kubernetes.io/name":                    "istiod",
+		"istio.io/rev":                              revisionLabel(chartRev),
+		"operator.istio.io/component":               "Pilot",
+		"release":                                   "istiod",
 		"install.operator.istio.io/owning-resource": "unknown",
+	}}
+	if o.chartVersion != "" {
+		meta.Labels["release"] = release
+		meta.Labels["app.kubernetes.io/instance"] = release
+		meta.Labels["app.kubernetes.io/managed-by"] = "Helm"
+		meta.Labels["app.kubernetes.io/part-of"] = "istio"
+		meta.Labels["app.kubernetes.io/version"] = o.chartVersion
+		meta.Labels["helm.sh/chart"] = "istiod-" + o.chartVersion
+		meta.Labels["helm.toolkit.fluxcd.io/name"] = release
+		meta.Labels["helm.toolkit.fluxcd.io/namespace"] = o.namespace
+		meta.Annotations = map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": o.namespace}
 	}
+	for k, v := range extra {
+		meta.Labels[k] = v
+	}
+	return meta
+}
+
+func webhookConfiguration(name, chartRev string, o options, extraLabels map[string]string) admissionregistrationv1.MutatingWebhookConfiguration {
+	extra := map[string]string{"app": "sidecar-injector"}
 	for k, v := range extraLabels {
-		lbls[k] = v
+		extra[k] = v
 	}
 	return admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+		ObjectMeta: o.chartMeta(name, "", chartRev, extra),
+	}
+}
+
+func (o options) setCABundle(mwc *admissionregistrationv1.MutatingWebhookConfiguration) {
+	for i := range mwc.Webhooks {
+		mwc.Webhooks[i].ClientConfig.CABundle = o.caBundle
 	}
 }
 
@@ -437,19 +474,9 @@ func injectorConfigMap(name, chartRev, image string, o options) corev1.ConfigMap
 		panic(err)
 	}
 	return corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: o.namespace,
-			Labels: map[string]string{
-				"istio.io/rev":                              revisionLabel(chartRev),
-				"operator.istio.io/component":               "Pilot",
-				"release":                                   "istiod",
-				"app.kubernetes.io/name":                    "istiod",
-				"install.operator.istio.io/owning-resource": "unknown",
-			},
-		},
-		Data: map[string]string{"values": string(valuesJSON), "config": string(configYAML)},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: o.chartMeta(name, o.namespace, chartRev, nil),
+		Data:       map[string]string{"values": string(valuesJSON), "config": string(configYAML)},
 	}
 }
 
@@ -470,19 +497,9 @@ func meshConfigMap(name, chartRev string, o options) corev1.ConfigMap {
 		panic(err)
 	}
 	return corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: o.namespace,
-			Labels: map[string]string{
-				"istio.io/rev":                              revisionLabel(chartRev),
-				"operator.istio.io/component":               "Pilot",
-				"release":                                   "istiod",
-				"app.kubernetes.io/name":                    "istiod",
-				"install.operator.istio.io/owning-resource": "unknown",
-			},
-		},
-		Data: map[string]string{"mesh": string(mesh), "meshNetworks": "networks: {}"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: o.chartMeta(name, o.namespace, chartRev, nil),
+		Data:       map[string]string{"mesh": string(mesh), "meshNetworks": "networks: {}"},
 	}
 }
 
