@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // kustomizationFileNames are the names kustomize recognises, in its order.
@@ -35,10 +37,19 @@ type kustomizationFile struct {
 	// files are other paths it names (patches, generators' sources are not
 	// needed: they are never workloads).
 	files []string
+	// deprecated are kustomize's warnings about fields it still accepts
+	// but will drop.
+	deprecated []string
 }
 
 func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 	data, err := readRegular(filepath.Join(dir, name))
+	if err == nil {
+		err = yamlguard.Check(data, yamlguard.Repository)
+	}
+	if yamlguard.IsOverBudget(err) {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +57,7 @@ func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 	if err := sigsyaml.Unmarshal(data, &k); err != nil {
 		return nil, err
 	}
-	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind}
+	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind, deprecated: deprecationsOf(&k)}
 	kf.refs = append(kf.refs, k.Resources...)
 	kf.refs = append(kf.refs, k.Bases...) //nolint:staticcheck // old kustomizations still use bases
 	kf.refs = append(kf.refs, k.Components...)
@@ -68,6 +79,18 @@ func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 		}
 	}
 	return kf, nil
+}
+
+// deprecationsOf returns the warnings kustomize prints for k, without the
+// "# Warning: " it starts them with.
+func deprecationsOf(k *types.Kustomization) []string {
+	var out []string
+	if warnings := k.CheckDeprecatedFields(); warnings != nil {
+		for _, w := range *warnings {
+			out = append(out, strings.TrimPrefix(w, "# Warning: "))
+		}
+	}
+	return out
 }
 
 var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
@@ -118,18 +141,28 @@ func withOriginAnnotations(data []byte) ([]byte, error) {
 
 // guardFS is the file system a kustomize build sees: the disk, read-only,
 // confined to the checkout (symlinks resolved), with optional replaced or
-// added files, and a record of every file read.
+// added files, and a record of every file read. A file over the
+// repository budget (yamlguard) reads as an error: kustomize expands every
+// alias of every file it reads, so this is the last place to refuse one.
 type guardFS struct {
 	root string // absolute, symlinks resolved
 	// replace maps absolute resolved paths to the bytes a build must see.
 	replace map[string][]byte
 	reads   map[string]struct{}
+	// budget judges a file read from disk (absolute resolved path); builds
+	// of one index share its verdicts.
+	budget func(path string, data []byte) error
+	// refused maps the absolute resolved paths of files over budget to why.
+	refused map[string]error
 }
 
 var _ filesys.FileSystem = (*guardFS)(nil)
 
 func newGuardFS(root string, replace map[string][]byte) *guardFS {
-	return &guardFS{root: root, replace: replace, reads: map[string]struct{}{}}
+	return &guardFS{
+		root: root, replace: replace, reads: map[string]struct{}{}, refused: map[string]error{},
+		budget: func(_ string, data []byte) error { return yamlguard.Check(data, yamlguard.Repository) },
+	}
 }
 
 // within reports whether the resolved path p lies inside root.
@@ -239,15 +272,22 @@ func (g *guardFS) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if data, ok := g.replace[r]; ok {
-		g.reads[r] = struct{}{}
-		return data, nil
+	data, replaced := g.replace[r]
+	if replaced {
+		err = yamlguard.Check(data, yamlguard.Repository)
+	} else if data, err = readRegular(r); err == nil {
+		err = g.budget(r, data)
 	}
-	data, err := readRegular(r)
-	if err == nil {
+	if yamlguard.IsOverBudget(err) {
 		g.reads[r] = struct{}{}
+		g.refused[r] = err
+		return nil, fmt.Errorf("%s: %w", relTo(g.root, r), err)
 	}
-	return data, err
+	if err != nil {
+		return nil, err
+	}
+	g.reads[r] = struct{}{}
+	return data, nil
 }
 
 func (g *guardFS) Walk(p string, fn filepath.WalkFunc) error {
@@ -273,12 +313,18 @@ func regular(p string) error {
 	return nil
 }
 
-// readRegular reads a file, refusing anything but a regular file.
+// readRegular reads a file, refusing anything but a regular file and
+// anything beyond the repository's size budget (without reading it).
 func readRegular(p string) ([]byte, error) {
 	if err := regular(p); err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return yamlguard.ReadAll(f, yamlguard.MaxFileBytes)
 }
 
 // kustomizeBuild renders one kustomize root. Plugins are off (no exec, no Go
