@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // Restart is a workload a patch restarts, and the pod template annotations
@@ -35,7 +37,9 @@ func Render(dir string) ([]map[string]any, error) {
 	return objs, err
 }
 
-// recordingFS is the disk, noting every file a build reads.
+// recordingFS is the disk, noting every file a build reads. A file over
+// the repository budget reads as an error, as it does for kedge: kustomize
+// would expand its aliases without bound.
 type recordingFS struct {
 	filesys.FileSystem
 	reads map[string]bool
@@ -43,6 +47,9 @@ type recordingFS struct {
 
 func (r recordingFS) ReadFile(p string) ([]byte, error) {
 	data, err := r.FileSystem.ReadFile(p)
+	if err == nil {
+		err = yamlguard.Check(data, yamlguard.Repository)
+	}
 	if err == nil {
 		if abs, err := filepath.Abs(p); err == nil {
 			if resolved, err := filepath.EvalSymlinks(abs); err == nil {
@@ -80,6 +87,9 @@ func ReadObjects(p string) ([]map[string]any, error) {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
+	}
+	if err := yamlguard.Check(data, yamlguard.Repository); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out []map[string]any
