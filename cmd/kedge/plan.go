@@ -118,14 +118,20 @@ func writeTable(w io.Writer, res *engine.Result) error {
 	}
 	// Files the index could not read may hold a drifted workload's
 	// manifest: say which, so "not-found" can be told from "unreadable".
-	if res.Index != nil && len(res.Index.Problems) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NOT INDEXED	PROBLEM	DETAIL")
+	if res.Index != nil {
+		var skipped, deprecated []manifest.Problem
 		for _, p := range res.Index.Problems {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Path, p.Kind, firstLine(p.Err))
+			if p.Kind == manifest.ProblemDeprecated {
+				deprecated = append(deprecated, p)
+			} else {
+				skipped = append(skipped, p)
+			}
 		}
-		if err := tw.Flush(); err != nil {
+		if err := writeProblems(w, "NOT INDEXED\tPROBLEM\tDETAIL", skipped); err != nil {
+			return err
+		}
+		// Indexed all the same: kustomize still builds them.
+		if err := writeProblems(w, "DEPRECATED\tPROBLEM\tDETAIL", deprecated); err != nil {
 			return err
 		}
 	}
@@ -135,6 +141,19 @@ func writeTable(w io.Writer, res *engine.Result) error {
 	fmt.Fprintf(w, "\n%d drifted workloads, %d skipped, %d files to change\n",
 		len(res.Plan.Workloads), len(res.Plan.Skipped), len(res.Edits.All()))
 	return nil
+}
+
+func writeProblems(w io.Writer, header string, problems []manifest.Problem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, p := range problems {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Path, p.Kind, firstLine(p.Err))
+	}
+	return tw.Flush()
 }
 
 func manifestCell(m drift.Manifest) string {

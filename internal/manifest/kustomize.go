@@ -1,13 +1,17 @@
 package manifest
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -338,10 +342,84 @@ func kustomizeBuild(fs *guardFS, dir string) (_ resmap.ResMap, err error) {
 			err = fmt.Errorf("kustomize build panicked: %v", r)
 		}
 	}()
+	kustomizeStderr.acquire()
+	defer kustomizeStderr.release()
 	opts := krusty.MakeDefaultOptions()
 	opts.LoadRestrictions = types.LoadRestrictionsNone
 	opts.PluginConfig = types.DisabledPluginConfig()
 	return krusty.MakeKustomizer(opts).Run(fs, dir)
+}
+
+// kustomizeStderr keeps kustomize's warnings off kedge's output. kustomize
+// prints "# Warning: 'commonLabels' is deprecated…" to os.Stderr on every
+// build of a kustomization using a deprecated field, with no option to
+// stop it; the index reports those fields as problems instead. While any
+// build runs, os.Stderr is a pipe: its warning lines go to the debug log,
+// every other line to the real standard error. The Go runtime writes its
+// own crash reports to the file descriptor, not through os.Stderr, so
+// those are never caught.
+var kustomizeStderr stderrCapture
+
+type stderrCapture struct {
+	mu     sync.Mutex
+	builds int
+	real   *os.File
+	pipe   *os.File // nil when no pipe could be made: builds print as they would
+	// routed is closed when everything written to the pipe has been routed.
+	routed chan struct{}
+}
+
+func (c *stderrCapture) acquire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.builds++
+	if c.builds > 1 {
+		return
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return
+	}
+	c.real, c.pipe, c.routed = os.Stderr, w, make(chan struct{})
+	os.Stderr = w
+	go routeStderr(r, c.real, c.routed)
+}
+
+func (c *stderrCapture) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.builds--
+	if c.builds > 0 || c.pipe == nil {
+		return
+	}
+	os.Stderr = c.real
+	_ = c.pipe.Close()
+	c.pipe = nil
+	// A build's output is routed by the time the build returns.
+	<-c.routed
+}
+
+// kustomizeWarning starts every warning kustomize prints about a
+// kustomization.
+const kustomizeWarning = "# Warning: "
+
+// routeStderr reads the captured standard error until every build has
+// released it.
+func routeStderr(r, real *os.File, routed chan<- struct{}) {
+	defer close(routed)
+	defer r.Close()
+	lines := bufio.NewReader(r)
+	for {
+		line, err := lines.ReadString('\n')
+		if strings.HasPrefix(line, kustomizeWarning) {
+			slog.Debug("kustomize warning", "warning", strings.TrimSpace(strings.TrimPrefix(line, kustomizeWarning)))
+		} else if line != "" {
+			_, _ = io.WriteString(real, line)
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Render renders the kustomize root dir of the checkout at root exactly as
