@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kedge-io/kedge/internal/app"
 	"github.com/kedge-io/kedge/internal/config"
@@ -16,6 +18,8 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 var planOutputs = []string{"table", "json", "markdown", "patch"}
@@ -75,7 +79,13 @@ func newPlanCommand() *cobra.Command {
 				return &config.Error{Key: "templates.dir", Msg: err.Error()}
 			}
 			summary := engine.MeshSummary(res.Mesh, set)
-			text, err := renderer.Plan(dashboard.PlanView{Plan: res.Plan, Mesh: &summary, Now: time.Now()})
+			plan := res.Plan
+			if plan.Cluster == "" {
+				plan.Cluster = snapshotName(cfg.Source.Snapshot)
+			}
+			text, err := renderer.Plan(dashboard.PlanView{
+				Plan: plan, Mesh: &summary, Now: time.Now(), ProxyVersions: proxyVersions(set),
+			})
 			if err != nil {
 				return err
 			}
@@ -86,6 +96,40 @@ func newPlanCommand() *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// snapshotName names the cluster of an offline plan given no --cluster:
+// the snapshot directory's name ("" for a live cluster).
+func snapshotName(snapshot string) string {
+	if snapshot == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(snapshot)
+	if err != nil {
+		return filepath.Base(snapshot)
+	}
+	return filepath.Base(abs)
+}
+
+// proxyVersions counts each namespace's running pods by proxy version, as
+// the PR bodies chart them.
+func proxyVersions(set *objects.Set) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for i := range set.Pods {
+		p := &set.Pods[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		version := ""
+		if image, ok := mesh.RunningProxy(p); ok {
+			version = dashboard.ProxyVersion(image)
+		}
+		if out[p.Namespace] == nil {
+			out[p.Namespace] = map[string]int{}
+		}
+		out[p.Namespace][version]++
+	}
+	return out
 }
 
 func writeJSON(w io.Writer, v any) error {

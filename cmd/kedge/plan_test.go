@@ -207,3 +207,32 @@ func TestPlanKeepsKustomizeWarningsOffStderr(t *testing.T) {
 		`apps/prod-eu-1/search/kustomization.yaml\s+deprecated\s+'commonLabels' is deprecated`, out.String())
 	assert.Regexp(t, `search\s+Deployment\s+indexer\s+.*found apps/prod-eu-1/search/indexer.yaml`, out.String())
 }
+
+// TestPlanMarkdownNamesTheClusterAndChartsProxies: the offline dashboard's
+// title names the cluster (--cluster, KEDGE_CLUSTER, else the snapshot's
+// directory), and each namespace carries the proxy-version chart a PR body
+// shows.
+func TestPlanMarkdownNamesTheClusterAndChartsProxies(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		env   string
+		title string
+	}{
+		{name: "flag", args: []string{"--cluster", "prod-eu-1"}, title: "# Istio data-plane drift in prod-eu-1\n"},
+		{name: "environment", env: "eu-west", title: "# Istio data-plane drift in eu-west\n"},
+		{name: "snapshot", title: "# Istio data-plane drift in cluster\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("KEDGE_CLUSTER", tt.env)
+			}
+			args := append([]string{"plan", "--snapshot", demoCluster, "--repo", demoRepo, "--output", "markdown"}, tt.args...)
+			code, out, stderr := run(t, args...)
+			require.Equal(t, exitOK, code, stderr)
+			assert.True(t, strings.HasPrefix(out, tt.title), "title of:\n%s", out)
+			assert.Contains(t, out, "### Proxy versions in shop\n\n```mermaid\npie showData\n    title 16 pods in shop\n")
+		})
+	}
+}
