@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -74,7 +75,13 @@ func newPlanCommand() *cobra.Command {
 			if err != nil {
 				return &config.Error{Key: "templates.dir", Msg: err.Error()}
 			}
-			text, err := renderer.Plan(dashboard.PlanView{Plan: res.Plan, Mesh: &res.Mesh, Now: time.Now()})
+			shown := res.Plan
+			if shown.Cluster == "" {
+				shown.Cluster = snapshotName(cfg.Source.Snapshot)
+			}
+			text, err := renderer.Plan(dashboard.PlanView{
+				Plan: shown, Mesh: &res.Mesh, Now: time.Now(), ProxyVersions: proxyVersions(res),
+			})
 			if err != nil {
 				return err
 			}
@@ -85,6 +92,33 @@ func newPlanCommand() *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// snapshotName names the cluster of an offline plan given no --cluster:
+// the snapshot directory's name ("" for a live cluster).
+func snapshotName(snapshot string) string {
+	if snapshot == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(snapshot)
+	if err != nil {
+		return filepath.Base(snapshot)
+	}
+	return filepath.Base(abs)
+}
+
+// proxyVersions counts each namespace's running pods by proxy version, as
+// the PR bodies chart them.
+// proxyVersions counts each namespace's live pods by proxy version, as
+// the plan found them.
+func proxyVersions(res *plan.Result) map[string]map[string]int {
+	out := make(map[string]map[string]int, len(res.Namespaces))
+	for ns, facts := range res.Namespaces {
+		if len(facts.ProxyVersions) > 0 {
+			out[ns] = facts.ProxyVersions
+		}
+	}
+	return out
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -117,14 +151,20 @@ func writeTable(w io.Writer, res *plan.Result) error {
 	}
 	// Files the index could not read may hold a drifted workload's
 	// manifest: say which, so "not-found" can be told from "unreadable".
-	if res.Index != nil && len(res.Index.Problems) > 0 {
-		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NOT INDEXED	PROBLEM	DETAIL")
+	if res.Index != nil {
+		var skipped, deprecated []manifest.Problem
 		for _, p := range res.Index.Problems {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Path, p.Kind, firstLine(p.Err))
+			if p.Kind == manifest.ProblemDeprecated {
+				deprecated = append(deprecated, p)
+			} else {
+				skipped = append(skipped, p)
+			}
 		}
-		if err := tw.Flush(); err != nil {
+		if err := writeProblems(w, "NOT INDEXED\tPROBLEM\tDETAIL", skipped); err != nil {
+			return err
+		}
+		// Indexed all the same: kustomize still builds them.
+		if err := writeProblems(w, "DEPRECATED\tPROBLEM\tDETAIL", deprecated); err != nil {
 			return err
 		}
 	}
@@ -134,6 +174,19 @@ func writeTable(w io.Writer, res *plan.Result) error {
 	fmt.Fprintf(w, "\n%d drifted workloads, %d skipped, %d files to change\n",
 		len(res.Plan.Workloads), len(res.Plan.Skipped), len(res.Edits.All()))
 	return nil
+}
+
+func writeProblems(w io.Writer, header string, problems []manifest.Problem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, p := range problems {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Path, p.Kind, firstLine(p.Err))
+	}
+	return tw.Flush()
 }
 
 func manifestCell(m drift.Manifest) string {

@@ -175,3 +175,64 @@ func TestPlanTableNamesFilesItCouldNotIndex(t *testing.T) {
 	assert.Contains(t, row, "build-failed", out.String())
 	assert.Regexp(t, `search\s+Deployment\s+indexer\s+.*not-found`, out.String())
 }
+
+// TestPlanKeepsKustomizeWarningsOffStderr: kustomize prints a warning for a
+// deprecated field on every build, straight to the process's standard
+// error. `kedge plan` keeps its standard error clean and lists the fields
+// in the table instead, and the workloads are located as usual.
+func TestPlanKeepsKustomizeWarningsOffStderr(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "gitops")
+	treecopy.Copy(t, demoRepo, repo)
+	kustomization := filepath.Join(repo, "apps", "prod-eu-1", "search", "kustomization.yaml")
+	require.NoError(t, os.WriteFile(kustomization, []byte("apiVersion: kustomize.config.k8s.io/v1beta1\n"+
+		"kind: Kustomization\ncommonLabels: {team: search}\nresources: [search-api.yaml, indexer.yaml, synonyms.yaml]\n"), 0o644))
+
+	processStderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	require.NoError(t, err)
+	defer processStderr.Close()
+	realStderr := os.Stderr
+	os.Stderr = processStderr
+	var out, errOut bytes.Buffer
+	code := execute(context.Background(), []string{
+		"plan", "--snapshot", demoCluster, "--repo", repo, "--cluster", "prod-eu-1",
+	}, &out, &errOut)
+	os.Stderr = realStderr
+	require.Equal(t, exitOK, code, errOut.String())
+
+	written, err := os.ReadFile(processStderr.Name())
+	require.NoError(t, err)
+	assert.Empty(t, string(written), "the process's standard error")
+	assert.Empty(t, errOut.String(), "the command's standard error")
+	assert.Regexp(t, `(?m)^DEPRECATED\s+PROBLEM\s+DETAIL\n`+
+		`apps/prod-eu-1/search/kustomization.yaml\s+deprecated\s+'commonLabels' is deprecated`, out.String())
+	assert.Regexp(t, `search\s+Deployment\s+indexer\s+.*found apps/prod-eu-1/search/indexer.yaml`, out.String())
+}
+
+// TestPlanMarkdownNamesTheClusterAndChartsProxies: the offline dashboard's
+// title names the cluster (--cluster, KEDGE_CLUSTER, else the snapshot's
+// directory), and each namespace carries the proxy-version chart a PR body
+// shows.
+func TestPlanMarkdownNamesTheClusterAndChartsProxies(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		env   string
+		title string
+	}{
+		{name: "flag", args: []string{"--cluster", "prod-eu-1"}, title: "# Istio data-plane drift in prod-eu-1\n"},
+		{name: "environment", env: "eu-west", title: "# Istio data-plane drift in eu-west\n"},
+		{name: "snapshot", title: "# Istio data-plane drift in cluster\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.env != "" {
+				t.Setenv("KEDGE_CLUSTER", tt.env)
+			}
+			args := append([]string{"plan", "--snapshot", demoCluster, "--repo", demoRepo, "--output", "markdown"}, tt.args...)
+			code, out, stderr := run(t, args...)
+			require.Equal(t, exitOK, code, stderr)
+			assert.True(t, strings.HasPrefix(out, tt.title), "title of:\n%s", out)
+			assert.Contains(t, out, "### Proxy versions in shop\n\n```mermaid\npie showData\n    title 16 pods in shop\n")
+		})
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,9 +15,47 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 )
 
-// TestBadConfig loads each file of testdata/bad/config for `kedge run`: it
-// must fail with a *config.Error naming the key (or the file) its first
-// line wants, so the CLI exits 2 pointing at the exact thing to fix.
+// loadOutcome is how loading a configuration or a template override
+// failed, as the bounded child reports it.
+type loadOutcome struct {
+	Err string
+	// ConfigKey is the key a *config.Error names; IsConfigError says the
+	// error was one.
+	ConfigKey     string
+	IsConfigError bool
+}
+
+// loadConfigCase loads file for `kedge run` (the child side of a
+// configuration case).
+func loadConfigCase(file string) loadOutcome {
+	cfg, err := config.Load(file, nil, nil)
+	if err == nil {
+		err = cfg.Validate(config.ModeRun)
+	}
+	if err == nil {
+		return loadOutcome{}
+	}
+	out := loadOutcome{Err: err.Error()}
+	var cerr *config.Error
+	if errors.As(err, &cerr) {
+		out.IsConfigError, out.ConfigKey = true, cerr.Key
+	}
+	return out
+}
+
+// loadTemplatesCase loads dir as a template override (the child side of a
+// template case).
+func loadTemplatesCase(dir string) loadOutcome {
+	if _, err := dashboard.NewRenderer(dir); err != nil {
+		return loadOutcome{Err: err.Error()}
+	}
+	return loadOutcome{}
+}
+
+// TestBadConfig loads each file of testdata/bad/config for `kedge run`, in
+// a bounded child process (runBounded): it must fail with a *config.Error
+// naming the key (or the file) its first line wants, so the CLI exits 2
+// pointing at the exact thing to fix.
 func TestBadConfig(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(corpus, "config", "*.yaml"))
 	require.NoError(t, err)
@@ -26,18 +63,12 @@ func TestBadConfig(t *testing.T) {
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) {
 			want := wantLine(t, file)
-			err := within(t, 30*time.Second, func() error {
-				cfg, err := config.Load(file, nil, nil)
-				if err != nil {
-					return err
-				}
-				return cfg.Validate(config.ModeRun)
-			})
-			var cerr *config.Error
-			require.True(t, errors.As(err, &cerr), "want a *config.Error, got %v", err)
-			assert.True(t, cerr.Key == want || strings.HasSuffix(cerr.Key, "/"+want),
-				"the error names %q, want %q (%v)", cerr.Key, want, err)
-			assert.NotContains(t, err.Error(), "ghs_leaked", "the error repeats a credential")
+			var got loadOutcome
+			runBounded(t, "config", file, &got)
+			require.True(t, got.IsConfigError, "want a *config.Error, got %q", got.Err)
+			assert.True(t, got.ConfigKey == want || strings.HasSuffix(got.ConfigKey, "/"+want),
+				"the error names %q, want %q (%v)", got.ConfigKey, want, got.Err)
+			assert.NotContains(t, got.Err, "ghs_leaked", "the error repeats a credential")
 		})
 	}
 }
@@ -58,22 +89,21 @@ func wantLine(t *testing.T, file string) string {
 }
 
 // TestBadTemplates loads each directory of testdata/bad/templates as a
-// template override: kedge refuses to start with an error naming the file
-// and the fault (every line of WANT), rather than failing in the middle of
-// a cycle or rendering something half-made.
+// template override, in a bounded child process (runBounded): kedge
+// refuses to start with an error naming the file and the fault (every line
+// of WANT), rather than failing in the middle of a cycle or rendering
+// something half-made.
 func TestBadTemplates(t *testing.T) {
 	for _, name := range caseDirs(t, "templates") {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(corpus, "templates", name)
 			wantData, err := os.ReadFile(filepath.Join(dir, "WANT"))
 			require.NoError(t, err)
-			err = within(t, 30*time.Second, func() error {
-				_, err := dashboard.NewRenderer(dir)
-				return err
-			})
-			require.Error(t, err)
+			var got loadOutcome
+			runBounded(t, "templates", dir, &got)
+			require.NotEmpty(t, got.Err, "the override must be refused")
 			for _, want := range strings.Split(strings.TrimSpace(string(wantData)), "\n") {
-				assert.Contains(t, err.Error(), want)
+				assert.Contains(t, got.Err, want)
 			}
 		})
 	}

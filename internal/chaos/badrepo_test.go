@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,11 +26,8 @@ import (
 // copy of the demo GitOps repository, then the case's expectations are
 // checked against what `kedge plan` would edit.
 type repoCase struct {
-	About string `json:"about"`
-	// KnownIssue names a defect not fixed yet: the case is skipped with
-	// it unless KEDGE_BAD_KNOWN is set.
-	KnownIssue string      `json:"knownIssue"`
-	Generate   []generated `json:"generate"`
+	About    string      `json:"about"`
+	Generate []generated `json:"generate"`
 	// Remove deletes demo files before files/ is laid over.
 	Remove []string `json:"remove"`
 	// Problems must be reported by the index (kind optional).
@@ -38,6 +35,10 @@ type repoCase struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`
 	} `json:"problems"`
+	// SameAsDemo says the bad files cost nothing but themselves: the plan,
+	// the edits and the refusals are the demo repository's, and the
+	// problems are the demo's plus exactly those listed.
+	SameAsDemo bool `json:"sameAsDemo"`
 	// Untouched files are in no edit.
 	Untouched []string `json:"untouched"`
 	// Refused files are reported as files kedge will not edit, with a
@@ -58,18 +59,61 @@ type repoCase struct {
 	} `json:"workloads"`
 }
 
+// repoOutcome is what planning the demo cluster against a repository gave,
+// as the bounded child reports it.
+type repoOutcome struct {
+	Err      string
+	Plan     drift.Plan
+	Problems []manifest.Problem
+	Edits    []manifest.FileEdit
+	Refused  []manifest.Refusal
+}
+
+// repoConfig is the configuration the repository cases plan with.
+func repoConfig() (*config.Config, error) {
+	cfg, err := config.Load("", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Cluster, cfg.Repo.Owner, cfg.Repo.Name = Cluster, Owner, RepoName
+	return cfg, nil
+}
+
+// planRepository is `kedge plan` of the demo cluster against repo (the
+// child side of a repository case).
+func planRepository(repo string) repoOutcome {
+	set, err := cluster.ReadSnapshot(DemoCluster)
+	if err != nil {
+		return repoOutcome{Err: err.Error()}
+	}
+	cfg, err := repoConfig()
+	if err != nil {
+		return repoOutcome{Err: err.Error()}
+	}
+	res, err := plan.Build(set, assemble.PlanOptions(cfg, repo))
+	if err != nil {
+		return repoOutcome{Err: err.Error()}
+	}
+	return repoOutcome{Plan: res.Plan, Problems: res.Index.Problems, Edits: res.Edits.All(), Refused: res.Edits.Refused}
+}
+
 // TestBadRepositoryInput plans the demo cluster against the demo repository
-// spoiled by each case. Whatever the case, planning finishes quickly and
-// does not fail as a whole; each bad file is reported or left alone; and
-// every edit kedge does make changes nothing but the restart annotations
-// (rendered with kustomize before and after) and keeps the file's byte
-// order mark and line endings.
+// spoiled by each case, each in a bounded child process (runBounded).
+// Whatever the case, planning finishes within the bounds and does not fail
+// as a whole; each bad file is reported or left alone; and every edit kedge
+// does make changes nothing but the restart annotations (rendered with
+// kustomize before and after) and keeps the file's byte order mark and line
+// endings.
 func TestBadRepositoryInput(t *testing.T) {
 	set, err := cluster.ReadSnapshot(DemoCluster)
 	require.NoError(t, err)
-	cfg, err := config.Load("", nil, nil)
+	cfg, err := repoConfig()
 	require.NoError(t, err)
-	cfg.Cluster, cfg.Repo.Owner, cfg.Repo.Name = Cluster, Owner, RepoName
+	clean := filepath.Join(t.TempDir(), "gitops")
+	treecopy.Copy(t, DemoRepo, clean)
+	var demo repoOutcome
+	runBounded(t, "repo", clean, &demo)
+	require.Empty(t, demo.Err)
 
 	for _, name := range caseDirs(t, "repo") {
 		t.Run(name, func(t *testing.T) {
@@ -77,7 +121,6 @@ func TestBadRepositoryInput(t *testing.T) {
 			var c repoCase
 			readCase(t, filepath.Join(dir, "case.yaml"), &c)
 			require.NotEmpty(t, c.About, "say what the case is")
-			skipKnown(t, c.KnownIssue)
 
 			repo := filepath.Join(t.TempDir(), "gitops")
 			treecopy.Copy(t, DemoRepo, repo)
@@ -89,24 +132,19 @@ func TestBadRepositoryInput(t *testing.T) {
 			}
 			generate(t, repo, c.Generate)
 
-			type built struct {
-				res *plan.Result
-				err error
-			}
-			b := within(t, time.Minute, func() built {
-				res, err := plan.Build(set, assemble.PlanOptions(cfg, repo))
-				return built{res, err}
-			})
-			require.NoError(t, b.err, "one bad file must not stop the plan")
-			res := b.res
+			var res repoOutcome
+			runBounded(t, "repo", repo, &res)
+			require.Empty(t, res.Err, "one bad file must not stop the plan")
 
 			for _, want := range c.Problems {
-				assert.True(t, hasProblem(res.Index.Problems, want.Path, want.Kind),
-					"problem %s %s not reported; got %v", want.Kind, want.Path, res.Index.Problems)
+				assert.True(t, hasProblem(res.Problems, want.Path, want.Kind),
+					"problem %s %s not reported; got %v", want.Kind, want.Path, res.Problems)
 			}
-			edits := res.Edits.All()
+			if c.SameAsDemo {
+				assertSameAsDemo(t, demo, res, c)
+			}
 			edited := map[string]manifest.FileEdit{}
-			for _, e := range edits {
+			for _, e := range res.Edits {
 				edited[e.Path] = e
 			}
 			for _, p := range c.Untouched {
@@ -114,12 +152,12 @@ func TestBadRepositoryInput(t *testing.T) {
 			}
 			for _, want := range c.Refused {
 				found := false
-				for _, r := range res.Edits.Refused {
+				for _, r := range res.Refused {
 					if r.Path == want.Path && strings.Contains(r.Reason, want.Reason) {
 						found = true
 					}
 				}
-				assert.True(t, found, "refusal of %s (%q) not reported; got %+v", want.Path, want.Reason, res.Edits.Refused)
+				assert.True(t, found, "refusal of %s (%q) not reported; got %+v", want.Path, want.Reason, res.Refused)
 			}
 			for _, want := range c.Workloads {
 				w, ok := findWorkload(res.Plan, want.ID)
@@ -133,18 +171,38 @@ func TestBadRepositoryInput(t *testing.T) {
 				}
 			}
 
-			require.NotEmpty(t, edits, "the rest of the repository is still served")
-			for _, e := range edits {
+			require.NotEmpty(t, res.Edits, "the rest of the repository is still served")
+			for _, e := range res.Edits {
 				assertBytesKept(t, e)
 			}
 			if c.WaiveLineRules == "" {
-				assert.Empty(t, editcheck.PatchLineViolations(manifest.UnifiedDiff(edits), editcheck.Rules{
+				assert.Empty(t, editcheck.PatchLineViolations(manifest.UnifiedDiff(res.Edits), editcheck.Rules{
 					AnnotationKeys: []string{cfg.Restart.Annotation, cfg.Restart.TargetAnnotation},
 					PatchFile:      "kedge-restart-patch.yaml",
 				}))
 			}
 			assertRendersSame(t, repo, set.Kustomizations, res, cfg)
 		})
+	}
+}
+
+// assertSameAsDemo holds a case to the demo's outcome: every workload is
+// located and edited exactly as without the bad files, which only add
+// their own problems.
+func assertSameAsDemo(t *testing.T, demo, got repoOutcome, c repoCase) {
+	t.Helper()
+	assert.Equal(t, demo.Plan, got.Plan)
+	assert.Equal(t, demo.Edits, got.Edits)
+	assert.Equal(t, demo.Refused, got.Refused)
+	var extra []manifest.Problem
+	for _, p := range got.Problems {
+		if !slices.Contains(demo.Problems, p) {
+			extra = append(extra, p)
+		}
+	}
+	require.Len(t, extra, len(c.Problems), "problems beyond the demo's: %v", extra)
+	for _, want := range c.Problems {
+		assert.True(t, hasProblem(extra, want.Path, want.Kind), "problem %s %s not among %v", want.Kind, want.Path, extra)
 	}
 }
 
@@ -188,12 +246,12 @@ func assertBytesKept(t *testing.T, e manifest.FileEdit) {
 // assertRendersSame writes the edits into a copy of the repository and
 // renders both with kustomize: only the restart annotations of the planned
 // workloads may differ.
-func assertRendersSame(t *testing.T, repo string, kustomizations []objects.Kustomization, res *plan.Result, cfg *config.Config) {
+func assertRendersSame(t *testing.T, repo string, kustomizations []objects.Kustomization, res repoOutcome, cfg *config.Config) {
 	t.Helper()
 	after := filepath.Join(t.TempDir(), "after")
 	require.NoError(t, os.CopyFS(after, os.DirFS(repo)))
 	var changed []string
-	for _, e := range res.Edits.All() {
+	for _, e := range res.Edits {
 		full := filepath.Join(after, filepath.FromSlash(e.Path))
 		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
 		require.NoError(t, os.WriteFile(full, e.After, 0o644))

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +12,6 @@ import (
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
@@ -32,15 +30,40 @@ type snapshotCase struct {
 	Same string `json:"same"`
 }
 
-// TestBadSnapshotInput reads the demo snapshot spoiled by each case: a bad
-// file fails the read with an error naming the file (a plan from a partial
-// cluster would restart the wrong workloads), and what kedge does not read
-// changes nothing. Either way the answer comes quickly.
-func TestBadSnapshotInput(t *testing.T) {
+// snapshotOutcome is what reading a snapshot (and planning it, when it
+// reads) gave, as the bounded child reports it.
+type snapshotOutcome struct {
+	Err  string
+	Plan drift.Plan
+}
+
+// readSnapshotCase reads the snapshot dir and plans it without a
+// repository (the child side of a snapshot case).
+func readSnapshotCase(dir string) snapshotOutcome {
+	set, err := cluster.ReadSnapshot(dir)
+	if err != nil {
+		return snapshotOutcome{Err: err.Error()}
+	}
 	cfg, err := config.Load("", nil, nil)
-	require.NoError(t, err)
+	if err != nil {
+		return snapshotOutcome{Err: err.Error()}
+	}
 	cfg.Cluster = Cluster
-	demo := planOf(t, cfg, DemoCluster)
+	res, err := plan.Build(set, assemble.PlanOptions(cfg, ""))
+	if err != nil {
+		return snapshotOutcome{Err: "plan: " + err.Error()}
+	}
+	return snapshotOutcome{Plan: res.Plan}
+}
+
+// TestBadSnapshotInput reads the demo snapshot spoiled by each case, each
+// in a bounded child process (runBounded): a bad file fails the read with
+// an error naming the file (a plan from a partial cluster would restart the
+// wrong workloads), and what kedge does not read changes nothing.
+func TestBadSnapshotInput(t *testing.T) {
+	var demo snapshotOutcome
+	runBounded(t, "snapshot", DemoCluster, &demo)
+	require.Empty(t, demo.Err)
 
 	for _, name := range caseDirs(t, "snapshot") {
 		t.Run(name, func(t *testing.T) {
@@ -57,43 +80,27 @@ func TestBadSnapshotInput(t *testing.T) {
 			}
 			generate(t, snapshot, c.Generate)
 
-			type read struct {
-				set *objects.Set
-				err error
-			}
-			r := within(t, time.Minute, func() read {
-				set, err := cluster.ReadSnapshot(snapshot)
-				return read{set, err}
-			})
+			var got snapshotOutcome
+			runBounded(t, "snapshot", snapshot, &got)
 			if len(c.Error) > 0 {
-				require.Error(t, r.err)
+				require.NotEmpty(t, got.Err, "the read must fail")
 				for _, word := range c.Error {
-					assert.Contains(t, r.err.Error(), word)
+					assert.Contains(t, got.Err, word)
 				}
 				return
 			}
-			require.NoError(t, r.err)
-			got := planOf(t, cfg, snapshot)
+			require.Empty(t, got.Err)
 			switch c.Same {
 			case "plan":
-				assert.Equal(t, demo.Workloads, got.Workloads)
-				assert.Equal(t, demo.Skipped, got.Skipped)
+				assert.Equal(t, demo.Plan.Workloads, got.Plan.Workloads)
+				assert.Equal(t, demo.Plan.Skipped, got.Plan.Skipped)
 			case "workloads":
-				assert.Equal(t, workloadTargets(demo), workloadTargets(got))
+				assert.Equal(t, workloadTargets(demo.Plan), workloadTargets(got.Plan))
 			default:
 				t.Fatalf("same: %q", c.Same)
 			}
 		})
 	}
-}
-
-func planOf(t *testing.T, cfg *config.Config, snapshot string) drift.Plan {
-	t.Helper()
-	set, err := cluster.ReadSnapshot(snapshot)
-	require.NoError(t, err)
-	res, err := plan.Build(set, assemble.PlanOptions(cfg, ""))
-	require.NoError(t, err)
-	return res.Plan
 }
 
 // workloadTargets is what a plan asks of each workload, without counts.

@@ -3,14 +3,19 @@ package chaos
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 )
@@ -114,28 +119,170 @@ func hugeYAML(n int) []byte {
 	return b.Bytes()
 }
 
-// within runs fn, failing the test when it takes longer than limit: hostile
-// input must be refused, not chewed on.
-func within[T any](t *testing.T, limit time.Duration, fn func() T) T {
+// The bounds of every bad-input case: hostile input must be refused, not
+// chewed on, and must not take the process down with it. A case runs in a
+// child process so that its memory is its own and a runaway is stopped.
+const (
+	caseDeadline = 10 * time.Second
+	caseMemory   = 512 << 20
+	// caseGoMemLimit makes the child's collector work hard before the
+	// bound, so only memory kedge really holds can exceed it.
+	caseGoMemLimit = "448MiB"
+	// memoryPoll is how often the child's RSS is looked at while it runs.
+	memoryPoll = 10 * time.Millisecond
+)
+
+// caseEnv tells a test binary to run one bad-input case ("op:path")
+// instead of tests and print its outcome as JSON (see TestMain).
+const caseEnv = "KEDGE_BAD_INPUT_CASE"
+
+// runBounded runs the case op on path in a child process and decodes its
+// outcome into out. The child must end by itself within caseDeadline, with
+// a peak RSS within caseMemory; one growing past it is killed at once.
+func runBounded(t *testing.T, op, path string, out any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	run, err := startBounded(op, path, caseDeadline, caseMemory)
+	require.NoError(t, err)
+	require.False(t, run.timedOut, "the case was still running after %s", caseDeadline)
+	require.False(t, run.overran, "the case grew past %d MiB and was killed", caseMemory>>20)
+	assert.LessOrEqual(t, run.peak, int64(caseMemory), "peak RSS of the case")
+	require.NoError(t, run.err, "the case failed: %s", run.stderr)
+	require.NoError(t, json.Unmarshal(run.stdout, out), "outcome: %s", run.stdout)
+}
+
+// boundedRun is how a bounded child ended.
+type boundedRun struct {
+	timedOut, overran bool
+	peak              int64 // bytes
+	err               error
+	stdout, stderr    []byte
+}
+
+func startBounded(op, path string, deadline time.Duration, memory int64) (boundedRun, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	done := make(chan T, 1)
-	go func() { done <- fn() }()
-	select {
-	case v := <-done:
-		return v
-	case <-ctx.Done():
-		t.Fatalf("still running after %s", limit)
-		panic("unreachable")
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), caseEnv+"="+op+":"+path, "GOMEMLIMIT="+caseGoMemLimit)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return boundedRun{}, err
+	}
+	overran := watchMemory(cmd.Process, memory)
+	err := cmd.Wait()
+	return boundedRun{
+		timedOut: ctx.Err() != nil,
+		overran:  overran(),
+		peak:     cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10, // KiB on Linux
+		err:      err, stdout: stdout.Bytes(), stderr: stderr.Bytes(),
+	}, nil
+}
+
+// TestBoundedCaseIsStopped: a case that grows without end is killed at the
+// memory bound, and one that never ends at the deadline, each reported as
+// such rather than taking the machine or the test run down.
+func TestBoundedCaseIsStopped(t *testing.T) {
+	cases := []struct {
+		op                string
+		deadline          time.Duration
+		memory            int64
+		timedOut, overran bool
+	}{
+		{op: "grow", deadline: time.Minute, memory: 128 << 20, overran: true},
+		{op: "hang", deadline: time.Second, memory: caseMemory, timedOut: true},
+	}
+	for _, c := range cases {
+		t.Run(c.op, func(t *testing.T) {
+			run, err := startBounded(c.op, "", c.deadline, c.memory)
+			require.NoError(t, err)
+			assert.Equal(t, c.timedOut, run.timedOut)
+			assert.Equal(t, c.overran, run.overran)
+			assert.Error(t, run.err, "the child was killed")
+		})
 	}
 }
 
-// skipKnown skips a case whose defect is known and not fixed yet, unless
-// KEDGE_BAD_KNOWN is set (to check a fix).
-func skipKnown(t *testing.T, issue string) {
-	t.Helper()
-	if issue != "" && os.Getenv("KEDGE_BAD_KNOWN") == "" {
-		t.Skip("known issue: " + issue)
+// grow allocates and keeps memory until it is killed.
+func grow() {
+	var kept [][]byte
+	for {
+		b := make([]byte, 1<<20)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		kept = append(kept, b)
 	}
+}
+
+// watchMemory kills p as soon as its resident memory exceeds limit; the
+// function it returns stops watching and tells whether it did.
+func watchMemory(p *os.Process, limit int64) func() bool {
+	done := make(chan struct{})
+	killed := make(chan bool, 1)
+	go func() {
+		tick := time.NewTicker(memoryPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				killed <- false
+				return
+			case <-tick.C:
+				if rss, ok := residentBytes(p.Pid); ok && rss > limit {
+					_ = p.Kill()
+					<-done
+					killed <- true
+					return
+				}
+			}
+		}
+	}()
+	return func() bool {
+		close(done)
+		return <-killed
+	}
+}
+
+// residentBytes reads a process's resident set size from /proc.
+func residentBytes(pid int) (int64, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kib << 10, err == nil
+		}
+	}
+	return 0, false
+}
+
+// runCase is the child side of runBounded: it runs one case and prints its
+// outcome; the exit code is 2 for a request it does not know.
+func runCase(request string) int {
+	op, path, _ := strings.Cut(request, ":")
+	var out any
+	switch op {
+	case "repo":
+		out = planRepository(path)
+	case "snapshot":
+		out = readSnapshotCase(path)
+	case "config":
+		out = loadConfigCase(path)
+	case "templates":
+		out = loadTemplatesCase(path)
+	case "grow":
+		grow()
+	case "hang":
+		time.Sleep(time.Hour)
+	default:
+		fmt.Fprintf(os.Stderr, "unknown case operation %q\n", op)
+		return 2
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }

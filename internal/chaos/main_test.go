@@ -6,10 +6,14 @@ import (
 )
 
 // TestMain lets the test binary double as `kedge run --once` for the
-// SIGKILL scenarios (see World.SigkillCycle).
+// SIGKILL scenarios (see World.SigkillCycle), and as the bounded process
+// of one bad-input case (see runBounded).
 func TestMain(m *testing.M) {
 	if configFile := os.Getenv(ChildEnv); configFile != "" {
 		os.Exit(RunChildCycle(configFile))
+	}
+	if request := os.Getenv(caseEnv); request != "" {
+		os.Exit(runCase(request))
 	}
 	os.Exit(m.Run())
 }

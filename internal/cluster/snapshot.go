@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // SnapshotError names the file (and document) a snapshot could not be read
@@ -184,7 +185,7 @@ func eachDocument(data []byte, isJSON bool, fn func(raw []byte) error) error {
 		if err != nil {
 			return err
 		}
-		raw, err := yaml.YAMLToJSON(doc)
+		raw, err := yamlToJSON(doc)
 		if err != nil {
 			return err
 		}
@@ -195,6 +196,17 @@ func eachDocument(data []byte, isJSON bool, fn func(raw []byte) error) error {
 			return err
 		}
 	}
+}
+
+// yamlToJSON converts one YAML document, refusing one whose aliases would
+// expand it far beyond its size before the converter expands them.
+// Snapshots have no size or depth budget: the pods of a large cluster are
+// one List of a gigabyte, and the decoders bound nesting themselves.
+func yamlToJSON(doc []byte) ([]byte, error) {
+	if err := yamlguard.Check(doc, yamlguard.AliasesOnly); err != nil {
+		return nil, err
+	}
+	return yaml.YAMLToJSON(doc)
 }
 
 func isEmptyDocument(raw []byte) bool {

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/kedge-io/kedge/internal/gcpace"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -171,7 +169,7 @@ func decodeChunk(c *chunk, trim *trimmer) (*objects.Set, error) {
 		start = end
 		if !c.json {
 			var err error
-			if raw, err = yaml.YAMLToJSON(raw); err != nil {
+			if raw, err = yamlToJSON(raw); err != nil {
 				return nil, err
 			}
 		}
@@ -434,7 +432,7 @@ func (d *streamDecoder) endDocument(doc *docScan) error {
 	if doc.items == 0 {
 		return errNotStreamable
 	}
-	raw, err := yaml.YAMLToJSON(doc.header)
+	raw, err := yamlToJSON(doc.header)
 	if err != nil {
 		return errNotStreamable
 	}

@@ -1,14 +1,17 @@
 package cluster
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 func writeTree(t *testing.T, files map[string]string) string {
@@ -237,6 +240,31 @@ func TestReadSnapshotErrorsNameFileAndDocument(t *testing.T) {
 			_, err := ReadSnapshot(writeTree(t, tt.files))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+// TestBadSnapshotAliasesAreRefusedUnexpanded: a List whose aliases nest
+// ("billion laughs") is refused by the alias budget before any decoder
+// expands it, whether the file is read whole or streamed item by item.
+func TestBadSnapshotAliasesAreRefusedUnexpanded(t *testing.T) {
+	laughs := "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n  data:\n" +
+		"    a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+	for i, name := range []string{"b", "c", "d", "e", "f", "g", "h"} {
+		prev := string(rune('a' + i))
+		laughs += "    " + name + ": &" + name + " [" + strings.TrimSuffix(strings.Repeat("*"+prev+", ", 10), ", ") + "]\n"
+	}
+	for _, streamed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
+			if streamed {
+				old := streamThreshold
+				streamThreshold = 0
+				defer func() { streamThreshold = old }()
+			}
+			_, err := ReadSnapshot(writeTree(t, map[string]string{"shop/laughs.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n" + laughs}))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "snapshot shop/laughs.yaml: document 2: excessive aliasing")
+			assert.True(t, yamlguard.IsOverBudget(err))
 		})
 	}
 }

@@ -189,7 +189,10 @@ func typical() fixture {
 	return fixture{
 		pr: pr, dashboard: dashboard,
 		comments: comments,
-		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: all, Skipped: dashboard.Skipped}, Mesh: &m, Now: now},
+		plan: PlanView{
+			Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: all, Skipped: dashboard.Skipped}, Mesh: &m, Now: now,
+			ProxyVersions: map[string]map[string]int{"shop": pr.ProxyVersions, "payments": {"1.23.2": 2, "1.24.0": 3}},
+		},
 	}
 }
 
@@ -221,7 +224,10 @@ func oneWorkload() fixture {
 			LastCycle:  now, LastCycleDuration: 1500 * time.Millisecond,
 		},
 		comments: commentsFor(pr, ws),
-		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now},
+		plan: PlanView{
+			Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now,
+			ProxyVersions: map[string]map[string]int{"web": pr.ProxyVersions},
+		},
 	}
 }
 
@@ -309,7 +315,10 @@ func hostile() fixture {
 	}
 	return fixture{
 		pr: pr, dashboard: dashboard, comments: comments,
-		plan: PlanView{Plan: drift.Plan{Cluster: hLink, Workloads: ws, Skipped: dashboard.Skipped}, Mesh: &m, Now: now},
+		plan: PlanView{
+			Plan: drift.Plan{Cluster: hLink, Workloads: ws, Skipped: dashboard.Skipped}, Mesh: &m, Now: now,
+			ProxyVersions: map[string]map[string]int{hPipe: pr.ProxyVersions},
+		},
 	}
 }
 
@@ -348,7 +357,8 @@ func relabelOnly() fixture {
 			LastCycle:  now, LastCycleDuration: 2 * time.Second,
 		},
 		comments: commentsFor(pr, nil),
-		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1"}, Now: now},
+		// An offline plan of a snapshot that names no cluster.
+		plan: PlanView{Plan: drift.Plan{}, Now: now},
 	}
 }
 

@@ -74,6 +74,7 @@ func samples() []sample {
 	full.plan = PlanView{
 		Plan: drift.Plan{Cluster: "c", Workloads: workloads, Skipped: full.dashboard.Skipped},
 		Mesh: &full.dashboard.Mesh, Now: now,
+		ProxyVersions: map[string]map[string]int{"shop": full.pr.ProxyVersions},
 	}
 	return []sample{full, {}}
 }

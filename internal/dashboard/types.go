@@ -159,6 +159,10 @@ type ClusterDashboard struct {
 type PlanView struct {
 	Plan drift.Plan
 	Mesh *Mesh // optional
+	// ProxyVersions counts every pod of each namespace by proxy version
+	// (see ProxyVersion; the key "" counts pods without a sidecar), for the
+	// chart a PR body shows; a namespace without counts has no chart.
+	ProxyVersions map[string]map[string]int
 	// Now is the reference time for pod ages; zero hides them.
 	Now time.Time
 }

@@ -326,6 +326,8 @@ type PlanNamespace struct {
 	Table     WorkloadTable
 	Totals
 	Unfixable int
+	Pie       []PieSlice
+	PiePods   int
 }
 
 // PlanDoc is what plan.tmpl receives.
@@ -351,11 +353,13 @@ func newPlanDoc(p PlanView) PlanDoc {
 	doc.Totals = totalsOf(p.Plan.Workloads)
 	for _, ns := range sortedKeys(byNS) {
 		fix, unfix := splitFixable(byNS[ns])
+		pie, piePods := pieOf(p.ProxyVersions[ns])
 		doc.Namespaces = append(doc.Namespaces, PlanNamespace{
 			Namespace: ns,
 			Table:     WorkloadTable{Listing: listing(fix, -1), Now: p.Now},
 			Totals:    totalsOf(byNS[ns]),
 			Unfixable: len(unfix),
+			Pie:       pie, PiePods: piePods,
 		})
 		doc.UnfixableRows = append(doc.UnfixableRows, unfixableRows(unfix)...)
 	}

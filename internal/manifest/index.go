@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 
 	"github.com/kedge-io/kedge/internal/gcpace"
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // IndexOptions says which part of a checkout to index.
@@ -208,8 +209,10 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		kf, err := readKustomizationFile(dir, scan.kustomizations[dir])
 		if err != nil {
 			ix.addRoot(dir, scan.kustomizations[dir], &Problem{Kind: ProblemBuildFailed, Err: err.Error()})
+			ix.overBudget(filepath.Join(dir, scan.kustomizations[dir]), err)
 			continue
 		}
+		ix.deprecations(kf)
 		kfiles[dir] = kf
 		for _, f := range kf.files {
 			reached[filepath.Join(dir, f)] = true
@@ -430,6 +433,8 @@ type renderedRoot struct {
 	namespaces   []Namespace
 	unparsable   []string
 	restartPatch map[string]bool
+	// refused are the files over budget the build tried to read.
+	refused map[string]error
 }
 
 // renderHeadroom is how much rendering may allocate between collections.
@@ -501,16 +506,29 @@ func (c *docCache) get(p, rel string) ([]document, error) {
 	c.mu.Unlock()
 	e.once.Do(func() {
 		data, err := readRegular(p)
-		if err != nil {
-			e.err = err
-			return
+		if err == nil {
+			e.docs, err = parseDocuments(data)
 		}
-		e.docs, e.err = parseDocuments(data)
-		if e.err != nil {
-			e.err = fmt.Errorf("%s: %w", rel, e.err)
+		if err != nil {
+			e.err = fmt.Errorf("%s: %w", rel, err)
 		}
 	})
 	return e.docs, e.err
+}
+
+// budget judges a file a build reads by the parse the cache keeps anyway:
+// a file over budget is refused, any other fault is left to kustomize to
+// report.
+func (c *docCache) budget(repoRoot string) func(p string, data []byte) error {
+	return func(p string, _ []byte) error {
+		_, err := c.get(p, relTo(repoRoot, p))
+		if yamlguard.IsOverBudget(err) {
+			var over *yamlguard.Error
+			errors.As(err, &over)
+			return over
+		}
+		return nil
+	}
 }
 
 func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCache) *renderedRoot {
@@ -531,13 +549,14 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 		return &renderedRoot{problem: &Problem{Kind: ProblemBuildFailed, Err: err.Error()}}
 	}
 	gfs := newGuardFS(repoRoot, map[string][]byte{kpath: data})
+	gfs.budget = docs.budget(repoRoot)
 	rm, err := kustomizeBuild(gfs, kf.dir)
 	if err != nil {
 		kind := ProblemBuildFailed
 		if errors.Is(err, errOutsideRepo) || strings.Contains(err.Error(), errOutsideRepo.Error()) {
 			kind = ProblemOutsideRepo
 		}
-		return &renderedRoot{problem: &Problem{Kind: kind, Err: err.Error()}, reads: gfs.reads}
+		return &renderedRoot{problem: &Problem{Kind: kind, Err: err.Error()}, reads: gfs.reads, refused: gfs.refused}
 	}
 	out := &renderedRoot{reads: gfs.reads, restartPatch: readRestartPatch(kf)}
 	rootDir := relTo(repoRoot, kf.dir)
@@ -588,6 +607,9 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 // addRendered indexes a rendered root; it returns the absolute paths the
 // build read.
 func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]struct{} {
+	for _, p := range sortedKeys(r.refused) {
+		ix.overBudget(p, r.refused[p])
+	}
 	if r.problem != nil {
 		ix.addRoot(kf.dir, kf.name, r.problem)
 		return r.reads
@@ -715,6 +737,9 @@ type plainFile struct {
 
 func readPlainFile(p string) plainFile {
 	data, err := readRegular(p)
+	if yamlguard.IsOverBudget(err) {
+		return plainFile{kind: ProblemOverBudget, problem: err}
+	}
 	if err != nil {
 		return plainFile{kind: ProblemUnparsable, problem: err}
 	}
@@ -725,6 +750,9 @@ func readPlainFile(p string) plainFile {
 		return plainFile{kind: ProblemHelmTemplate, problem: errors.New("contains template directives")}
 	}
 	docs, err := parseDocuments(data)
+	if yamlguard.IsOverBudget(err) {
+		return plainFile{kind: ProblemOverBudget, problem: err}
+	}
 	if err != nil {
 		return plainFile{kind: ProblemUnparsable, problem: err}
 	}

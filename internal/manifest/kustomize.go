@@ -1,13 +1,17 @@
 package manifest
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -15,6 +19,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // kustomizationFileNames are the names kustomize recognises, in its order.
@@ -37,10 +43,19 @@ type kustomizationFile struct {
 	files []string
 	// labels are the values commonLabels and labels entries set, by key.
 	labels map[string][]string
+	// deprecated are kustomize's warnings about fields it still accepts
+	// but will drop.
+	deprecated []string
 }
 
 func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 	data, err := readRegular(filepath.Join(dir, name))
+	if err == nil {
+		err = yamlguard.Check(data, yamlguard.Repository)
+	}
+	if yamlguard.IsOverBudget(err) {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +63,7 @@ func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 	if err := sigsyaml.Unmarshal(data, &k); err != nil {
 		return nil, err
 	}
-	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind, labels: map[string][]string{}}
+	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind, labels: map[string][]string{}, deprecated: deprecationsOf(&k)}
 	for key, v := range k.CommonLabels { //nolint:staticcheck // still applied by kustomize
 		kf.labels[key] = append(kf.labels[key], v)
 	}
@@ -78,6 +93,18 @@ func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 		}
 	}
 	return kf, nil
+}
+
+// deprecationsOf returns the warnings kustomize prints for k, without the
+// "# Warning: " it starts them with.
+func deprecationsOf(k *types.Kustomization) []string {
+	var out []string
+	if warnings := k.CheckDeprecatedFields(); warnings != nil {
+		for _, w := range *warnings {
+			out = append(out, strings.TrimPrefix(w, "# Warning: "))
+		}
+	}
+	return out
 }
 
 var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
@@ -128,18 +155,28 @@ func withOriginAnnotations(data []byte) ([]byte, error) {
 
 // guardFS is the file system a kustomize build sees: the disk, read-only,
 // confined to the checkout (symlinks resolved), with optional replaced or
-// added files, and a record of every file read.
+// added files, and a record of every file read. A file over the
+// repository budget (yamlguard) reads as an error: kustomize expands every
+// alias of every file it reads, so this is the last place to refuse one.
 type guardFS struct {
 	root string // absolute, symlinks resolved
 	// replace maps absolute resolved paths to the bytes a build must see.
 	replace map[string][]byte
 	reads   map[string]struct{}
+	// budget judges a file read from disk (absolute resolved path); builds
+	// of one index share its verdicts.
+	budget func(path string, data []byte) error
+	// refused maps the absolute resolved paths of files over budget to why.
+	refused map[string]error
 }
 
 var _ filesys.FileSystem = (*guardFS)(nil)
 
 func newGuardFS(root string, replace map[string][]byte) *guardFS {
-	return &guardFS{root: root, replace: replace, reads: map[string]struct{}{}}
+	return &guardFS{
+		root: root, replace: replace, reads: map[string]struct{}{}, refused: map[string]error{},
+		budget: func(_ string, data []byte) error { return yamlguard.Check(data, yamlguard.Repository) },
+	}
 }
 
 // within reports whether the resolved path p lies inside root.
@@ -249,15 +286,22 @@ func (g *guardFS) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if data, ok := g.replace[r]; ok {
-		g.reads[r] = struct{}{}
-		return data, nil
+	data, replaced := g.replace[r]
+	if replaced {
+		err = yamlguard.Check(data, yamlguard.Repository)
+	} else if data, err = readRegular(r); err == nil {
+		err = g.budget(r, data)
 	}
-	data, err := readRegular(r)
-	if err == nil {
+	if yamlguard.IsOverBudget(err) {
 		g.reads[r] = struct{}{}
+		g.refused[r] = err
+		return nil, fmt.Errorf("%s: %w", relTo(g.root, r), err)
 	}
-	return data, err
+	if err != nil {
+		return nil, err
+	}
+	g.reads[r] = struct{}{}
+	return data, nil
 }
 
 func (g *guardFS) Walk(p string, fn filepath.WalkFunc) error {
@@ -283,12 +327,18 @@ func regular(p string) error {
 	return nil
 }
 
-// readRegular reads a file, refusing anything but a regular file.
+// readRegular reads a file, refusing anything but a regular file and
+// anything beyond the repository's size budget (without reading it).
 func readRegular(p string) ([]byte, error) {
 	if err := regular(p); err != nil {
 		return nil, err
 	}
-	return os.ReadFile(p)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return yamlguard.ReadAll(f, yamlguard.MaxFileBytes)
 }
 
 // kustomizeBuild renders one kustomize root. Plugins are off (no exec, no Go
@@ -302,10 +352,84 @@ func kustomizeBuild(fs *guardFS, dir string) (_ resmap.ResMap, err error) {
 			err = fmt.Errorf("kustomize build panicked: %v", r)
 		}
 	}()
+	kustomizeStderr.acquire()
+	defer kustomizeStderr.release()
 	opts := krusty.MakeDefaultOptions()
 	opts.LoadRestrictions = types.LoadRestrictionsNone
 	opts.PluginConfig = types.DisabledPluginConfig()
 	return krusty.MakeKustomizer(opts).Run(fs, dir)
+}
+
+// kustomizeStderr keeps kustomize's warnings off kedge's output. kustomize
+// prints "# Warning: 'commonLabels' is deprecated…" to os.Stderr on every
+// build of a kustomization using a deprecated field, with no option to
+// stop it; the index reports those fields as problems instead. While any
+// build runs, os.Stderr is a pipe: its warning lines go to the debug log,
+// every other line to the real standard error. The Go runtime writes its
+// own crash reports to the file descriptor, not through os.Stderr, so
+// those are never caught.
+var kustomizeStderr stderrCapture
+
+type stderrCapture struct {
+	mu     sync.Mutex
+	builds int
+	real   *os.File
+	pipe   *os.File // nil when no pipe could be made: builds print as they would
+	// routed is closed when everything written to the pipe has been routed.
+	routed chan struct{}
+}
+
+func (c *stderrCapture) acquire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.builds++
+	if c.builds > 1 {
+		return
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return
+	}
+	c.real, c.pipe, c.routed = os.Stderr, w, make(chan struct{})
+	os.Stderr = w
+	go routeStderr(r, c.real, c.routed)
+}
+
+func (c *stderrCapture) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.builds--
+	if c.builds > 0 || c.pipe == nil {
+		return
+	}
+	os.Stderr = c.real
+	_ = c.pipe.Close()
+	c.pipe = nil
+	// A build's output is routed by the time the build returns.
+	<-c.routed
+}
+
+// kustomizeWarning starts every warning kustomize prints about a
+// kustomization.
+const kustomizeWarning = "# Warning: "
+
+// routeStderr reads the captured standard error until every build has
+// released it.
+func routeStderr(r, real *os.File, routed chan<- struct{}) {
+	defer close(routed)
+	defer r.Close()
+	lines := bufio.NewReader(r)
+	for {
+		line, err := lines.ReadString('\n')
+		if strings.HasPrefix(line, kustomizeWarning) {
+			slog.Debug("kustomize warning", "warning", strings.TrimSpace(strings.TrimPrefix(line, kustomizeWarning)))
+		} else if line != "" {
+			_, _ = io.WriteString(real, line)
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Render renders the kustomize root dir of the checkout at root exactly as

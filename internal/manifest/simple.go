@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // renderPlainKustomizations lets the index read kustomizations that only
@@ -59,6 +61,11 @@ func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, rep
 			return false
 		}
 		out.reads[kpath] = struct{}{}
+		// A kustomization over budget is left to kustomize's reading, which
+		// refuses it and reports the root.
+		if yamlguard.Check(data, yamlguard.Repository) != nil {
+			return false
+		}
 		var k map[string]any
 		if err := sigsyaml.Unmarshal(data, &k); err != nil {
 			return false

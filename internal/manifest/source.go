@@ -4,51 +4,20 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
-// errExcessiveAliasing refuses a document whose aliases would expand it far
-// beyond its written size ("billion laughs"): kustomize and the API server
-// would expand it, and no real manifest needs it.
-var errExcessiveAliasing = errors.New("document contains excessive aliasing")
-
-// excessiveAliasing tells whether expanding the aliases of a document
-// would multiply its size: the expanded node count is computed once per
-// anchored node, so the check itself stays linear.
-func excessiveAliasing(doc *yaml.Node) bool {
-	written := 0
-	expanded := map[*yaml.Node]int{}
-	var size func(n *yaml.Node) int
-	size = func(n *yaml.Node) int {
-		if n.Kind == yaml.AliasNode && n.Alias != nil {
-			n = n.Alias
-		}
-		if v, ok := expanded[n]; ok {
-			return v
-		}
-		expanded[n] = 1 // an alias cycle counts once
-		total := 1
-		for _, c := range n.Content {
-			total += size(c)
-			if total > 1<<30 {
-				break
-			}
-		}
-		expanded[n] = total
-		return total
-	}
-	var count func(n *yaml.Node)
-	count = func(n *yaml.Node) {
-		written++
-		for _, c := range n.Content {
-			count(c)
-		}
-	}
-	count(doc)
-	return size(doc) > 10*written+10000
-}
+// ProblemOverBudget is a file the index refused to parse because it
+// exceeds a budget (size, alias expansion, nesting depth): decoding it, as
+// kustomize would, could take the whole process down.
+const ProblemOverBudget ProblemKind = "over-budget"
 
 // document is one object of a source file (a YAML document, or an item of
 // a `kind: List` document), with the identity as the file writes it.
@@ -71,9 +40,12 @@ type document struct {
 }
 
 // parseDocuments reads the identity of every object in a YAML (or JSON)
-// stream.
+// stream. The nodes it parses keep aliases unexpanded; a stream whose
+// aliases or nesting exceed the repository budget is refused with a
+// *yamlguard.Error.
 func parseDocuments(data []byte) ([]document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	meter := yamlguard.NewMeter(yamlguard.Repository)
 	var docs []document
 	for {
 		var node yaml.Node
@@ -87,8 +59,8 @@ func parseDocuments(data []byte) ([]document, error) {
 		if len(node.Content) == 0 {
 			continue
 		}
-		if excessiveAliasing(&node) {
-			return nil, errExcessiveAliasing
+		if err := meter.Add(&node); err != nil {
+			return nil, err
 		}
 		root := node.Content[0]
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
@@ -200,4 +172,32 @@ func pathExt(name string) string {
 		return name[i:]
 	}
 	return ""
+}
+
+// ProblemDeprecated is a kustomization using a field kustomize still
+// accepts but has deprecated; kustomize prints a warning for it on every
+// build, which kedge keeps off its own output and reports here instead.
+const ProblemDeprecated ProblemKind = "deprecated"
+
+// overBudget reports the file at absolute path p when err is a budget's
+// refusal, once however many roots read the file.
+func (ix *Index) overBudget(p string, err error) {
+	var over *yamlguard.Error
+	if !errors.As(err, &over) {
+		return
+	}
+	pr := Problem{Path: ix.rel(p), Kind: ProblemOverBudget, Err: over.Error()}
+	if !slices.Contains(ix.Problems, pr) {
+		ix.Problems = append(ix.Problems, pr)
+	}
+}
+
+// deprecations reports the deprecated fields of a kustomization, and logs
+// them at debug level where kustomize would have printed them.
+func (ix *Index) deprecations(kf *kustomizationFile) {
+	file := ix.rel(filepath.Join(kf.dir, kf.name))
+	for _, w := range kf.deprecated {
+		slog.Debug("kustomization uses a deprecated field", "file", file, "warning", w)
+		ix.Problems = append(ix.Problems, Problem{Path: file, Kind: ProblemDeprecated, Err: w})
+	}
 }

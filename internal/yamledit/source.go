@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 var utf8BOM = []byte("\xEF\xBB\xBF")
@@ -27,6 +29,9 @@ type source struct {
 }
 
 func load(src []byte) (*source, error) {
+	if len(src) > yamlguard.MaxFileBytes {
+		return nil, refuse(CodeOverBudget, "%v", &yamlguard.Error{Budget: "size", Found: int64(len(src)), Limit: yamlguard.MaxFileBytes})
+	}
 	s := &source{text: src}
 	if bytes.HasPrefix(src, utf8BOM) {
 		s.bom, s.text = true, src[len(utf8BOM):]
@@ -51,6 +56,9 @@ func load(src []byte) (*source, error) {
 		}
 	}
 	docs, err := decodeAll(s.text)
+	if yamlguard.IsOverBudget(err) {
+		return nil, refuse(CodeOverBudget, "%v", err)
+	}
 	if err != nil {
 		if n := s.firstTabIndentedLine(); n > 0 {
 			return nil, refuse(CodeTab, "line %d is indented with a tab, which YAML does not allow", n)
@@ -62,7 +70,8 @@ func load(src []byte) (*source, error) {
 }
 
 // decodeAll parses every document of a stream; a panic inside the parser counts as a parse error so that a
-// bad file never takes the caller down.
+// bad file never takes the caller down. Every walk of the nodes follows aliases, so a stream whose aliases
+// or nesting exceed the repository budget is refused before anything walks it.
 func decodeAll(text []byte) (docs []*yaml.Node, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -70,12 +79,16 @@ func decodeAll(text []byte) (docs []*yaml.Node, err error) {
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(text))
+	meter := yamlguard.NewMeter(yamlguard.Repository)
 	for {
 		var n yaml.Node
 		if err := dec.Decode(&n); err != nil {
 			if errors.Is(err, io.EOF) {
 				return docs, nil
 			}
+			return nil, err
+		}
+		if err := meter.Add(&n); err != nil {
 			return nil, err
 		}
 		docs = append(docs, &n)

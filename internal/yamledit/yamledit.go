@@ -44,6 +44,9 @@ type RefusalCode string
 const (
 	// CodeUnparsable: the file is not YAML this package can read (syntax error, not UTF-8, odd line breaks).
 	CodeUnparsable RefusalCode = "unparsable"
+	// CodeOverBudget: the file exceeds a size, alias-expansion or nesting budget (yamlguard), so no part of
+	// it is walked.
+	CodeOverBudget RefusalCode = "over-budget"
 	// CodeTemplate: the file holds template text such as Helm's `{{`, so its YAML is not what gets applied.
 	CodeTemplate RefusalCode = "template"
 	// CodeTab: a tab where indentation is read.

@@ -3,11 +3,14 @@ package yamledit
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 func anyDeployment(name string) Target {
@@ -147,6 +150,41 @@ func TestUnusualLineBreaksAreRefused(t *testing.T) {
 			_, _, err := SetPodTemplateAnnotations([]byte(src), anyDeployment("web"), map[string]string{"a": "b"})
 			assert.Equal(t, CodeUnparsable, refusalCode(t, err))
 		})
+	}
+}
+
+// TestBadInputOverBudgetIsRefused: every walk of a file follows aliases, so a file whose aliases multiply
+// ("billion laughs"), that nests absurdly deep or that is too large is refused before any walk, by every
+// entry point.
+func TestBadInputOverBudgetIsRefused(t *testing.T) {
+	laughs := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nx0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+	for i := 1; i < 9; i++ {
+		laughs += fmt.Sprintf("x%d: &a%d [*a%d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d]\n", i, i, i-1)
+	}
+	deep := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nx: " +
+		strings.Repeat("[", yamlguard.MaxDepth+1) + strings.Repeat("]", yamlguard.MaxDepth+1) + "\n"
+	huge := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n" +
+		strings.Repeat("# padding\n", yamlguard.MaxFileBytes/10)
+	entries := map[string]func(src []byte) error{
+		"SetPodTemplateAnnotations": func(src []byte) error {
+			_, _, err := SetPodTemplateAnnotations(src, anyDeployment("web"), map[string]string{"a": "b"})
+			return err
+		},
+		"PodTemplateAnnotations": func(src []byte) error {
+			_, err := PodTemplateAnnotations(src, anyDeployment("web"))
+			return err
+		},
+		"AddKustomizationPatch": func(src []byte) error {
+			_, _, err := AddKustomizationPatch(src, "patch.yaml")
+			return err
+		},
+	}
+	for name, src := range map[string]string{"billion laughs": laughs, "deep nesting": deep, "too large": huge} {
+		for entry, call := range entries {
+			t.Run(name+"/"+entry, func(t *testing.T) {
+				assert.Equal(t, CodeOverBudget, refusalCode(t, call([]byte(src))))
+			})
+		}
 	}
 }
 

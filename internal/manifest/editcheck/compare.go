@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // Restart is a workload a patch restarts, and the pod template annotations
@@ -248,8 +250,13 @@ type readsOf struct {
 	read map[string]bool
 }
 
+// A file over the repository budget reads as an error, as it does for
+// kedge: kustomize would expand its aliases without bound.
 func (d readsOf) ReadFile(p string) ([]byte, error) {
 	data, err := d.FileSystem.ReadFile(p)
+	if err == nil {
+		err = yamlguard.Check(data, yamlguard.Repository)
+	}
 	if err == nil {
 		if real, err := resolved(p); err == nil {
 			d.read[real] = true
@@ -279,6 +286,9 @@ func decode(data []byte) (*unstructured.Unstructured, error) {
 // one.
 func decodeFile(p string) ([]*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(p)
+	if err == nil {
+		err = yamlguard.Check(data, yamlguard.Repository)
+	}
 	if err != nil {
 		return nil, err
 	}
