@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kedge-io/kedge/internal/cluster"
 )
 
 // Lease timings when Election leaves them zero: client-go's usual values.
@@ -96,6 +98,17 @@ func (e Election) newElector(client kubernetes.Interface, lead chan<- context.Co
 			OnNewLeader:      newLeader,
 		},
 	})
+}
+
+// LeaseRBAC is the deploy/ rule that lets kedge take its Lease.
+const LeaseRBAC = "Role kedge-leader-election in deploy/rbac.yaml"
+
+// permissions are what client-go's elector does with the Lease.
+func (e Election) permissions() []cluster.Permission {
+	lease := func(verb, name string) cluster.Permission {
+		return cluster.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: e.Namespace, Name: name, GrantedBy: LeaseRBAC}
+	}
+	return []cluster.Permission{lease("get", e.Name), lease("create", ""), lease("update", e.Name)}
 }
 
 func leaseClient(cfg *rest.Config, renewDeadline time.Duration) (kubernetes.Interface, error) {

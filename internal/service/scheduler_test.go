@@ -30,8 +30,10 @@ type lockstep struct {
 	cycles  chan Cycle
 	release chan struct{}
 	hold    bool
-	// waits receives the due time each time the scheduler blocks.
+	// waits receives the due time each time the scheduler is about to
+	// block; it stays put until the test sends on resume.
 	waits  chan time.Time
+	resume chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -50,7 +52,7 @@ func newLockstep(t *testing.T, opts SchedulerOptions, hold bool) *lockstep {
 	opts.Clock = fake
 	h := &lockstep{
 		t: t, clock: fake, hold: hold,
-		cycles: make(chan Cycle), release: make(chan struct{}), waits: make(chan time.Time),
+		cycles: make(chan Cycle), release: make(chan struct{}), waits: make(chan time.Time), resume: make(chan struct{}),
 		done: make(chan struct{}),
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -71,6 +73,12 @@ func newLockstep(t *testing.T, opts SchedulerOptions, hold bool) *lockstep {
 	h.s.beforeWait = func(due time.Time) {
 		select {
 		case h.waits <- due:
+		case <-ctx.Done():
+			return
+		}
+		// Held until the test has looked at the scheduler's state.
+		select {
+		case <-h.resume:
 		case <-ctx.Done():
 		}
 	}
@@ -114,8 +122,10 @@ func (h *lockstep) waiting() time.Time {
 		select {
 		case due := <-h.waits:
 			// A wake-up still queued means the scheduler will look again
-			// before it really blocks.
-			if len(h.s.wake) == 0 {
+			// before it really blocks. It cannot take one while held.
+			settled := len(h.s.wake) == 0
+			h.resume <- struct{}{}
+			if settled {
 				return due
 			}
 		case c := <-h.cycles:
@@ -347,6 +357,7 @@ func TestSchedulerDrain(t *testing.T) {
 				case <-h.done:
 					returned = true
 				case <-h.waits:
+					h.resume <- struct{}{}
 					h.clock.Step(time.Hour)
 				case c := <-h.cycles:
 					t.Fatalf("a %s cycle started after Drain", c.Trigger)
