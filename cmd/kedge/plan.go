@@ -16,6 +16,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/engine"
 	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 var planOutputs = []string{"table", "json", "markdown", "patch"}
@@ -54,11 +55,17 @@ func newPlanCommand() *cobra.Command {
 		if err := cfg.Validate(config.ModePlan); err != nil {
 			return err
 		}
-		set, err := readCluster(cmd.Context(), cfg)
+		// Indexing and rendering a large repository take no context: on
+		// a signal the command stops waiting for them, and the process
+		// exits with them unfinished; plan writes nothing, so nothing is
+		// left half done.
+		set, err := untilCancelled(cmd.Context(), func() (*objects.Set, error) { return readCluster(cmd.Context(), cfg) })
 		if err != nil {
 			return err
 		}
-		res, err := engine.Build(set, app.EngineOptions(cfg, repo))
+		res, err := untilCancelled(cmd.Context(), func() (*engine.Result, error) {
+			return engine.Build(set, app.EngineOptions(cfg, repo))
+		})
 		if err != nil {
 			return err
 		}
