@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,10 @@ import (
 // version is set at build time (-X main.version=…).
 var version = "dev"
 
-// Exit codes (DESIGN §5).
+// Exit codes (DESIGN §5). A command cut short by SIGINT or SIGTERM exits
+// 128 + the signal's number, as shells report it: 130 after Ctrl-C, 143
+// after SIGTERM. `kedge run` as a service is not cut short: it drains and
+// exits 0.
 const (
 	exitOK      = 0
 	exitRuntime = 1
@@ -34,10 +38,48 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancelCause(context.Background())
+	interrupted := onSignals(stop, os.Stderr)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	if sig := interrupted(); sig != nil && code != exitOK {
+		code = signalExit(sig)
+	}
 	os.Exit(code)
+}
+
+// onSignals cancels the commands' context on the first SIGINT or SIGTERM
+// and exits at once on the second, whatever is still running. It returns
+// the first signal, once one came.
+func onSignals(cancel context.CancelCauseFunc, stderr io.Writer) func() os.Signal {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	var first atomic.Value
+	go func() {
+		sig := <-signals
+		first.Store(sig)
+		cancel(fmt.Errorf("interrupted by %s", signalName(sig)))
+		sig = <-signals
+		fmt.Fprintf(stderr, "kedge: %s again: exiting at once\n", signalName(sig))
+		os.Exit(signalExit(sig))
+	}()
+	return func() os.Signal {
+		sig, _ := first.Load().(os.Signal)
+		return sig
+	}
+}
+
+func signalExit(sig os.Signal) int {
+	if n, ok := sig.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return exitRuntime
+}
+
+func signalName(sig os.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGINT"
 }
 
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -16,6 +16,7 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 )
 
@@ -55,11 +56,17 @@ func newPlanCommand() *cobra.Command {
 		if err := cfg.Validate(config.ModePlan); err != nil {
 			return err
 		}
-		set, err := readCluster(cmd.Context(), cfg)
+		// Indexing and rendering a large repository take no context: on
+		// a signal the command stops waiting for them, and the process
+		// exits with them unfinished; plan writes nothing, so nothing is
+		// left half done.
+		set, err := untilCancelled(cmd.Context(), func() (*objects.Set, error) { return readCluster(cmd.Context(), cfg) })
 		if err != nil {
 			return err
 		}
-		res, err := plan.Build(set, assemble.PlanOptions(cfg, repo))
+		res, err := untilCancelled(cmd.Context(), func() (*plan.Result, error) {
+			return plan.Build(set, assemble.PlanOptions(cfg, repo))
+		})
 		if err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ import (
 
 func newRunCommand() *cobra.Command {
 	var configFile string
-	var once, dryRun bool
+	var once, dryRun, force bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the service: open and maintain one pull request per drifted namespace",
@@ -33,6 +33,7 @@ func newRunCommand() *cobra.Command {
 	keys := commonFlags(cmd, &configFile)
 	cmd.Flags().BoolVar(&once, "once", false, "run one full cycle and exit")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "push nothing and change nothing on GitHub; print the pull requests instead")
+	cmd.Flags().BoolVar(&force, "force", false, "with --once: run even while another kedge holds the Lease")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := config.Load(configFile, cmd.Flags(), keys)
 		if err != nil {
@@ -43,23 +44,70 @@ func newRunCommand() *cobra.Command {
 		}
 		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 		// client-go (informers, leader election) logs through klog; one
-		// JSON stream is easier to ship and search.
-		klog.SetSlogLogger(log)
+		// JSON stream is easier to ship and search, and an API server
+		// outage is one warning there, not an error per retry.
+		klog.SetSlogLogger(slog.New(service.QuietAPIErrors(log.Handler(), service.DefaultOutageQuiet, nil)))
 		if !once {
 			return serve(cmd.Context(), cfg, dryRun, log)
 		}
-		source := func(ctx context.Context) (*objects.Set, error) { return readCluster(ctx, cfg) }
-		svc, err := assemble.New(cmd.Context(), cfg, source, assemble.Options{DryRun: dryRun, Log: log})
-		if err != nil {
-			return err
-		}
-		report, err := svc.Reconciler.RunOnce(cmd.Context())
+		return runOnce(cmd, cfg, onceOptions{dryRun: dryRun, force: force}, log)
+	}
+	return cmd
+}
+
+type onceOptions struct{ dryRun, force bool }
+
+// runOnce runs one cycle. Unless it writes nothing (--dry-run), it takes
+// the service's Lease first when it reads the live cluster, so that it is
+// never a second writer beside a running kedge.
+func runOnce(cmd *cobra.Command, cfg *config.Config, opts onceOptions, log *slog.Logger) error {
+	ctx := cmd.Context()
+	source := func(ctx context.Context) (*objects.Set, error) { return readCluster(ctx, cfg) }
+	svc, err := assemble.New(ctx, cfg, source, assemble.Options{DryRun: opts.dryRun, Log: log})
+	if err != nil {
+		return err
+	}
+	cycle := func(ctx context.Context) error {
+		// Indexing takes no context: on a signal the cycle is abandoned
+		// after stopGrace; a push cut short changes no branch.
+		report, err := untilCancelled(ctx, func() (*reconcile.Report, error) { return svc.Reconciler.RunOnce(ctx) })
 		if report != nil {
-			printReport(cmd.OutOrStdout(), report, dryRun)
+			printReport(cmd.OutOrStdout(), report, opts.dryRun)
 		}
 		return err
 	}
-	return cmd
+	if opts.dryRun || !cfg.Server.LeaderElection || cfg.Source.Snapshot != "" {
+		return cycle(ctx)
+	}
+	election, err := newElection(cfg)
+	if err != nil {
+		return err
+	}
+	err = service.WithLease(ctx, *election, cycle)
+	var held *service.LeaseHeldError
+	if errors.As(err, &held) && opts.force {
+		log.Warn("running beside the holder of the Lease (--force): two writers until this cycle ends", "lease", held.Namespace+"/"+held.Name, "holder", held.Holder)
+		return cycle(ctx)
+	}
+	return err
+}
+
+// newElection configures the Lease from server.leaseNamespace and
+// server.leaseName.
+func newElection(cfg *config.Config) (*service.Election, error) {
+	kubeCfg, err := restConfig(cfg.Source.Kubeconfig)
+	if err != nil {
+		return nil, &config.Error{Key: "server.leaderElection", Msg: "needs a cluster for its Lease: " + err.Error()}
+	}
+	ns, err := service.LeaseNamespace(cfg.Server.LeaseNamespace, kubeconfigNamespace(cfg.Source.Kubeconfig))
+	if err != nil {
+		return nil, &config.Error{Key: "server.leaseNamespace", Msg: err.Error()}
+	}
+	id, err := service.Identity()
+	if err != nil {
+		return nil, err
+	}
+	return &service.Election{Config: kubeCfg, Namespace: ns, Name: cfg.Server.LeaseName, Identity: id}, nil
 }
 
 func printReport(w io.Writer, report *reconcile.Report, dryRun bool) {
@@ -106,7 +154,7 @@ func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logge
 		if kubeCfg, err = restConfig(cfg.Source.Kubeconfig); err != nil {
 			return err
 		}
-		l, err := cluster.NewLive(cluster.LiveOptions{Config: kubeCfg, Resync: cfg.Cycle.Resync})
+		l, err := newLive(cfg, kubeCfg)
 		if err != nil {
 			return err
 		}
@@ -120,20 +168,9 @@ func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logge
 	}
 	var election *service.Election
 	if cfg.Server.LeaderElection {
-		if kubeCfg == nil {
-			if kubeCfg, err = restConfig(cfg.Source.Kubeconfig); err != nil {
-				return &config.Error{Key: "server.leaderElection", Msg: "needs a cluster for its Lease: " + err.Error()}
-			}
-		}
-		ns, err := service.LeaseNamespace(cfg.Server.LeaseNamespace)
-		if err != nil {
-			return &config.Error{Key: "server.leaseNamespace", Msg: err.Error()}
-		}
-		id, err := service.Identity()
-		if err != nil {
+		if election, err = newElection(cfg); err != nil {
 			return err
 		}
-		election = &service.Election{Config: kubeCfg, Namespace: ns, Name: cfg.Server.LeaseName, Identity: id}
 	}
 	m := metrics.New(assembled.Forge.Stats)
 	ready := server.NewReadiness(server.CheckInformers, server.CheckGitHub)

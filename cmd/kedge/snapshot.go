@@ -7,6 +7,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 func newSnapshotCommand() *cobra.Command {
@@ -26,12 +27,14 @@ func newSnapshotCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		set, err := readCluster(cmd.Context(), cfg)
+		set, err := untilCancelled(cmd.Context(), func() (*objects.Set, error) { return readCluster(cmd.Context(), cfg) })
 		if err != nil {
 			return err
 		}
-		if err := cluster.WriteSnapshot(set, out); err != nil {
-			return err
+		// Writing takes no context; a signal leaves the directory
+		// incomplete, and the error says so.
+		if _, err := untilCancelled(cmd.Context(), func() (struct{}, error) { return struct{}{}, cluster.WriteSnapshot(set, out) }); err != nil {
+			return fmt.Errorf("snapshot %s left incomplete: %w", out, err)
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d namespaces, %d pods to %s\n", len(set.Namespaces), len(set.Pods), out)
 		return nil

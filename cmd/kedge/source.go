@@ -25,13 +25,19 @@ func readCluster(ctx context.Context, cfg *config.Config) (*objects.Set, error) 
 	return live.Set(), nil
 }
 
+// startLive fails at once, naming each permission, when the credentials
+// may not read everything kedge reads: informers would retry a forbidden
+// list forever.
 func startLive(ctx context.Context, cfg *config.Config) (*cluster.Live, error) {
 	restConfig, err := restConfig(cfg.Source.Kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	live, err := cluster.NewLive(cluster.LiveOptions{Config: restConfig, Resync: cfg.Cycle.Resync})
+	live, err := newLive(cfg, restConfig)
 	if err != nil {
+		return nil, err
+	}
+	if err := live.Preflight(ctx); err != nil {
 		return nil, err
 	}
 	if err := live.Start(ctx); err != nil {
@@ -41,6 +47,29 @@ func startLive(ctx context.Context, cfg *config.Config) (*cluster.Live, error) {
 		return nil, err
 	}
 	return live, nil
+}
+
+func newLive(cfg *config.Config, restConfig *rest.Config) (*cluster.Live, error) {
+	return cluster.NewLive(cluster.LiveOptions{
+		Config: restConfig, Resync: cfg.Cycle.Resync, OptOutAnnotation: cfg.Workloads.OptOutAnnotation,
+	})
+}
+
+// kubeconfigNamespace is the namespace of the kubeconfig's current context,
+// or "" when it names none (or there is no kubeconfig).
+func kubeconfigNamespace(kubeconfig string) string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	raw, err := rules.Load()
+	if err != nil {
+		return ""
+	}
+	if c, ok := raw.Contexts[raw.CurrentContext]; ok {
+		return c.Namespace
+	}
+	return ""
 }
 
 // restConfig prefers an explicit kubeconfig, then the in-cluster service

@@ -171,7 +171,7 @@ func (r *report) markdown() string {
 	b.WriteString("**Informer memory** is `BenchmarkTrimmedPodCache` (`internal/cluster`): 10,000 of the fleet's pods decoded " +
 		"one by one and added through the live source's transform to an informer's indexer; the heap it keeps, per pod.\n\n")
 	b.WriteString("**Cycles** are `BenchmarkCycleOpening500PRs` and `BenchmarkCycleUnchanged` (`internal/reconcile`): the whole " +
-		"service (`app.New`) against a real git server (`git http-backend`) and the GitHub emulation, on a fleet of 500 " +
+		"service (`assemble.New`) against a real git server (`git http-backend`) and the GitHub emulation, on a fleet of 500 " +
 		"namespaces that all drift, with `limits.maxNewPRsPerCycle`, `limits.maxOpenPRs` and `limits.mutationGap` lifted so one " +
 		"cycle does all the work (with the defaults the same work is spread over 50 cycles, one write a second). REST calls " +
 		"per new PR counts every call of the cycle, listing and dashboard included. The unchanged cycle is the third: the " +

@@ -39,6 +39,10 @@ type LiveOptions struct {
 	// Resync replays every cached object to the handlers at this period;
 	// 0 disables it. Replays never count as mesh changes.
 	Resync time.Duration
+	// OptOutAnnotation is workloads.optOutAnnotation; setting, changing
+	// or removing it on a namespace or workload is reported like a mesh
+	// change. Empty means drift's default.
+	OptOutAnnotation string
 }
 
 // Live keeps the objects kedge reads in informer caches, trimmed to what
@@ -168,7 +172,8 @@ func NewLive(opts LiveOptions) (*Live, error) {
 
 // OnMeshChange registers fn to be called when an injector webhook
 // configuration, injector ConfigMap or Istio ProxyConfig is added, changed
-// or deleted, or a namespace's labels change. Pod events never call it, nor do the objects
+// or deleted, a namespace's labels change, or the opt-out annotation of a
+// namespace or workload does. Pod events never call it, nor do the objects
 // listed when the caches first fill. fn runs on an informer goroutine and
 // must not block.
 func (l *Live) OnMeshChange(fn func(reason string)) {
@@ -201,6 +206,11 @@ func (l *Live) Start(ctx context.Context) error {
 			}
 			if kind == kindProxyConfig {
 				if err := l.addProxyConfigHandler(inf); err != nil {
+					return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
+				}
+			}
+			if kind == "Rollout" {
+				if err := l.addOptOutHandler(inf); err != nil {
 					return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
 				}
 			}

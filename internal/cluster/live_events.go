@@ -1,16 +1,20 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kedge-io/kedge/internal/drift"
 )
 
 // addMeshHandlers wires the informers whose changes can change which
@@ -30,14 +34,44 @@ func (l *Live) addMeshHandlers() error {
 			return err
 		}
 	}
-	// A namespace's labels select the injecting revision; nothing else
-	// about it does, and new or deleted namespaces hold no pods yet.
+	// A namespace's labels select the injecting revision, and its opt-out
+	// annotation keeps kedge away; nothing else about it matters, and new
+	// or deleted namespaces hold no pods yet.
 	_, err := l.namespaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			oldNS, ok1 := oldObj.(*corev1.Namespace)
 			newNS, ok2 := newObj.(*corev1.Namespace)
-			if ok1 && ok2 && !maps.Equal(oldNS.Labels, newNS.Labels) {
+			if !ok1 || !ok2 {
+				return
+			}
+			if !maps.Equal(oldNS.Labels, newNS.Labels) {
 				l.notify(fmt.Sprintf("Namespace %s labels changed", newNS.Name))
+				return
+			}
+			if reason, ok := optOutChange(l.optOutAnnotation(), oldObj, newObj); ok {
+				l.notify(reason)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	for _, inf := range []cache.SharedIndexInformer{l.deployments, l.statefulSets, l.daemonSets} {
+		if err := l.addOptOutHandler(inf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addOptOutHandler reports a workload whose opt-out annotation, on the
+// workload or its pod template, was set, changed or removed; any other
+// change to a workload is the cluster's business, not a reason to plan.
+func (l *Live) addOptOutHandler(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			if reason, ok := optOutChange(l.optOutAnnotation(), oldObj, newObj); ok {
+				l.notify(reason)
 			}
 		},
 	})
@@ -52,6 +86,57 @@ func (l *Live) addProxyConfigHandler(inf cache.SharedIndexInformer) error {
 	}
 	_, err := inf.AddEventHandler(proxyConfigs.funcs())
 	return err
+}
+
+func (l *Live) optOutAnnotation() string {
+	return cmp.Or(l.opts.OptOutAnnotation, drift.DefaultOptOutAnnotation)
+}
+
+// optOutChange describes how the opt-out annotation key changed between
+// two versions of a namespace or workload, if it did.
+func optOutChange(key string, oldObj, newObj any) (string, bool) {
+	kind, name, before, ok1 := optOutValues(key, oldObj)
+	_, _, after, ok2 := optOutValues(key, newObj)
+	if !ok1 || !ok2 || before == after {
+		return "", false
+	}
+	return fmt.Sprintf("%s %s annotation %s changed", kind, name, key), true
+}
+
+// optOutValues reads the opt-out annotation of an object kedge may be
+// asked to leave alone: on its metadata and, for a workload, on its pod
+// template. ok is false for any other object.
+func optOutValues(key string, obj any) (kind, name string, values [2]annotationValue, ok bool) {
+	lookup := func(annotations map[string]string) annotationValue {
+		v, set := annotations[key]
+		return annotationValue{set: set, value: v}
+	}
+	var meta, template map[string]string
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		return "Namespace", o.Name, [2]annotationValue{lookup(o.Annotations)}, true
+	case *appsv1.Deployment:
+		kind, name, meta, template = "Deployment", qualifiedName(o), o.Annotations, o.Spec.Template.Annotations
+	case *appsv1.StatefulSet:
+		kind, name, meta, template = "StatefulSet", qualifiedName(o), o.Annotations, o.Spec.Template.Annotations
+	case *appsv1.DaemonSet:
+		kind, name, meta, template = "DaemonSet", qualifiedName(o), o.Annotations, o.Spec.Template.Annotations
+	case *unstructured.Unstructured:
+		if o.GetKind() != "Rollout" {
+			return "", "", values, false
+		}
+		template, _, _ = unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations")
+		kind, name, meta = "Rollout", qualifiedName(o), o.GetAnnotations()
+	default:
+		return "", "", values, false
+	}
+	return kind, name, [2]annotationValue{lookup(meta), lookup(template)}, true
+}
+
+// annotationValue tells an annotation set to "" from one not set.
+type annotationValue struct {
+	set   bool
+	value string
 }
 
 func (l *Live) notify(reason string) {

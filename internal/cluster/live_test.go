@@ -1,12 +1,17 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 )
 
@@ -45,4 +50,52 @@ func TestLiveLifecycleErrors(t *testing.T) {
 	assert.Contains(t, err.Error(), "discovery")
 
 	assert.Empty(t, live.Set().Pods, "a source that never started holds nothing")
+}
+
+func TestOptOutChangeReportsOnlyTheOptOutAnnotation(t *testing.T) {
+	const key = "kedge.io/ignore"
+	ns := func(annotations map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Annotations: annotations}}
+	}
+	deployment := func(meta, template map[string]string) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart", Annotations: meta}}
+		d.Spec.Template.Annotations = template
+		return d
+	}
+	rollout := func(template map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+			"metadata": map[string]any{"namespace": "shop", "name": "checkout"},
+			"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": template}}},
+		}}
+		return u
+	}
+	cases := []struct {
+		name       string
+		key        string
+		old, new   any
+		wantReason string
+	}{
+		{name: "namespace opts out", old: ns(nil), new: ns(map[string]string{key: "true"}), wantReason: "Namespace shop annotation kedge.io/ignore changed"},
+		{name: "namespace opts back in", old: ns(map[string]string{key: "true"}), new: ns(map[string]string{key: "false"}), wantReason: "Namespace shop annotation kedge.io/ignore changed"},
+		{name: "namespace annotation removed", old: ns(map[string]string{key: "true"}), new: ns(nil), wantReason: "Namespace shop annotation kedge.io/ignore changed"},
+		{name: "an empty value is a value", old: ns(nil), new: ns(map[string]string{key: ""}), wantReason: "Namespace shop annotation kedge.io/ignore changed"},
+		{name: "another namespace annotation", old: ns(nil), new: ns(map[string]string{"team": "storefront"})},
+		{name: "resync of an opted-out namespace", old: ns(map[string]string{key: "true"}), new: ns(map[string]string{key: "true"})},
+		{name: "workload opts out", old: deployment(nil, nil), new: deployment(map[string]string{key: "true"}, nil), wantReason: "Deployment shop/cart annotation kedge.io/ignore changed"},
+		{name: "pod template opts out", old: deployment(nil, nil), new: deployment(nil, map[string]string{key: "true"}), wantReason: "Deployment shop/cart annotation kedge.io/ignore changed"},
+		{name: "a restart annotation on the template", old: deployment(nil, nil), new: deployment(nil, map[string]string{"kedge.io/restartedAt": "now"})},
+		{name: "deployment.kubernetes.io/revision bumped", old: deployment(map[string]string{"deployment.kubernetes.io/revision": "1"}, nil), new: deployment(map[string]string{"deployment.kubernetes.io/revision": "2"}, nil)},
+		{name: "rollout template opts out", old: rollout(nil), new: rollout(map[string]any{key: "true"}), wantReason: "Rollout shop/checkout annotation kedge.io/ignore changed"},
+		{name: "a configured key", key: "example.com/hands-off", old: deployment(nil, nil), new: deployment(map[string]string{"example.com/hands-off": "true"}, nil), wantReason: "Deployment shop/cart annotation example.com/hands-off changed"},
+		{name: "the default key is not watched when another is configured", key: "example.com/hands-off", old: deployment(nil, nil), new: deployment(map[string]string{key: "true"}, nil)},
+		{name: "an object that cannot opt out", old: &corev1.ConfigMap{}, new: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{key: "true"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, ok := optOutChange(cmp.Or(tc.key, key), tc.old, tc.new)
+			assert.Equal(t, tc.wantReason != "", ok)
+			assert.Equal(t, tc.wantReason, reason)
+		})
+	}
 }

@@ -18,8 +18,11 @@ import (
 
 // Readiness checks the service must pass before /readyz answers 200.
 const (
-	CheckInformers = "informers"
-	CheckGitHub    = "github"
+	// CheckPermissions fails while the cluster credentials lack a
+	// permission kedge needs; it exists once first checked.
+	CheckPermissions = "permissions"
+	CheckInformers   = "informers"
+	CheckGitHub      = "github"
 )
 
 // Readiness tracks named checks. A check is pending until Set records its

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kedge-io/kedge/internal/cluster"
 )
 
 // Lease timings when Election leaves them zero: client-go's usual values.
@@ -98,6 +100,17 @@ func (e Election) newElector(client kubernetes.Interface, lead chan<- context.Co
 	})
 }
 
+// LeaseRBAC is the deploy/ rule that lets kedge take its Lease.
+const LeaseRBAC = "Role kedge-leader-election in deploy/rbac.yaml"
+
+// permissions are what client-go's elector does with the Lease.
+func (e Election) permissions() []cluster.Permission {
+	lease := func(verb, name string) cluster.Permission {
+		return cluster.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: e.Namespace, Name: name, GrantedBy: LeaseRBAC}
+	}
+	return []cluster.Permission{lease("get", e.Name), lease("create", ""), lease("update", e.Name)}
+}
+
 func leaseClient(cfg *rest.Config, renewDeadline time.Duration) (kubernetes.Interface, error) {
 	c := rest.CopyConfig(cfg)
 	if c.UserAgent == "" {
@@ -111,11 +124,12 @@ func leaseClient(cfg *rest.Config, renewDeadline time.Duration) (kubernetes.Inte
 
 // serviceAccountNamespaceFile is where Kubernetes mounts the pod's
 // namespace.
-const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+var serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // LeaseNamespace picks the namespace of the Lease: the configured one, else
-// $POD_NAMESPACE (the downward API), else the service account's namespace.
-func LeaseNamespace(configured string) (string, error) {
+// $POD_NAMESPACE (the downward API), else the namespace of the pod's service
+// account, else the namespace of the kubeconfig's current context.
+func LeaseNamespace(configured, kubeconfigNamespace string) (string, error) {
 	if configured != "" {
 		return configured, nil
 	}
@@ -127,7 +141,11 @@ func LeaseNamespace(configured string) (string, error) {
 			return ns, nil
 		}
 	}
-	return "", errors.New("no namespace for the leader Lease: set server.leaseNamespace (outside a pod) or POD_NAMESPACE")
+	if kubeconfigNamespace != "" {
+		return kubeconfigNamespace, nil
+	}
+	return "", errors.New("no namespace for the leader Lease: not in a pod (no " + serviceAccountNamespaceFile +
+		") and the kubeconfig's current context names no namespace; set server.leaseNamespace to kedge's namespace")
 }
 
 // Identity names this process for leader election: the pod name
@@ -146,4 +164,58 @@ func Identity() (string, error) {
 		return "", fmt.Errorf("leader election identity: %w", err)
 	}
 	return name + "_" + hex.EncodeToString(suffix), nil
+}
+
+// LeaseHeldError says another process holds the Lease.
+type LeaseHeldError struct {
+	Namespace, Name, Holder string
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("the Lease %s/%s is held by %s: another kedge is running against this cluster; "+
+		"stop it (or wait for it to release the Lease), or pass --force to run beside it", e.Namespace, e.Name, e.Holder)
+}
+
+// WithLease runs fn while holding the Lease, so that a one-off cycle is
+// never a second writer beside a running service, and releases it after.
+// When another process holds the Lease, fn does not run and the error is a
+// *LeaseHeldError naming the holder.
+func WithLease(ctx context.Context, e Election, fn func(context.Context) error) error {
+	e = e.withDefaults()
+	if err := e.validate(); err != nil {
+		return err
+	}
+	client, err := leaseClient(e.Config, e.RenewDeadline)
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	lead := make(chan context.Context)
+	other := make(chan string, 1)
+	elector, err := e.newElector(client, lead, func() {}, func(holder string) {
+		if holder != e.Identity && holder != "" {
+			select {
+			case other <- holder:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	electorCtx, stop := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		elector.Run(electorCtx)
+	}()
+	// Cancelling releases the Lease if it was taken; wait for that.
+	defer func() { stop(); <-ended }()
+	select {
+	case leading := <-lead:
+		return fn(leading)
+	case holder := <-other:
+		return &LeaseHeldError{Namespace: e.Namespace, Name: e.Name, Holder: holder}
+	case <-ended:
+		return ctx.Err()
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // What starts a cycle.
@@ -44,6 +46,8 @@ type SchedulerOptions struct {
 	// Resync runs a full cycle when no cycle started for this long; zero
 	// disables it.
 	Resync time.Duration
+	// Clock tells the time and runs the timers; nil means the real one.
+	Clock clock.Clock
 }
 
 // DefaultMaxDelayFactor sets MaxDelay from Debounce when it is not given.
@@ -54,9 +58,14 @@ const DefaultMaxDelayFactor = 6
 // once. It is safe for concurrent use; Run may be called again after it
 // returns (a replica that lost the lease and won it back).
 type Scheduler struct {
-	run  func(context.Context, Cycle)
-	opts SchedulerOptions
-	wake chan struct{}
+	run   func(context.Context, Cycle)
+	opts  SchedulerOptions
+	clock clock.Clock
+	wake  chan struct{}
+	// beforeWait, when set, learns each time the scheduler is about to
+	// block and until when (zero: until a change or the end); tests use
+	// it to move a fake clock only once the scheduler waits on it.
+	beforeWait func(due time.Time)
 
 	mu         sync.Mutex
 	pending    *Cycle
@@ -72,13 +81,17 @@ func NewScheduler(run func(context.Context, Cycle), opts SchedulerOptions) *Sche
 		opts.MaxDelay = DefaultMaxDelayFactor * opts.Debounce
 	}
 	opts.MaxDelay = max(opts.MaxDelay, opts.Debounce)
-	return &Scheduler{run: run, opts: opts, wake: make(chan struct{}, 1)}
+	c := opts.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &Scheduler{run: run, opts: opts, clock: c, wake: make(chan struct{}, 1)}
 }
 
 // Trigger reports a mesh change. It never blocks, so an informer goroutine
 // may call it.
 func (s *Scheduler) Trigger(reason string) {
-	now := time.Now()
+	now := s.clock.Now()
 	s.mu.Lock()
 	if s.pending == nil {
 		s.pending = &Cycle{Trigger: TriggerMesh, FirstChange: now}
@@ -134,7 +147,7 @@ func (s *Scheduler) begin() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	s.inFlight = make(chan struct{})
-	return time.Now(), true
+	return s.clock.Now(), true
 }
 
 func (s *Scheduler) end() {
@@ -147,43 +160,83 @@ func (s *Scheduler) end() {
 // wait blocks until the next cycle is due and says which one it is.
 func (s *Scheduler) wait(ctx context.Context, lastStart time.Time) (Cycle, bool) {
 	for {
-		s.mu.Lock()
-		if s.draining {
-			s.mu.Unlock()
-			return Cycle{}, false
-		}
-		var due time.Time
-		if s.opts.Resync > 0 {
-			due = lastStart.Add(s.opts.Resync)
-		}
-		if mesh, ok := s.meshDue(); ok && (due.IsZero() || mesh.Before(due)) {
-			due = mesh
-		}
-		s.mu.Unlock()
-
-		var timer *time.Timer
-		var fire <-chan time.Time
-		if !due.IsZero() {
-			timer = time.NewTimer(time.Until(due))
-			fire = timer.C
-		}
+		// The state read below answers every change reported so far, so a
+		// wake-up left from one of them is spent.
 		select {
-		case <-ctx.Done():
 		case <-s.wake:
-			// A change arrived or Drain was called: work out the due
-			// time again.
-		case <-fire:
+		default:
 		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if ctx.Err() != nil {
+		c, due, ok := s.next(lastStart)
+		switch {
+		case !ok:
 			return Cycle{}, false
+		case c != nil:
+			return *c, true
 		}
-		if c, ok := s.take(lastStart); ok {
-			return c, true
+		if !s.sleep(ctx, due) {
+			return Cycle{}, false
 		}
 	}
+}
+
+// next returns the cycle due now or, when none is, when the next one will
+// be (zero: none until a change). ok is false once the scheduler drains.
+func (s *Scheduler) next(lastStart time.Time) (c *Cycle, due time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return nil, time.Time{}, false
+	}
+	now := s.clock.Now()
+	meshDue, changed := s.meshDue()
+	if changed && !now.Before(meshDue) {
+		c := *s.pending
+		s.pending = nil
+		return &c, time.Time{}, true
+	}
+	if s.opts.Resync > 0 {
+		resyncDue := lastStart.Add(s.opts.Resync)
+		if !now.Before(resyncDue) {
+			return s.resyncCycle(), time.Time{}, true
+		}
+		due = resyncDue
+	}
+	if changed && (due.IsZero() || meshDue.Before(due)) {
+		due = meshDue
+	}
+	return nil, due, true
+}
+
+// resyncCycle is a resync cycle; it also answers the pending changes,
+// since every cycle reads the whole cluster. Callers hold s.mu.
+func (s *Scheduler) resyncCycle() *Cycle {
+	c := &Cycle{Trigger: TriggerResync}
+	if s.pending != nil {
+		c.Changes, c.Reasons, c.FirstChange = s.pending.Changes, s.pending.Reasons, s.pending.FirstChange
+		s.pending = nil
+	}
+	return c
+}
+
+// sleep waits until due (forever when zero), a change or Drain; it is
+// false when ctx ended.
+func (s *Scheduler) sleep(ctx context.Context, due time.Time) bool {
+	var fire <-chan time.Time
+	if !due.IsZero() {
+		timer := s.clock.NewTimer(due.Sub(s.clock.Now()))
+		defer timer.Stop()
+		fire = timer.C()
+	}
+	if s.beforeWait != nil {
+		s.beforeWait(due)
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.wake:
+	case <-fire:
+	}
+	return ctx.Err() == nil
 }
 
 // meshDue is when the pending changes' cycle is due: Debounce after the
@@ -198,31 +251,6 @@ func (s *Scheduler) meshDue() (time.Time, bool) {
 		due = capped
 	}
 	return due, true
-}
-
-// take returns the cycle due now, if one is. A resync cycle also answers
-// the pending changes, since every cycle reads the whole cluster.
-func (s *Scheduler) take(lastStart time.Time) (Cycle, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining {
-		return Cycle{}, false
-	}
-	now := time.Now()
-	if due, ok := s.meshDue(); ok && !now.Before(due) {
-		c := *s.pending
-		s.pending = nil
-		return c, true
-	}
-	if s.opts.Resync > 0 && !now.Before(lastStart.Add(s.opts.Resync)) {
-		c := Cycle{Trigger: TriggerResync}
-		if s.pending != nil {
-			c.Changes, c.Reasons, c.FirstChange = s.pending.Changes, s.pending.Reasons, s.pending.FirstChange
-			s.pending = nil
-		}
-		return c, true
-	}
-	return Cycle{}, false
 }
 
 // Drain stops new cycles for good and waits until the cycle in flight, if

@@ -2,271 +2,384 @@ package service
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// cycleLog records the cycles a scheduler runs and catches overlaps.
-type cycleLog struct {
-	mu      sync.Mutex
-	cycles  []Cycle
-	starts  []time.Time
-	running atomic.Int32
-	overlap atomic.Bool
-	// hold keeps each cycle running this long.
-	hold time.Duration
+// hangGuard only stops a broken test from hanging; no assertion depends on
+// it, since every step below waits for the scheduler itself.
+const hangGuard = 10 * time.Second
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// lockstep runs a Scheduler on a fake clock and follows it step by step:
+// the test learns each cycle it starts and each time it waits, and moves
+// the clock only then.
+type lockstep struct {
+	t     *testing.T
+	clock *clocktesting.FakeClock
+	s     *Scheduler
+	// cycles receives each cycle as it starts; it runs until the test
+	// sends on release (or at once, without hold).
+	cycles  chan Cycle
+	release chan struct{}
+	hold    bool
+	// waits receives the due time each time the scheduler is about to
+	// block; it stays put until the test sends on resume.
+	waits  chan time.Time
+	resume chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-func (l *cycleLog) run(ctx context.Context, c Cycle) {
-	if l.running.Add(1) > 1 {
-		l.overlap.Store(true)
+func startLockstep(t *testing.T, opts SchedulerOptions, hold bool) *lockstep {
+	t.Helper()
+	h := newLockstep(t, opts, hold)
+	h.run()
+	return h
+}
+
+func newLockstep(t *testing.T, opts SchedulerOptions, hold bool) *lockstep {
+	t.Helper()
+	fake := clocktesting.NewFakeClock(epoch)
+	opts.Clock = fake
+	h := &lockstep{
+		t: t, clock: fake, hold: hold,
+		cycles: make(chan Cycle), release: make(chan struct{}), waits: make(chan time.Time), resume: make(chan struct{}),
+		done: make(chan struct{}),
 	}
-	defer l.running.Add(-1)
-	l.mu.Lock()
-	l.cycles = append(l.cycles, c)
-	l.starts = append(l.starts, time.Now())
-	l.mu.Unlock()
+	ctx, cancel := context.WithCancel(t.Context())
+	h.ctx, h.cancel = ctx, cancel
+	h.s = NewScheduler(func(cycleCtx context.Context, c Cycle) {
+		select {
+		case h.cycles <- c:
+		case <-ctx.Done():
+			return
+		}
+		if h.hold {
+			select {
+			case <-h.release:
+			case <-cycleCtx.Done():
+			}
+		}
+	}, opts)
+	h.s.beforeWait = func(due time.Time) {
+		select {
+		case h.waits <- due:
+		case <-ctx.Done():
+			return
+		}
+		// Held until the test has looked at the scheduler's state.
+		select {
+		case <-h.resume:
+		case <-ctx.Done():
+		}
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *lockstep) run() {
+	go func() {
+		defer close(h.done)
+		h.s.Run(h.ctx)
+	}()
+}
+
+func (h *lockstep) stop() {
+	h.cancel()
 	select {
-	case <-time.After(l.hold):
-	case <-ctx.Done():
+	case <-h.done:
+	case <-time.After(hangGuard):
+		h.t.Error("Run did not return after its context ended")
 	}
 }
 
-func (l *cycleLog) triggers() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]string, len(l.cycles))
-	for i, c := range l.cycles {
-		out[i] = c.Trigger
+// cycle is the next cycle the scheduler starts.
+func (h *lockstep) cycle() Cycle {
+	h.t.Helper()
+	select {
+	case c := <-h.cycles:
+		return c
+	case <-time.After(hangGuard):
+		h.t.Fatal("no cycle started")
+		return Cycle{}
 	}
-	return out
 }
 
-func (l *cycleLog) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.cycles)
+// waiting returns when the scheduler blocks having seen every change
+// reported so far, and until when it waits (zero: until a change).
+func (h *lockstep) waiting() time.Time {
+	h.t.Helper()
+	for {
+		select {
+		case due := <-h.waits:
+			// A wake-up still queued means the scheduler will look again
+			// before it really blocks. It cannot take one while held.
+			settled := len(h.s.wake) == 0
+			h.resume <- struct{}{}
+			if settled {
+				return due
+			}
+		case c := <-h.cycles:
+			h.t.Fatalf("unexpected %s cycle while waiting for the scheduler to block", c.Trigger)
+		case <-time.After(hangGuard):
+			h.t.Fatal("the scheduler never blocked")
+		}
+	}
 }
 
-func (l *cycleLog) last() (Cycle, time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cycles[len(l.cycles)-1], l.starts[len(l.starts)-1]
-}
-
-// step is one action of a scenario, after a pause.
-type step struct {
-	after   time.Duration
-	trigger int // how many mesh changes to report at once
+// trigger reports n mesh changes at the fake clock's time.
+func (h *lockstep) trigger(n int, reason string) {
+	for range n {
+		h.s.Trigger(reason)
+	}
 }
 
 func TestSchedulerRunsOneCyclePerBurstOfChanges(t *testing.T) {
-	const debounce = 80 * time.Millisecond
+	const debounce = 10 * time.Second
 	cases := []struct {
-		name     string
-		opts     SchedulerOptions
-		hold     time.Duration
-		steps    []step
-		settle   time.Duration
-		want     []string
-		wantLast int // changes answered by the last cycle
+		name    string
+		opts    SchedulerOptions
+		actions []action
+		// idle is what the scheduler waits for at the end: zero means
+		// nothing but a change.
+		idle time.Duration
 	}{
 		{
-			name:   "a start cycle and nothing else without changes",
-			opts:   SchedulerOptions{Debounce: debounce},
-			settle: 4 * debounce,
-			want:   []string{TriggerStart},
+			name: "a start cycle and nothing else without changes",
+			opts: SchedulerOptions{Debounce: debounce},
 		},
 		{
-			name:     "a burst of changes costs one cycle",
-			opts:     SchedulerOptions{Debounce: debounce},
-			steps:    []step{{after: 20 * time.Millisecond, trigger: 1}, {after: 10 * time.Millisecond, trigger: 5}, {after: 20 * time.Millisecond, trigger: 1}},
-			settle:   4 * debounce,
-			want:     []string{TriggerStart, TriggerMesh},
-			wantLast: 7,
+			name: "a burst of changes costs one cycle",
+			opts: SchedulerOptions{Debounce: debounce},
+			actions: []action{
+				{trigger: 1}, {step: debounce / 4, trigger: 5}, {step: debounce / 2, trigger: 1},
+				{step: debounce, expect: TriggerMesh, changes: 7},
+			},
 		},
 		{
-			name:     "changes further apart than the debounce cost a cycle each",
-			opts:     SchedulerOptions{Debounce: debounce},
-			steps:    []step{{after: 20 * time.Millisecond, trigger: 1}, {after: 3 * debounce, trigger: 1}},
-			settle:   4 * debounce,
-			want:     []string{TriggerStart, TriggerMesh, TriggerMesh},
-			wantLast: 1,
+			name: "changes further apart than the debounce cost a cycle each",
+			opts: SchedulerOptions{Debounce: debounce},
+			actions: []action{
+				{trigger: 1}, {step: debounce, expect: TriggerMesh, changes: 1},
+				{step: 2 * debounce, trigger: 1}, {step: debounce, expect: TriggerMesh, changes: 1},
+			},
 		},
 		{
 			name: "changes that never stop are answered after the maximum delay",
 			opts: SchedulerOptions{Debounce: debounce, MaxDelay: 3 * debounce},
-			steps: func() []step {
-				var s []step
-				for range 12 {
-					s = append(s, step{after: debounce / 2, trigger: 1})
-				}
-				return s
-			}(),
-			settle: 4 * debounce,
-			// 12 changes over 6 debounce periods, capped at 3: the first
-			// cycle after 3 periods, the rest after the stream ends.
-			want: []string{TriggerStart, TriggerMesh, TriggerMesh},
+			// A change every half debounce: the cap answers the first six
+			// at 3 debounces, the next six at 6.
+			actions: slices.Concat(
+				everyHalfDebounce(debounce, 6),
+				[]action{{step: debounce / 2, expect: TriggerMesh, changes: 6}},
+				everyHalfDebounce(debounce, 6),
+				[]action{{step: debounce / 2, expect: TriggerMesh, changes: 6}},
+			),
 		},
 		{
-			name:     "changes during a cycle are answered by one more cycle",
-			opts:     SchedulerOptions{Debounce: debounce},
-			hold:     5 * debounce,
-			steps:    []step{{after: debounce, trigger: 3}, {after: debounce, trigger: 2}},
-			settle:   8 * debounce,
-			want:     []string{TriggerStart, TriggerMesh},
-			wantLast: 5,
+			name: "resync runs full cycles without changes",
+			opts: SchedulerOptions{Debounce: debounce, Resync: 2 * debounce},
+			actions: []action{
+				{step: 2 * debounce, expect: TriggerResync},
+				{step: 2 * debounce, expect: TriggerResync},
+			},
+			idle: 2 * debounce,
 		},
 		{
-			name:   "resync runs full cycles without changes",
-			opts:   SchedulerOptions{Debounce: debounce, Resync: 2 * debounce},
-			settle: 5 * debounce,
-			want:   []string{TriggerStart, TriggerResync, TriggerResync},
+			name: "a resync due first answers the pending changes",
+			opts: SchedulerOptions{Debounce: debounce, Resync: 2 * debounce},
+			actions: []action{
+				{step: 2*debounce - debounce/2, trigger: 2},
+				{step: debounce / 2, expect: TriggerResync, changes: 2},
+			},
+			idle: 2 * debounce,
 		},
 		{
-			name:     "zero debounce runs at once",
-			opts:     SchedulerOptions{},
-			steps:    []step{{after: 20 * time.Millisecond, trigger: 1}},
-			settle:   debounce,
-			want:     []string{TriggerStart, TriggerMesh},
-			wantLast: 1,
+			name: "zero debounce runs at once",
+			opts: SchedulerOptions{},
+			actions: []action{
+				{trigger: 1, expect: TriggerMesh, changes: 1},
+			},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			log := &cycleLog{hold: tc.hold}
-			s := NewScheduler(log.run, tc.opts)
-			ctx, cancel := context.WithCancel(t.Context())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				s.Run(ctx)
-			}()
-			require.Eventually(t, func() bool { return log.count() >= 1 }, time.Second, time.Millisecond)
-			for _, st := range tc.steps {
-				time.Sleep(st.after)
-				for range st.trigger {
-					s.Trigger("change")
+			h := startLockstep(t, tc.opts, false)
+			require.Equal(t, TriggerStart, h.cycle().Trigger)
+			for i, a := range tc.actions {
+				// Move the clock only while the scheduler waits on it.
+				h.waiting()
+				if a.step > 0 {
+					h.clock.Step(a.step)
+				}
+				h.trigger(a.trigger, fmt.Sprintf("change %d", i))
+				if a.expect != "" {
+					c := h.cycle()
+					assert.Equal(t, a.expect, c.Trigger, "action %d", i)
+					assert.Equal(t, a.changes, c.Changes, "action %d", i)
 				}
 			}
-			time.Sleep(tc.settle)
-			cancel()
-			<-done
-
-			assert.Equal(t, tc.want, log.triggers())
-			assert.False(t, log.overlap.Load(), "two cycles ran at once")
-			if tc.wantLast > 0 {
-				c, _ := log.last()
-				assert.Equal(t, tc.wantLast, c.Changes)
+			due := h.waiting()
+			if tc.idle == 0 {
+				assert.Zero(t, due, "no cycle is due without a change")
+			} else {
+				assert.Equal(t, tc.idle, due.Sub(h.clock.Now()))
 			}
 		})
 	}
 }
 
+// action moves the fake clock, then reports changes, then expects a cycle.
+type action struct {
+	step    time.Duration
+	trigger int
+	// expect, when set, is the trigger of the cycle that must start next,
+	// and changes how many changes it answers.
+	expect  string
+	changes int
+}
+
+// everyHalfDebounce is n changes half a debounce apart, the first at once.
+func everyHalfDebounce(debounce time.Duration, n int) []action {
+	out := make([]action, n)
+	for i := range out {
+		out[i].trigger = 1
+		if i > 0 {
+			out[i].step = debounce / 2
+		}
+	}
+	return out
+}
+
 func TestSchedulerWaitsTheDebounceAfterTheLastChange(t *testing.T) {
-	const debounce = 150 * time.Millisecond
-	log := &cycleLog{}
-	s := NewScheduler(log.run, SchedulerOptions{Debounce: debounce})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go s.Run(ctx)
-	require.Eventually(t, func() bool { return log.count() == 1 }, time.Second, time.Millisecond)
+	const debounce = 10 * time.Second
+	h := startLockstep(t, SchedulerOptions{Debounce: debounce}, false)
+	require.Equal(t, TriggerStart, h.cycle().Trigger)
 
-	s.Trigger("Namespace shop labels changed")
-	time.Sleep(debounce / 2)
-	last := time.Now()
-	s.Trigger("MutatingWebhookConfiguration istio-revision-tag-stable changed")
-	require.Eventually(t, func() bool { return log.count() == 2 }, 5*debounce, time.Millisecond)
+	h.waiting()
+	first := h.clock.Now()
+	h.s.Trigger("Namespace shop labels changed")
+	assert.Equal(t, first.Add(debounce), h.waiting(), "due a debounce after the first change")
 
-	c, started := log.last()
-	assert.GreaterOrEqual(t, started.Sub(last), debounce, "no cycle before the quiet time")
-	assert.Less(t, started.Sub(last), debounce+100*time.Millisecond)
+	h.clock.Step(debounce / 2)
+	last := h.clock.Now()
+	h.s.Trigger("MutatingWebhookConfiguration istio-revision-tag-stable changed")
+	assert.Equal(t, last.Add(debounce), h.waiting(), "a later change pushes the cycle back")
+
+	// Just short of the quiet time the timer has not fired.
+	h.clock.Step(debounce - time.Nanosecond)
+	assert.Equal(t, 1, h.clock.Waiters(), "the scheduler's timer still waits")
+	h.clock.Step(time.Nanosecond)
+	c := h.cycle()
+	assert.Equal(t, TriggerMesh, c.Trigger)
 	assert.Equal(t, []string{"Namespace shop labels changed", "MutatingWebhookConfiguration istio-revision-tag-stable changed"}, c.Reasons)
-	assert.GreaterOrEqual(t, started.Sub(c.FirstChange), debounce+debounce/2)
+	assert.Equal(t, first, c.FirstChange)
+	assert.Equal(t, 2, c.Changes)
 }
 
 func TestSchedulerCapsReasonsButCountsEveryChange(t *testing.T) {
-	log := &cycleLog{}
-	s := NewScheduler(log.run, SchedulerOptions{Debounce: 20 * time.Millisecond})
-	for range 3 * maxReasons {
-		s.Trigger("change")
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go s.Run(ctx)
+	h := newLockstep(t, SchedulerOptions{Debounce: time.Second}, false)
+	h.trigger(3*maxReasons, "before the start")
+	h.run()
 	// Changes before Run are answered by the start cycle.
-	time.Sleep(100 * time.Millisecond)
-	assert.Equal(t, []string{TriggerStart}, log.triggers())
+	assert.Equal(t, Cycle{Trigger: TriggerStart}, h.cycle())
+	assert.Zero(t, h.waiting(), "nothing pending after the start cycle")
 
-	for range 3 * maxReasons {
-		s.Trigger("change")
-	}
-	require.Eventually(t, func() bool { return log.count() == 2 }, time.Second, time.Millisecond)
-	c, _ := log.last()
+	h.trigger(3*maxReasons, "change")
+	h.waiting()
+	h.clock.Step(time.Second)
+	c := h.cycle()
 	assert.Equal(t, 3*maxReasons, c.Changes)
 	assert.Len(t, c.Reasons, maxReasons)
 }
 
+func TestSchedulerRunsNoTwoCyclesAtOnce(t *testing.T) {
+	const debounce = 10 * time.Second
+	h := startLockstep(t, SchedulerOptions{Debounce: debounce}, true)
+	require.Equal(t, TriggerStart, h.cycle().Trigger)
+	// The start cycle is still running: changes and time pass.
+	h.trigger(3, "during the start cycle")
+	h.clock.Step(2 * debounce)
+	h.trigger(2, "still during it")
+	h.release <- struct{}{}
+
+	// One more cycle answers all five, a debounce after the last.
+	assert.Equal(t, h.clock.Now().Add(debounce), h.waiting())
+	h.clock.Step(debounce)
+	c := h.cycle()
+	assert.Equal(t, TriggerMesh, c.Trigger)
+	assert.Equal(t, 5, c.Changes)
+	h.release <- struct{}{}
+	assert.Zero(t, h.waiting())
+}
+
 func TestSchedulerDrain(t *testing.T) {
 	cases := []struct {
-		name      string
-		hold      time.Duration
-		grace     time.Duration
+		name string
+		// graceOver ends Drain's context while the cycle still runs.
+		graceOver bool
 		wantErr   error
-		wantAbort bool
 	}{
-		{name: "waits for the cycle in flight", hold: 200 * time.Millisecond, grace: 2 * time.Second},
-		{name: "gives up after the grace period", hold: 5 * time.Second, grace: 100 * time.Millisecond, wantErr: context.DeadlineExceeded},
+		{name: "waits for the cycle in flight"},
+		{name: "gives up when its context ends", graceOver: true, wantErr: context.Canceled},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var finished atomic.Bool
-			var cycles atomic.Int32
-			run := func(ctx context.Context, _ Cycle) {
-				cycles.Add(1)
+			h := startLockstep(t, SchedulerOptions{Debounce: time.Second}, true)
+			require.Equal(t, TriggerStart, h.cycle().Trigger)
+			h.s.Trigger("change during the cycle")
+
+			graceCtx, graceOver := context.WithCancel(t.Context())
+			defer graceOver()
+			drained := make(chan error, 1)
+			go func() { drained <- h.s.Drain(graceCtx) }()
+			if tc.graceOver {
+				graceOver()
+				require.ErrorIs(t, <-drained, tc.wantErr)
+				h.release <- struct{}{}
+			} else {
+				h.release <- struct{}{}
+				require.NoError(t, <-drained)
+			}
+			// The scheduler may block once more before it sees Drain; the
+			// pending change must not start a cycle whatever the time.
+			for returned := false; !returned; {
 				select {
-				case <-time.After(tc.hold):
-					finished.Store(true)
-				case <-ctx.Done():
+				case <-h.done:
+					returned = true
+				case <-h.waits:
+					h.resume <- struct{}{}
+					h.clock.Step(time.Hour)
+				case c := <-h.cycles:
+					t.Fatalf("a %s cycle started after Drain", c.Trigger)
+				case <-time.After(hangGuard):
+					t.Fatal("Run did not return after Drain")
 				}
 			}
-			s := NewScheduler(run, SchedulerOptions{Debounce: 10 * time.Millisecond})
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			done := make(chan struct{})
+
+			// A drained scheduler stays drained: Run returns without a
+			// cycle.
+			again := make(chan struct{})
 			go func() {
-				defer close(done)
-				s.Run(ctx)
+				defer close(again)
+				h.s.Run(t.Context())
 			}()
-			require.Eventually(t, func() bool { return cycles.Load() == 1 }, time.Second, time.Millisecond)
-			s.Trigger("change during the cycle")
-
-			graceCtx, stop := context.WithTimeout(t.Context(), tc.grace)
-			defer stop()
-			err := s.Drain(graceCtx)
-			if tc.wantErr != nil {
-				require.ErrorIs(t, err, tc.wantErr)
-				assert.False(t, finished.Load())
-				cancel()
-			} else {
-				require.NoError(t, err)
-				assert.True(t, finished.Load(), "Drain returned before the cycle ended")
-			}
 			select {
-			case <-done:
-			case <-time.After(time.Second):
-				t.Fatal("Run did not return after Drain")
+			case <-again:
+			case c := <-h.cycles:
+				t.Fatalf("a drained scheduler started a %s cycle", c.Trigger)
+			case <-time.After(hangGuard):
+				t.Fatal("Run on a drained scheduler did not return")
 			}
-			assert.EqualValues(t, 1, cycles.Load(), "no cycle after Drain, not even for a pending change")
-
-			// A drained scheduler stays drained.
-			s.Run(t.Context())
-			assert.EqualValues(t, 1, cycles.Load())
 		})
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/reconcile"
@@ -21,9 +24,10 @@ import (
 )
 
 // Source is the live cluster source (cluster.Live) as the service drives
-// it: the reconciler reads its objects, the service starts it and listens
-// for mesh changes.
+// it: the reconciler reads its objects, the service checks it may read
+// them, starts it and listens for mesh changes.
 type Source interface {
+	MissingPermissions(ctx context.Context) ([]cluster.Permission, error)
 	Start(ctx context.Context) error
 	WaitForSync(ctx context.Context) error
 	OnMeshChange(fn func(reason string))
@@ -68,11 +72,17 @@ type Config struct {
 	// SyncReport is how often a slow first cache sync is logged and shown
 	// in /readyz with its cause; zero means DefaultSyncReport.
 	SyncReport time.Duration
+	// PermissionRecheck is how often permissions found missing are asked
+	// for again; zero means DefaultPermissionRecheck.
+	PermissionRecheck time.Duration
+	// Clock runs the scheduler and the retries; nil means the real one.
+	Clock clock.Clock
 }
 
 // Service is a running kedge.
 type Service struct {
 	cfg       Config
+	clock     clock.Clock
 	log       *slog.Logger
 	metrics   *metrics.Metrics
 	ready     *server.Readiness
@@ -104,7 +114,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.SyncReport <= 0 {
 		cfg.SyncReport = DefaultSyncReport
 	}
-	s := &Service{cfg: cfg, log: cfg.Log, metrics: cfg.Metrics, ready: cfg.Readiness}
+	if cfg.PermissionRecheck <= 0 {
+		cfg.PermissionRecheck = DefaultPermissionRecheck
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	cfg.Scheduler.Clock = cfg.Clock
+	s := &Service{cfg: cfg, clock: cfg.Clock, log: cfg.Log, metrics: cfg.Metrics, ready: cfg.Readiness}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -170,9 +187,13 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
-// prepare starts the cluster source and waits until its caches are full
-// and GitHub accepts kedge's credentials; /readyz follows both.
+// prepare waits until the cluster credentials hold every permission kedge
+// needs, starts the cluster source, and waits until its caches are full and
+// GitHub accepts kedge's credentials; /readyz follows all three.
 func (s *Service) prepare(ctx, life context.Context) error {
+	if err := s.awaitPermissions(ctx); err != nil {
+		return err
+	}
 	if s.cfg.Source == nil {
 		s.ready.Set(server.CheckInformers, nil)
 	} else {
@@ -209,6 +230,71 @@ func (s *Service) prepare(ctx, life context.Context) error {
 // DefaultSyncReport is how often a cache sync that takes long is reported.
 const DefaultSyncReport = 30 * time.Second
 
+// DefaultPermissionRecheck is how often missing permissions are asked for
+// again: granting one takes effect within this period, without a restart.
+const DefaultPermissionRecheck = 30 * time.Second
+
+// awaitPermissions returns once the credentials may read what the cluster
+// source reads and take the Lease. Until then /readyz names what is
+// missing, and each missing permission is logged once, when first found
+// missing: informers would instead retry a forbidden list forever, one
+// error line each time.
+func (s *Service) awaitPermissions(ctx context.Context) error {
+	if s.cfg.Source == nil && s.cfg.Election == nil {
+		return nil
+	}
+	reported := map[cluster.Permission]bool{}
+	for {
+		missing, err := s.missingPermissions(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			s.ready.Set(server.CheckPermissions, err)
+			s.log.Warn("cannot check kedge's permissions yet; retrying", "error", err.Error(), "retryIn", s.cfg.PermissionRecheck.String())
+		case len(missing) == 0:
+			s.ready.Set(server.CheckPermissions, nil)
+			if len(reported) > 0 {
+				s.log.Info("the missing permissions were granted")
+			}
+			return nil
+		default:
+			s.ready.Set(server.CheckPermissions, &cluster.MissingPermissionsError{Missing: missing})
+			for _, p := range missing {
+				if !reported[p] {
+					reported[p] = true
+					s.log.Error("missing permission: kedge waits until it is granted", "permission", p.String())
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.clock.After(s.cfg.PermissionRecheck):
+		}
+	}
+}
+
+// missingPermissions asks what the cluster source and the Lease need.
+func (s *Service) missingPermissions(ctx context.Context) ([]cluster.Permission, error) {
+	var missing []cluster.Permission
+	if s.cfg.Source != nil {
+		m, err := s.cfg.Source.MissingPermissions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		missing = append(missing, m...)
+	}
+	if e := s.cfg.Election; e != nil {
+		m, err := cluster.CheckPermissions(ctx, e.Config, e.permissions())
+		if err != nil {
+			return nil, err
+		}
+		missing = append(missing, m...)
+	}
+	return missing, nil
+}
+
 // GitHub auth check backoff: a wrong key or an outage should not spin.
 const (
 	authRetryFirst = time.Second
@@ -233,7 +319,7 @@ func (s *Service) checkGitHub(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(wait):
+		case <-s.clock.After(wait):
 		}
 		wait = min(2*wait, authRetryMax)
 	}

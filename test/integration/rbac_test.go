@@ -170,8 +170,8 @@ func TestDeployRBACAllowsReadingOnly(t *testing.T) {
 	}
 }
 
-// Without the deploy/ RBAC the caches never fill: /readyz says why, and no
-// cycle runs on a partial view of the cluster.
+// Without the deploy/ RBAC kedge starts no informer: /readyz names every
+// permission it lacks, and no cycle runs on a partial view of the cluster.
 func TestNotReadyWhileTheClusterCannotBeRead(t *testing.T) {
 	admin := controlPlane(t)
 	nobody := rest.CopyConfig(admin)
@@ -180,9 +180,17 @@ func TestNotReadyWhileTheClusterCannotBeRead(t *testing.T) {
 	r := w.startReplica(t, "kedge", replicaOptions{kube: nobody, syncReport: 500 * time.Millisecond})
 	eventually(t, 10*time.Second, func() bool {
 		_, failing := r.ready.Ready()
-		return len(failing) > 0 && strings.Contains(strings.Join(failing, "\n"), "forbidden")
-	}, "/readyz names the forbidden lists")
+		return strings.Contains(strings.Join(failing, "\n"), "permissions: the cluster credentials lack permissions kedge needs")
+	}, "/readyz names the missing permissions")
+	_, failing := r.ready.Ready()
+	for _, res := range kedgeReads {
+		if res.group == "argoproj.io" || strings.HasSuffix(res.group, "fluxcd.io") || res.resource == "configmaps" {
+			continue
+		}
+		assert.Contains(t, strings.Join(failing, "\n"), "list "+res.resource, "the missing permissions")
+	}
 	assert.Zero(t, r.recorder.count())
-	assert.Contains(t, r.logs.String(), "cluster caches not synced yet")
+	assert.Contains(t, r.logs.String(), "missing permission: kedge waits until it is granted")
+	assert.NotContains(t, r.logs.String(), "Failed to watch", "no informer retries a forbidden list")
 	require.NoError(t, r.stop(t, 5*time.Second))
 }

@@ -147,6 +147,9 @@ type replicaOptions struct {
 	scheduler      service.SchedulerOptions
 	grace          time.Duration
 	syncReport     time.Duration
+	// permissionRecheck is how often missing permissions are asked for
+	// again.
+	permissionRecheck time.Duration
 	// token overrides the GitHub token.
 	token string
 }
@@ -168,7 +171,7 @@ func (w *world) startReplica(t *testing.T, name string, opts replicaOptions) *re
 	if opts.kube == nil {
 		source = func(context.Context) (*objects.Set, error) { return cluster.ReadSnapshot(demoCluster) }
 	} else {
-		l, err := cluster.NewLive(cluster.LiveOptions{Config: opts.kube, Resync: opts.informerResync})
+		l, err := cluster.NewLive(cluster.LiveOptions{Config: opts.kube, Resync: opts.informerResync, OptOutAnnotation: cfg.Workloads.OptOutAnnotation})
 		require.NoError(t, err)
 		source = func(context.Context) (*objects.Set, error) { return l.Set(), nil }
 		live = l
@@ -182,6 +185,7 @@ func (w *world) startReplica(t *testing.T, name string, opts replicaOptions) *re
 		Source: live, Reconciler: rec, GitHub: assembled.Forge,
 		Metrics: m, Readiness: ready, Log: log, Election: opts.election,
 		Scheduler: opts.scheduler, ShutdownGrace: opts.grace, SyncReport: opts.syncReport,
+		PermissionRecheck: opts.permissionRecheck,
 	})
 	require.NoError(t, err)
 
