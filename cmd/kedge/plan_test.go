@@ -104,7 +104,7 @@ func TestPlanPatchOnTheDemo(t *testing.T) {
 	ann := manifest.Annotations{Restart: manifest.DefaultRestartAnnotation, Target: manifest.DefaultTargetAnnotation}
 	t.Run("changed lines", func(t *testing.T) {
 		assert.Empty(t, editcheck.PatchLineViolations(patch, editcheck.Rules{
-			AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFile: "kedge-restart-patch.yaml",
+			AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{"kedge-restart-patch.yaml", "kedge-restart-patch.yml"},
 		}))
 	})
 

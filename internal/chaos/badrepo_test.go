@@ -178,7 +178,7 @@ func TestBadRepositoryInput(t *testing.T) {
 			if c.WaiveLineRules == "" {
 				assert.Empty(t, editcheck.PatchLineViolations(manifest.UnifiedDiff(res.Edits), editcheck.Rules{
 					AnnotationKeys: []string{cfg.Restart.Annotation, cfg.Restart.TargetAnnotation},
-					PatchFile:      "kedge-restart-patch.yaml",
+					PatchFiles:     []string{"kedge-restart-patch.yaml", "kedge-restart-patch.yml"},
 				}))
 			}
 			assertRendersSame(t, repo, set.Kustomizations, res, cfg)

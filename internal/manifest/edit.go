@@ -277,7 +277,7 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 			f.inPlace = append(f.inPlace, e)
 		case drift.EditOverlayPatch:
 			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: yamledit.AnyDocument}
-			f := add(path.Join(loc.Root, restartPatchFile))
+			f := add(path.Join(loc.Root, restartPatchFile(ix.roots[loc.Root].File)))
 			f.patchRoot = loc.Root
 			f.patches = append(f.patches, e)
 		}
@@ -429,7 +429,7 @@ func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	if err != nil {
 		return nil, refusalFor(kpath, f.patches, err)
 	}
-	kafter, changed, err := yamledit.AddKustomizationPatch(kbefore, restartPatchFile)
+	kafter, changed, err := yamledit.AddKustomizationPatch(kbefore, path.Base(f.path))
 	if err != nil {
 		return nil, refusalFor(kpath, f.patches, err)
 	}

@@ -480,7 +480,7 @@ func TestEditsRefuseWhenNoOverlayIsSafe(t *testing.T) {
 // its entry in the overlay's kustomization.
 func TestEditsChangeOnlyRestartLines(t *testing.T) {
 	ann := Annotations{}.withDefaults()
-	rules := editcheck.Rules{AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFile: restartPatchFile}
+	rules := editcheck.Rules{AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{restartPatchFile("kustomization.yaml"), restartPatchFile("kustomization.yml")}}
 	for _, c := range editCases {
 		t.Run(c.repo, func(t *testing.T) {
 			_, set := planEdits(t, c, fixtureRepo(c.repo))

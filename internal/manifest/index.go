@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -704,14 +705,22 @@ func sourceFor(repoRoot, rootDir, originPath string, obj *Object, cache *docCach
 	}, nil
 }
 
-// restartPatchFile is the strategic-merge patch kedge writes in an overlay.
-const restartPatchFile = "kedge-restart-patch.yaml"
+// restartPatchFile is the strategic-merge patch kedge writes in an overlay
+// whose kustomization file is named kustomization: it follows the
+// repository's extension, .yml beside a kustomization.yml.
+func restartPatchFile(kustomization string) string {
+	if path.Ext(kustomization) == ".yml" {
+		return "kedge-restart-patch.yml"
+	}
+	return "kedge-restart-patch.yaml"
+}
 
 func readRestartPatch(kf *kustomizationFile) map[string]bool {
-	if !slices.Contains(kf.files, restartPatchFile) {
+	name := restartPatchFile(kf.name)
+	if !slices.Contains(kf.files, name) {
 		return nil
 	}
-	data, err := readRegular(filepath.Join(kf.dir, restartPatchFile))
+	data, err := readRegular(filepath.Join(kf.dir, name))
 	if err != nil {
 		return nil
 	}

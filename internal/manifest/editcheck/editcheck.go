@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -17,9 +18,9 @@ import (
 type Rules struct {
 	// AnnotationKeys are the pod template annotations kedge writes.
 	AnnotationKeys []string
-	// PatchFile is the base name of the strategic-merge patch file kedge
-	// writes in an overlay; any line of it is allowed.
-	PatchFile string
+	// PatchFiles are the base names the strategic-merge patch file kedge
+	// writes in an overlay may have; any line of it is allowed.
+	PatchFiles []string
 }
 
 var kustomizationNames = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}
@@ -114,8 +115,10 @@ func extendedBy(file, removed string, added []string, rules Rules) bool {
 		if gone != "" && gone != "{}" && gone != "~" && gone != "null" {
 			continue
 		}
-		if kustomizationNames[path.Base(file)] && strings.Contains(inserted, rules.PatchFile) {
-			return true
+		for _, name := range rules.PatchFiles {
+			if kustomizationNames[path.Base(file)] && strings.Contains(inserted, name) {
+				return true
+			}
 		}
 		for _, k := range rules.AnnotationKeys {
 			if strings.Contains(inserted, k) {
@@ -129,10 +132,10 @@ func extendedBy(file, removed string, added []string, rules Rules) bool {
 func allowed(file string, text string, rules Rules) bool {
 	base := path.Base(file)
 	switch {
-	case base == rules.PatchFile, isAnnotationLine(text, rules.AnnotationKeys), holderLine.MatchString(text):
+	case slices.Contains(rules.PatchFiles, base), isAnnotationLine(text, rules.AnnotationKeys), holderLine.MatchString(text):
 		return true
 	case kustomizationNames[base]:
-		return patchesLine.MatchString(text) || isPatchEntry(text, rules.PatchFile)
+		return patchesLine.MatchString(text) || slices.ContainsFunc(rules.PatchFiles, func(name string) bool { return isPatchEntry(text, name) })
 	}
 	return false
 }

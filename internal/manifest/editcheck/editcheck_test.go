@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var rules = Rules{AnnotationKeys: []string{"kedge.io/restartedAt", "kedge.io/restart-target"}, PatchFile: "kedge-restart-patch.yaml"}
+var rules = Rules{AnnotationKeys: []string{"kedge.io/restartedAt", "kedge.io/restart-target"}, PatchFiles: []string{"kedge-restart-patch.yaml", "kedge-restart-patch.yml"}}
 
 func TestPatchLineViolations(t *testing.T) {
 	hunk := func(file string, lines ...string) string {
