@@ -122,6 +122,9 @@ type Index struct {
 	// kustomizationLabels are the label values each kustomization file
 	// (repo-relative) sets in commonLabels and labels, by key.
 	kustomizationLabels map[string]map[string][]string
+	// inlineNamespaces are the Namespace documents of each kustomization
+	// file's inline patches.
+	inlineNamespaces map[string][]Namespace
 	// byKindName indexes objects by "Kind/name" (rendered).
 	byKindName map[string][]int
 	// byPath indexes objects by source file.
@@ -190,6 +193,7 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		byPath:     map[string][]int{},
 
 		kustomizationLabels: map[string]map[string][]string{},
+		inlineNamespaces:    map[string][]Namespace{},
 		includedBy:          map[string][]string{},
 	}
 	starts, err := ix.startDirs(opts.Paths)
@@ -238,7 +242,11 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 	}
 	for _, kf := range kfiles {
 		if kf != nil {
-			ix.kustomizationLabels[ix.rel(filepath.Join(kf.dir, kf.name))] = kf.labels
+			rel := ix.rel(filepath.Join(kf.dir, kf.name))
+			ix.kustomizationLabels[rel] = kf.labels
+			for _, d := range kf.inlineNamespaces {
+				ix.inlineNamespaces[rel] = append(ix.inlineNamespaces[rel], renderedNamespace(d.Name, d.Labels, "", rel))
+			}
 		}
 	}
 	for i, rendered := range renderRoots(builds, remote, ix.root) {

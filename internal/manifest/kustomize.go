@@ -46,6 +46,8 @@ type kustomizationFile struct {
 	// deprecated are kustomize's warnings about fields it still accepts
 	// but will drop.
 	deprecated []string
+	// inlineNamespaces are the Namespace documents of its inline patches.
+	inlineNamespaces []document
 }
 
 func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
@@ -84,6 +86,14 @@ func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 	for _, p := range k.PatchesJson6902 { //nolint:staticcheck // still accepted by kustomize
 		if p.Path != "" {
 			kf.files = append(kf.files, p.Path)
+		}
+	}
+	for _, p := range k.Patches {
+		kf.inlineNamespaces = append(kf.inlineNamespaces, namespaceDocuments(p.Patch)...)
+	}
+	for _, p := range k.PatchesStrategicMerge { //nolint:staticcheck // still accepted by kustomize
+		if s := string(p); strings.Contains(s, "\n") {
+			kf.inlineNamespaces = append(kf.inlineNamespaces, namespaceDocuments(s)...)
 		}
 	}
 	for _, p := range k.PatchesStrategicMerge { //nolint:staticcheck // still accepted by kustomize
@@ -454,3 +464,22 @@ func WithOriginAnnotations(data []byte) ([]byte, error) { return withOriginAnnot
 
 // Within reports whether the resolved path p lies inside root.
 func Within(root, p string) bool { return within(root, p) }
+
+// namespaceDocuments are the Namespace documents of an inline patch; a
+// patch kedge cannot parse has none it could name.
+func namespaceDocuments(patch string) []document {
+	if patch == "" {
+		return nil
+	}
+	docs, err := parseDocuments([]byte(patch))
+	if err != nil {
+		return nil
+	}
+	var out []document
+	for _, d := range docs {
+		if isNamespaceKind(d.APIVersion, d.Kind) {
+			out = append(out, d)
+		}
+	}
+	return out
+}

@@ -418,8 +418,11 @@ func (ix *Index) Readers(file string) []string { return slices.Clone(ix.readers[
 func (ix *Index) ReadFile(rel string) ([]byte, error) { return ix.readInside(rel) }
 
 // NamespacesIn returns the Namespace documents written in a repo-relative
-// file.
+// file; for a kustomization, those of its inline patches.
 func (ix *Index) NamespacesIn(file string) ([]Namespace, error) {
+	if slices.Contains(kustomizationFileNames, path.Base(file)) {
+		return slices.Clone(ix.inlineNamespaces[file]), nil
+	}
 	data, err := ix.readInside(file)
 	if err != nil {
 		return nil, err

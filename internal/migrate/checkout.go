@@ -124,20 +124,63 @@ func (c *Checkout) Locate(m *drift.Migration, hints manifest.Hints) *LabelEdit {
 			Detail: "Git sets " + key + "=" + value + " on Namespace " + m.Namespace + ", the cluster has " + m.From})
 	}
 
-	var reasons []string
+	if holder := c.patchHolder(d, key); holder != "" {
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: holder,
+			Detail: key + "=" + value + " of Namespace " + m.Namespace + " is set by a patch in " + holder + ", which kedge does not edit"})
+	}
+	// The value applied is the one written last in the build: the root's
+	// own kustomization, then those it includes, then the document. When
+	// no candidate can be edited, the refusal of the one that decides the
+	// value is the reason; the others' would only mislead.
+	var decisive *refusedCandidate
 	for _, cand := range c.candidates(d, key, value) {
 		edit, err := c.try(cand, m, key)
 		if err == nil {
 			m.Manifest = drift.Manifest{Status: drift.ManifestFound, Path: cand.path, Edit: cand.edit}
 			return edit
 		}
-		reasons = append(reasons, cand.path+": "+refusalText(err))
+		if decisive == nil || (decisive.edit != drift.EditKustomizeLabels && cand.edit == drift.EditKustomizeLabels) {
+			decisive = &refusedCandidate{candidate: cand, reason: refusalText(err)}
+		}
 	}
-	detail := key + "=" + value + " of Namespace " + m.Namespace + " is set by something kedge cannot edit (a patch, a replacement, a generator or a component of " + d.where + ")"
-	if len(reasons) > 0 {
-		detail = "edit refused: " + strings.Join(reasons, "; ")
+	if decisive != nil {
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: decisive.path, Detail: "edit refused: " + decisive.path + ": " + decisive.reason})
 	}
-	return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Detail: detail})
+	return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
+		Detail: key + "=" + value + " of Namespace " + m.Namespace + " is set by something kedge cannot edit (a replacement, a generator or a component of " + d.where + ")"})
+}
+
+type refusedCandidate struct {
+	candidate
+	reason string
+}
+
+// patchHolder returns the file whose patch sets the label on the
+// Namespace in its root's build (a patch file, or a kustomization with an
+// inline patch), "" when none does.
+func (c *Checkout) patchHolder(d deployment, key string) string {
+	if d.root == nil {
+		return ""
+	}
+	files := make([]string, 0, len(d.root.reads))
+	for f := range d.root.reads {
+		if f != d.origin {
+			files = append(files, f)
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		docs, err := c.ix.NamespacesIn(f)
+		if err != nil {
+			continue
+		}
+		for _, doc := range docs {
+			if _, sets := doc.Labels[key]; sets && doc.Name == d.name {
+				return f
+			}
+		}
+	}
+	return ""
 }
 
 // Find says where the namespace is defined, without looking at its label:
@@ -261,13 +304,16 @@ func (c *Checkout) inScope(d deployment, paths []string) bool {
 	return false
 }
 
-func (c *Checkout) isRoot(dir string) bool {
+func (c *Checkout) isRoot(dir string) bool { return c.renderAt(dir) != nil }
+
+// renderAt returns the root at dir, nil when dir is not a root.
+func (c *Checkout) renderAt(dir string) *rootRender {
 	for _, r := range c.renders {
 		if r.dir == dir {
-			return true
+			return r
 		}
 	}
-	return false
+	return nil
 }
 
 func under(p, dir string) bool {
@@ -314,6 +360,11 @@ func (c *Checkout) candidates(d deployment, key, value string) []candidate {
 	sort.Strings(kfiles[1:])
 	setInKustomization := func(src []byte, v string) ([]byte, bool, error) { return yamledit.SetKustomizationLabel(src, key, v) }
 	for _, f := range kfiles {
+		// A kustomization whose own build does not read the Namespace's
+		// file labels other namespaces, not this one.
+		if r := c.renderAt(path.Dir(f)); r != nil && d.origin != "" && !r.reads[d.origin] {
+			continue
+		}
 		if c.ix.KustomizationSets(f, key, value) {
 			out = append(out, candidate{path: f, edit: drift.EditKustomizeLabels, set: setInKustomization, rendered: true})
 		}
