@@ -158,14 +158,15 @@ func WithoutRepository(migrations []drift.Migration, plan drift.Plan) []drift.Mi
 	return out
 }
 
-// For returns the namespace's migration in the plan, nil when none.
-func For(plan drift.Plan, namespace string) *drift.Migration {
-	for i := range plan.Migrations {
-		if plan.Migrations[i].Namespace == namespace {
-			return &plan.Migrations[i]
+// For returns the namespace's migration in the plan, a copy, and whether it
+// has one.
+func For(plan drift.Plan, namespace string) (drift.Migration, bool) {
+	for _, m := range plan.Migrations {
+		if m.Namespace == namespace {
+			return m, true
 		}
 	}
-	return nil
+	return drift.Migration{}, false
 }
 
 // NamespaceAsWorkload presents a namespace's tracking metadata in the form

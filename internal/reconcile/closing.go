@@ -115,9 +115,9 @@ func (f closingFacts) targetFate(t dashboard.Target) (dashboard.Fate, string) {
 
 // relabelFate is what became of a migration the PR carried.
 func (f closingFacts) relabelFate() (dashboard.Fate, string) {
-	m := migrate.For(f.plan, f.namespace)
+	m, ok := migrate.For(f.plan, f.namespace)
 	switch {
-	case m == nil:
+	case !ok:
 		return dashboard.FateResolved, ""
 	case !m.Moves():
 		return dashboard.FateNotEditable, "the migration is blocked: " + string(m.Blocked)

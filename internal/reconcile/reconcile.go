@@ -265,7 +265,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, prs []forge.PR, 
 	out := make([]*nsState, 0, len(byName))
 	for _, st := range byName {
 		st.pr = r.namespacePR(set, res, st, issue)
-		if m := migrate.For(res.Plan, st.name); m != nil && m.Relabels() {
+		if m, ok := migrate.For(res.Plan, st.name); ok && m.Relabels() {
 			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path}
 		}
 		out = append(out, st)
@@ -278,8 +278,8 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, prs []forge.PR, 
 // target, the Namespace and its new label value, so that a PR closed
 // unmerged is not taken for one moving the namespace elsewhere.
 func migrationTarget(plan drift.Plan, namespace string) []drift.Workload {
-	m := migrate.For(plan, namespace)
-	if m == nil || !m.Relabels() {
+	m, ok := migrate.For(plan, namespace)
+	if !ok || !m.Relabels() {
 		return nil
 	}
 	return []drift.Workload{{Namespace: namespace, Kind: "Namespace", Name: namespace, Desired: drift.Desired{Revision: m.To}}}
