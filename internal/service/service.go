@@ -47,8 +47,12 @@ type GitHub interface {
 }
 
 // DefaultShutdownGrace is how long a cycle in flight may run on after
-// SIGTERM. The Deployment's terminationGracePeriodSeconds must exceed it.
-const DefaultShutdownGrace = 60 * time.Second
+// SIGTERM before it is abandoned. It is short because abandoning a cycle is
+// safe at every step (pushes are leased, pull requests are found again by
+// branch, the next leader redoes what is missing), and an operator asking
+// kedge to stop expects it to. The Deployment's
+// terminationGracePeriodSeconds must exceed it.
+const DefaultShutdownGrace = time.Second
 
 // Config assembles a Service.
 type Config struct {
