@@ -107,14 +107,8 @@ func handleCreatePull(s *Server, req *request) *response {
 	if r := checkBody(in.Body, "PullRequest", docsCreatePull); r != nil {
 		return r
 	}
-	// GitHub refuses a second open pull request for the same head and base.
-	for _, it := range s.repo.items {
-		if it.isPR && it.state == "open" && it.head == head && it.base == base {
-			return validationFailed(docsCreatePull, validationError{
-				Resource: "PullRequest", Code: "custom",
-				Message: "A pull request already exists for " + s.opts.Owner + ":" + head + ".",
-			})
-		}
+	if r := s.checkOnlyOpenPull(nil, head, base, docsCreatePull); r != nil {
+		return r
 	}
 	if baseSHA, _ := s.branch(base); baseSHA == headSHA {
 		return validationFailed(docsCreatePull, validationError{
@@ -258,11 +252,17 @@ func (s *Server) checkReopen(it *item) *response {
 			Message: "state cannot be changed. The " + it.head + " branch has been deleted.",
 		})
 	}
+	return s.checkOnlyOpenPull(it, it.head, it.base, docsUpdatePull)
+}
+
+// checkOnlyOpenPull refuses a second open pull request, besides self, for
+// the same head and base, as GitHub does.
+func (s *Server) checkOnlyOpenPull(self *item, head, base, docs string) *response {
 	for _, other := range s.repo.items {
-		if other != it && other.isPR && other.state == "open" && other.head == it.head && other.base == it.base {
-			return validationFailed(docsUpdatePull, validationError{
+		if other != self && other.isPR && other.state == "open" && other.head == head && other.base == base {
+			return validationFailed(docs, validationError{
 				Resource: "PullRequest", Code: "custom",
-				Message: "A pull request already exists for " + s.opts.Owner + ":" + it.head + ".",
+				Message: "A pull request already exists for " + s.opts.Owner + ":" + head + ".",
 			})
 		}
 	}
