@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
@@ -99,7 +97,7 @@ func (w *World) Inspect() Damage {
 	refs := w.Git.Refs(w.T, RepoName)
 	for _, h := range w.HumanCommits() {
 		tip, ok := refs["refs/heads/"+h.Branch]
-		if !ok || !w.isAncestor(h.SHA, tip) {
+		if !ok || !w.Git.IsAncestor(RepoName, h.SHA, tip) {
 			d.Lost = append(d.Lost, fmt.Sprintf("%s on %s", short(h.SHA), h.Branch))
 		}
 	}
@@ -232,12 +230,6 @@ func (w *World) parent(branch string) string {
 		return ""
 	}
 	return log[0].Parents[0]
-}
-
-func (w *World) isAncestor(commit, tip string) bool {
-	cmd := exec.Command("git", "--git-dir="+w.Git.RepoPath(RepoName), "merge-base", "--is-ancestor", commit, tip)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent"}
-	return cmd.Run() == nil
 }
 
 func short(sha string) string {

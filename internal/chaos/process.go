@@ -84,9 +84,6 @@ func (w *World) SigkillCycle(rule Rule) CycleResult {
 	if waitErr != nil {
 		res.Err = fmt.Errorf("%w: %s", waitErr, stderr.String())
 	}
-	if step, ok := w.Wire.Killed(); ok {
-		res.Killed = &step
-	}
 	w.record(&res, pushes, calls)
 	return res
 }

@@ -13,7 +13,8 @@ import (
 
 // Step is one request kedge made, as the fault plan sees it.
 type Step struct {
-	// Seq counts every request through either proxy of a Wire, from 1.
+	// Seq counts every request through either proxy of a Wire, from 1,
+	// since the last Take.
 	Seq int
 	// Service is "github" or "git".
 	Service string
@@ -53,24 +54,30 @@ type Rule func(Step) Verdict
 // one fault plan, so a fault can be placed at "the Nth request of the
 // cycle" whichever service it goes to, and a kill stops both.
 type Wire struct {
-	mu    sync.Mutex
-	seq   int
-	steps []Step
-	rule  Rule
+	mu   sync.Mutex
+	rule Rule
 	// onCut runs, once, when a rule first cuts a request: it is how a kill
 	// reaches the process under test.
 	onCut func(Step)
 	// dead refuses every later request, as a killed process makes none.
-	dead   bool
-	killed *Step
-	// afterDeath counts requests that arrived after the kill: a process
-	// that honoured its cancellation makes none.
-	afterDeath int
-	// cuts counts requests a rule did not pass, to tell that a fault
-	// really happened.
-	cuts int
+	dead  bool
+	trace Trace
 	// credentials are every credential kedge sent, for the secrets scan.
 	credentials map[string]bool
+}
+
+// Trace is what the wire saw of one process.
+type Trace struct {
+	// Steps are the requests, in order.
+	Steps []Step
+	// Cuts counts requests a rule did not pass, to tell that a fault
+	// really happened.
+	Cuts int
+	// AfterDeath counts requests that arrived after the kill: a process
+	// that honoured its cancellation makes none.
+	AfterDeath int
+	// Killed is the step at which the process was killed, if it was.
+	Killed *Step
 }
 
 // Credentials returns every distinct credential kedge has sent (tokens,
@@ -113,42 +120,14 @@ func (w *Wire) KillOnCut(fn func(Step)) {
 	w.onCut = fn
 }
 
-// Revive clears a kill and the step log, for the next process.
-func (w *Wire) Revive() {
+// Take returns what the wire saw since the last Take and clears it, the
+// rule and a kill, for the next process.
+func (w *Wire) Take() Trace {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.seq, w.steps, w.rule, w.onCut, w.dead, w.killed, w.afterDeath, w.cuts = 0, nil, nil, nil, false, nil, 0, 0
-}
-
-// Cuts is how many requests a rule did not pass since the last Revive.
-func (w *Wire) Cuts() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.cuts
-}
-
-// Steps returns the requests seen since the last Revive.
-func (w *Wire) Steps() []Step {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]Step(nil), w.steps...)
-}
-
-// Killed returns the step at which the process was killed, if it was.
-func (w *Wire) Killed() (Step, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.killed == nil {
-		return Step{}, false
-	}
-	return *w.killed, true
-}
-
-// AfterDeath is how many requests arrived after the kill.
-func (w *Wire) AfterDeath() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.afterDeath
+	t := w.trace
+	w.trace, w.rule, w.onCut, w.dead = Trace{}, nil, nil, false
+	return t
 }
 
 // Proxy starts a proxy to target for service ("github" or "git") and
@@ -200,13 +179,12 @@ func (p *proxy) decide(r *http.Request) (Step, Verdict) {
 	step := p.classify(r)
 	w.mu.Lock()
 	if w.dead {
-		w.afterDeath++
+		w.trace.AfterDeath++
 		w.mu.Unlock()
 		return step, CutBefore
 	}
-	w.seq++
-	step.Seq = w.seq
-	w.steps = append(w.steps, step)
+	step.Seq = len(w.trace.Steps) + 1
+	w.trace.Steps = append(w.trace.Steps, step)
 	rule := w.rule
 	w.mu.Unlock()
 
@@ -216,7 +194,7 @@ func (p *proxy) decide(r *http.Request) (Step, Verdict) {
 	}
 	if verdict != Pass {
 		w.mu.Lock()
-		w.cuts++
+		w.trace.Cuts++
 		w.mu.Unlock()
 	}
 	return step, verdict
@@ -233,7 +211,7 @@ func (p *proxy) kill(step Step) {
 		return
 	}
 	w.dead = true
-	w.killed = &step
+	w.trace.Killed = &step
 	w.mu.Unlock()
 	fn(step)
 }

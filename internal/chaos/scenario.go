@@ -188,12 +188,8 @@ func Then(steps ...func(w *World)) func(w *World) {
 // during the faulted cycle.
 func EveryWrite(fault ghemu.Fault) func(w *World) {
 	return func(w *World) {
-		w.GH.SetFaultFunc(func(r *http.Request) *ghemu.Fault {
-			if r.Method == http.MethodGet || strings.HasSuffix(r.URL.Path, "/access_tokens") {
-				return nil
-			}
-			f := fault
-			return &f
+		faultWhen(w, fault, func(r *http.Request) bool {
+			return r.Method != http.MethodGet && !strings.HasSuffix(r.URL.Path, "/access_tokens")
 		})
 	}
 }
@@ -204,17 +200,25 @@ func AfterN(n int, fault ghemu.Fault) func(w *World) {
 	return func(w *World) {
 		var mu sync.Mutex
 		seen := 0
-		w.GH.SetFaultFunc(func(*http.Request) *ghemu.Fault {
+		faultWhen(w, fault, func(*http.Request) bool {
 			mu.Lock()
 			defer mu.Unlock()
 			seen++
-			if seen <= n {
-				return nil
-			}
-			f := fault
-			return &f
+			return seen > n
 		})
 	}
+}
+
+// faultWhen answers the GitHub requests strike selects with fault, until
+// the runner removes it after the faulted cycle.
+func faultWhen(w *World, fault ghemu.Fault, strike func(*http.Request) bool) {
+	w.GH.SetFaultFunc(func(r *http.Request) *ghemu.Fault {
+		if !strike(r) {
+			return nil
+		}
+		f := fault
+		return &f
+	})
 }
 
 // FirstN answers the first n GitHub requests matching method and pattern
@@ -233,17 +237,24 @@ func FirstN(n int, method, pattern string, fault ghemu.Fault) func(w *World) {
 // path pattern.
 func OnWire(service, method, pattern string, nth int, verdict Verdict) func(w *World) {
 	return func(w *World) {
-		seen := 0
-		w.Wire.SetRule(func(s Step) Verdict {
-			if s.Service != service || (method != "" && s.Method != method) || !matchPath(pattern, strings.TrimPrefix(s.Path, "/api/v3")) {
-				return Pass
-			}
-			seen++
-			if seen == nth {
-				return verdict
-			}
+		w.Wire.SetRule(nthOf(nth, verdict, func(s Step) bool {
+			return s.Service == service && (method == "" || s.Method == method) && matchPath(pattern, strings.TrimPrefix(s.Path, "/api/v3"))
+		}))
+	}
+}
+
+// nthOf applies verdict to the nth step match selects and passes the rest.
+func nthOf(nth int, verdict Verdict, match func(Step) bool) Rule {
+	seen := 0
+	return func(s Step) Verdict {
+		if !match(s) {
 			return Pass
-		})
+		}
+		seen++
+		if seen == nth {
+			return verdict
+		}
+		return Pass
 	}
 }
 
@@ -266,13 +277,9 @@ func Outage(d time.Duration) func(w *World) {
 	return func(w *World) {
 		var once sync.Once
 		var end time.Time
-		w.GH.SetFaultFunc(func(*http.Request) *ghemu.Fault {
+		faultWhen(w, ghemu.ServerError(http.StatusServiceUnavailable), func(*http.Request) bool {
 			once.Do(func() { end = time.Now().Add(d) })
-			if time.Now().After(end) {
-				return nil
-			}
-			f := ghemu.ServerError(http.StatusServiceUnavailable)
-			return &f
+			return !time.Now().After(end)
 		})
 	}
 }
@@ -282,7 +289,7 @@ func Outage(d time.Duration) func(w *World) {
 // push's other branches through.
 func PushRefusedOnceFor(branch string) func(w *World) {
 	return func(w *World) {
-		installHook(w, "update", "#!/bin/sh\nif [ \"$1\" = refs/heads/"+branch+" ]; then\n  rm -f \"$0\"\n  echo \"$1 is protected\" >&2\n  exit 1\nfi\nexit 0\n")
+		w.Git.InstallHook(w.T, RepoName, "update", "#!/bin/sh\nif [ \"$1\" = refs/heads/"+branch+" ]; then\n  rm -f \"$0\"\n  echo \"$1 is protected\" >&2\n  exit 1\nfi\nexit 0\n")
 	}
 }
 
@@ -299,7 +306,7 @@ func PushRacedOn(branch string) func(w *World) {
 // server-side policy does.
 func PushRefusedOnce(w *World) {
 	w.T.Helper()
-	installHook(w, "pre-receive", "#!/bin/sh\nrm -f \"$0\"\necho 'refused by policy: try again later' >&2\nexit 1\n")
+	w.Git.InstallHook(w.T, RepoName, "pre-receive", "#!/bin/sh\nrm -f \"$0\"\necho 'refused by policy: try again later' >&2\nexit 1\n")
 }
 
 func matchPath(pattern, p string) bool {
@@ -366,19 +373,7 @@ func Killable(s Step) bool { return s.Mutating || StepKind(s) == "git fetch" }
 
 // KillAt kills the process at the nth killable step, before or after the
 // remote side acted on it.
-func KillAt(nth int, when Verdict) Rule {
-	seen := 0
-	return func(s Step) Verdict {
-		if !Killable(s) {
-			return Pass
-		}
-		seen++
-		if seen == nth {
-			return when
-		}
-		return Pass
-	}
-}
+func KillAt(nth int, when Verdict) Rule { return nthOf(nth, when, Killable) }
 
 // KillScenarios makes scenarios that kill the process of the cycle that
 // follows setup before and after a killable step: every step when all is

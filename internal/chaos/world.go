@@ -203,13 +203,9 @@ type CycleResult struct {
 	Mutating []ghemu.Call
 	// Calls are every GitHub request the cycle made.
 	Calls []ghemu.Call
-	Steps []Step
-	// Cuts is how many requests the wire's rule did not pass.
-	Cuts int
-	// AfterDeath is how many requests the process made after its kill.
-	AfterDeath int
-	// Killed is set when the cycle's process was killed, at that step.
-	Killed *Step
+	// Trace is what the wire saw; its Killed is set when the cycle's
+	// process was killed, at that step.
+	Trace
 }
 
 // Quiet is true for a cycle that succeeded without changing anything.
@@ -246,13 +242,10 @@ func (w *World) cycle(kill Rule) CycleResult {
 		w.T.Fatalf("assemble kedge: %v", err)
 	}
 	res.Report, res.Err = svc.Reconciler.RunOnce(ctx)
-	if step, ok := w.Wire.Killed(); ok {
-		res.Killed = &step
-		if res.Err == nil {
-			res.Err = errors.New("killed")
-		}
-	}
 	w.record(&res, pushes, calls)
+	if res.Killed != nil && res.Err == nil {
+		res.Err = errors.New("killed")
+	}
 	if w.afterCycle != nil {
 		w.afterCycle(svc, res)
 	}
@@ -260,12 +253,9 @@ func (w *World) cycle(kill Rule) CycleResult {
 }
 
 // record fills in what the wire, the git server and GitHub saw of a cycle
-// that began at pushes pushes and calls GitHub calls, and revives the wire.
+// that began at pushes pushes and calls GitHub calls, and clears the wire.
 func (w *World) record(res *CycleResult, pushes, calls int) {
-	res.Steps = w.Wire.Steps()
-	res.Cuts = w.Wire.Cuts()
-	res.AfterDeath = w.Wire.AfterDeath()
-	w.Wire.Revive()
+	res.Trace = w.Wire.Take()
 	res.Pushes = w.Git.Pushes() - pushes
 	res.Calls = w.GH.Calls()[calls:]
 	for _, c := range res.Calls {

@@ -8,8 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,108 +88,34 @@ func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, opts Options
 				return err
 			}, func(i int) *metav1.ObjectMeta { return &set.Namespaces[i].ObjectMeta })
 		},
-		func(ctx context.Context) error {
-			return createAll(ctx, l, set.Deployments, func(i int) *metav1.ObjectMeta { return &set.Deployments[i].ObjectMeta },
-				func(ctx context.Context, i int) (types.UID, error) {
-					o := set.Deployments[i].DeepCopy()
-					l.prepare(&o.ObjectMeta)
-					created, err := l.typed.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-					return uidOf(created, err)
-				})
-		},
-		func(ctx context.Context) error {
-			return createAll(ctx, l, set.StatefulSets, func(i int) *metav1.ObjectMeta { return &set.StatefulSets[i].ObjectMeta },
-				func(ctx context.Context, i int) (types.UID, error) {
-					o := set.StatefulSets[i].DeepCopy()
-					l.prepare(&o.ObjectMeta)
-					created, err := l.typed.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-					return uidOf(created, err)
-				})
-		},
-		func(ctx context.Context) error {
-			return createAll(ctx, l, set.DaemonSets, func(i int) *metav1.ObjectMeta { return &set.DaemonSets[i].ObjectMeta },
-				func(ctx context.Context, i int) (types.UID, error) {
-					o := set.DaemonSets[i].DeepCopy()
-					l.prepare(&o.ObjectMeta)
-					created, err := l.typed.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-					return uidOf(created, err)
-				})
-		},
-		func(ctx context.Context) error {
-			return createAll(ctx, l, set.Rollouts, func(i int) *metav1.ObjectMeta { return &set.Rollouts[i].ObjectMeta },
-				func(ctx context.Context, i int) (types.UID, error) {
-					o := set.Rollouts[i]
-					o.ObjectMeta = *o.ObjectMeta.DeepCopy()
-					l.prepare(&o.ObjectMeta)
-					return l.createCustom(ctx, rollouts, o.Namespace, &o)
-				})
-		},
-		func(ctx context.Context) error {
-			return createAll(ctx, l, set.ReplicaSets, func(i int) *metav1.ObjectMeta { return &set.ReplicaSets[i].ObjectMeta },
-				func(ctx context.Context, i int) (types.UID, error) {
-					o := set.ReplicaSets[i].DeepCopy()
-					l.prepare(&o.ObjectMeta)
-					created, err := l.typed.AppsV1().ReplicaSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-					return uidOf(created, err)
-				})
-		},
-		func(ctx context.Context) error {
-			return createAll(ctx, l, set.Pods, func(i int) *metav1.ObjectMeta { return &set.Pods[i].ObjectMeta },
-				func(ctx context.Context, i int) (types.UID, error) {
-					o := set.Pods[i].DeepCopy()
-					l.prepare(&o.ObjectMeta)
-					// The Priority admission plugin fills these in itself.
-					o.Spec.Priority, o.Spec.PreemptionPolicy = nil, nil
-					created, err := l.typed.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-					return uidOf(created, err)
-				})
-		},
-		func(ctx context.Context) error {
-			for i := range set.GitRepositories {
-				o := set.GitRepositories[i]
-				o.ObjectMeta = *o.ObjectMeta.DeepCopy()
-				l.prepare(&o.ObjectMeta)
-				if _, err := l.createCustom(ctx, gitRepositories, o.Namespace, &o); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-		func(ctx context.Context) error {
-			return createAll(ctx, l, set.Kustomizations, func(i int) *metav1.ObjectMeta { return &set.Kustomizations[i].ObjectMeta },
-				func(ctx context.Context, i int) (types.UID, error) {
-					o := set.Kustomizations[i]
-					o.ObjectMeta = *o.ObjectMeta.DeepCopy()
-					l.prepare(&o.ObjectMeta)
-					return l.createCustom(ctx, kustomizations, o.Namespace, &o)
-				})
-		},
-		func(ctx context.Context) error {
-			return createAll(ctx, l, set.Applications, func(i int) *metav1.ObjectMeta { return &set.Applications[i].ObjectMeta },
-				func(ctx context.Context, i int) (types.UID, error) {
-					o := set.Applications[i]
-					o.ObjectMeta = *o.ObjectMeta.DeepCopy()
-					l.prepare(&o.ObjectMeta)
-					return l.createCustom(ctx, applications, o.Namespace, &o)
-				})
-		},
-		func(ctx context.Context) error {
-			for i := range set.ConfigMaps {
-				o := set.ConfigMaps[i].DeepCopy()
-				l.prepare(&o.ObjectMeta)
-				if _, err := l.typed.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{}); err != nil {
-					return fmt.Errorf("ConfigMap %s/%s: %w", o.Namespace, o.Name, err)
-				}
-			}
-			for i := range set.MutatingWebhookConfigurations {
-				o := set.MutatingWebhookConfigurations[i].DeepCopy()
-				l.prepare(&o.ObjectMeta)
-				if _, err := l.typed.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, o, metav1.CreateOptions{}); err != nil {
-					return fmt.Errorf("MutatingWebhookConfiguration %s: %w", o.Name, err)
-				}
-			}
-			return nil
-		},
+		createAll(l, set.Deployments, func(ctx context.Context, o *appsv1.Deployment) (metav1.Object, error) {
+			return l.typed.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}),
+		createAll(l, set.StatefulSets, func(ctx context.Context, o *appsv1.StatefulSet) (metav1.Object, error) {
+			return l.typed.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}),
+		createAll(l, set.DaemonSets, func(ctx context.Context, o *appsv1.DaemonSet) (metav1.Object, error) {
+			return l.typed.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}),
+		createAll(l, set.Rollouts, custom[objects.Rollout](l, rollouts)),
+		createAll(l, set.ReplicaSets, func(ctx context.Context, o *appsv1.ReplicaSet) (metav1.Object, error) {
+			return l.typed.AppsV1().ReplicaSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}),
+		createAll(l, set.Pods, func(ctx context.Context, o *corev1.Pod) (metav1.Object, error) {
+			// The Priority admission plugin fills these in itself.
+			o.Spec.Priority, o.Spec.PreemptionPolicy = nil, nil
+			return l.typed.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}),
+		createInOrder(l, set.GitRepositories, custom[objects.GitRepository](l, gitRepositories)),
+		createAll(l, set.Kustomizations, custom[objects.Kustomization](l, kustomizations)),
+		createAll(l, set.Applications, custom[objects.Application](l, applications)),
+		createInOrder(l, set.ConfigMaps, func(ctx context.Context, o *corev1.ConfigMap) (metav1.Object, error) {
+			return l.typed.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		}),
+		createInOrder(l, set.MutatingWebhookConfigurations,
+			func(ctx context.Context, o *admissionregistrationv1.MutatingWebhookConfiguration) (metav1.Object, error) {
+				return l.typed.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, o, metav1.CreateOptions{})
+			}),
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
@@ -212,38 +142,70 @@ func (l *loader) prepare(meta *metav1.ObjectMeta) {
 	meta.UID = ""
 }
 
-func uidOf(obj metav1.Object, err error) (types.UID, error) {
-	if err != nil {
-		return "", err
-	}
-	return obj.GetUID(), nil
+// object is a pointer to a Kubernetes object type whose metadata is
+// embedded, as in every type of objects.Set.
+type object[T any] interface {
+	*T
+	metav1.ObjectMetaAccessor
 }
 
-func (l *loader) createCustom(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj any) (types.UID, error) {
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return "", err
-	}
-	created, err := l.dynamic.Resource(gvr).Namespace(namespace).Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
-	return uidOf(created, err)
-}
+// creator creates one object, given a copy prepare has cleared.
+type creator[P any] func(context.Context, P) (metav1.Object, error)
 
-// createAll creates the items concurrently and records the UID each one
-// got in place of its synthetic one.
-func createAll[T any](ctx context.Context, l *loader, items []T, meta func(int) *metav1.ObjectMeta, create func(context.Context, int) (types.UID, error)) error {
-	return each(ctx, l, items, func(ctx context.Context, m *metav1.ObjectMeta, i int) error {
-		synthetic := m.UID
-		uid, err := create(ctx, i)
+// custom creates custom resources through the dynamic client.
+func custom[T any, P object[T]](l *loader, gvr schema.GroupVersionResource) creator[P] {
+	return func(ctx context.Context, o P) (metav1.Object, error) {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if synthetic != "" {
-			l.mu.Lock()
-			l.uids[synthetic] = uid
-			l.mu.Unlock()
+		namespace := o.GetObjectMeta().GetNamespace()
+		return l.dynamic.Resource(gvr).Namespace(namespace).Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
+	}
+}
+
+// create makes items[i] from a copy whose metadata prepare cleared (create
+// may change the copy's top-level fields, never the set's) and records the
+// UID it got in place of its synthetic one.
+func create[T any, P object[T]](ctx context.Context, l *loader, items []T, i int, fn creator[P]) error {
+	o := items[i]
+	meta := P(&o).GetObjectMeta().(*metav1.ObjectMeta)
+	synthetic := meta.UID
+	*meta = *meta.DeepCopy()
+	l.prepare(meta)
+	created, err := fn(ctx, P(&o))
+	if err != nil {
+		return err
+	}
+	if synthetic != "" {
+		l.mu.Lock()
+		l.uids[synthetic] = created.GetUID()
+		l.mu.Unlock()
+	}
+	return nil
+}
+
+// createAll creates the items concurrently.
+func createAll[T any, P object[T]](l *loader, items []T, fn creator[P]) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return each(ctx, l, items, func(ctx context.Context, _ *metav1.ObjectMeta, i int) error {
+			return create(ctx, l, items, i, fn)
+		}, func(i int) *metav1.ObjectMeta { return P(&items[i]).GetObjectMeta().(*metav1.ObjectMeta) })
+	}
+}
+
+// createInOrder creates the items one after the other, stopping at the
+// first error, which names the object.
+func createInOrder[T any, P object[T]](l *loader, items []T, fn creator[P]) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for i := range items {
+			if err := create(ctx, l, items, i, fn); err != nil {
+				o := P(&items[i]).GetObjectMeta()
+				return fmt.Errorf("%s %s/%s: %w", reflect.TypeFor[T]().Name(), o.GetNamespace(), o.GetName(), err)
+			}
 		}
 		return nil
-	}, meta)
+	}
 }
 
 // each runs fn for every item on l.workers goroutines and returns the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -57,13 +58,13 @@ func (s *Server) Calls() []Call {
 
 // MutatingCalls returns the calls that ask for a change (see Call.Mutating).
 func (s *Server) MutatingCalls() []Call {
-	return filterCalls(s.Calls(), Call.Mutating)
+	return slices.DeleteFunc(s.Calls(), func(c Call) bool { return !c.Mutating() })
 }
 
 // OutOfSurfaceCalls returns the calls to endpoints the emulation (and
 // kedge's contract) does not include.
 func (s *Server) OutOfSurfaceCalls() []Call {
-	return filterCalls(s.Calls(), func(c Call) bool { return c.OutOfSurface })
+	return slices.DeleteFunc(s.Calls(), func(c Call) bool { return !c.OutOfSurface })
 }
 
 // ResetCalls forgets the recorded calls, e.g. between two cycles.
@@ -71,14 +72,4 @@ func (s *Server) ResetCalls() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = nil
-}
-
-func filterCalls(calls []Call, keep func(Call) bool) []Call {
-	var out []Call
-	for _, c := range calls {
-		if keep(c) {
-			out = append(out, c)
-		}
-	}
-	return out
 }

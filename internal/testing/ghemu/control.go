@@ -69,7 +69,8 @@ type Edit struct {
 	AddLabels   []string
 }
 
-// EditAsHuman applies e to an issue or pull request as HumanLogin.
+// EditAsHuman applies e to an issue or pull request as HumanLogin. GitHub's
+// rules hold for people too: a merged pull request cannot be reopened.
 func (s *Server) EditAsHuman(number int, e Edit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,24 +78,14 @@ func (s *Server) EditAsHuman(number int, e Edit) error {
 	if !ok {
 		return fmt.Errorf("no issue or pull request #%d", number)
 	}
-	if e.State != nil && *e.State == "open" && it.isPR && it.state == "closed" {
-		if r := s.checkReopen(it); r != nil {
-			return fmt.Errorf("reopen #%d: %s", number, mustJSON(r.body))
-		}
-	}
-	if e.Title != nil {
-		it.title = *e.Title
-	}
-	if e.Body != nil {
-		it.body = *e.Body
+	change := itemChange{Title: e.Title, Body: e.Body, State: e.State}
+	if r := s.checkChange(it, change, "Issue", docsUpdateIssue); r != nil {
+		return fmt.Errorf("edit #%d: %s", number, mustJSON(r.body))
 	}
 	if len(e.AddLabels) > 0 {
 		it.labels = addLabelNames(it.labels, s.ensureLabels(e.AddLabels))
 	}
-	if e.State != nil {
-		s.setState(it, *e.State, "", s.opts.HumanLogin)
-	}
-	it.updated = s.now()
+	s.applyChange(it, change, s.opts.HumanLogin)
 	return nil
 }
 
@@ -151,50 +142,48 @@ func (s *Server) inspector() *request {
 
 // PR returns pull request number as the API would show it.
 func (s *Server) PR(number int) (*github.PullRequest, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.repo.items[number]
-	if !ok || !it.isPR {
-		return nil, false
-	}
-	return s.renderPull(s.inspector(), it, true), true
+	prs := inspect(s, func(it *item) bool { return it.isPR && it.number == number }, s.inspectPull)
+	return firstOf(prs)
 }
 
 // PRs returns every pull request, by number.
 func (s *Server) PRs() []*github.PullRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*github.PullRequest
-	for _, it := range s.sortedItems() {
-		if it.isPR {
-			out = append(out, s.renderPull(s.inspector(), it, true))
-		}
-	}
-	return out
+	return inspect(s, func(it *item) bool { return it.isPR }, s.inspectPull)
 }
 
 // Issue returns issue number (pull requests excluded).
 func (s *Server) Issue(number int) (*github.Issue, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.repo.items[number]
-	if !ok || it.isPR {
-		return nil, false
-	}
-	return s.renderIssue(s.inspector(), it), true
+	return firstOf(inspect(s, func(it *item) bool { return !it.isPR && it.number == number }, s.renderIssue))
 }
 
 // Issues returns every issue that is not a pull request, by number.
 func (s *Server) Issues() []*github.Issue {
+	return inspect(s, func(it *item) bool { return !it.isPR }, s.renderIssue)
+}
+
+func (s *Server) inspectPull(req *request, it *item) *github.PullRequest {
+	return s.renderPull(req, it, true)
+}
+
+// inspect renders the items keep selects, by number, for the test side.
+func inspect[T any](s *Server, keep func(*item) bool, render func(*request, *item) T) []T {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*github.Issue
+	var out []T
 	for _, it := range s.sortedItems() {
-		if !it.isPR {
-			out = append(out, s.renderIssue(s.inspector(), it))
+		if keep(it) {
+			out = append(out, render(s.inspector(), it))
 		}
 	}
 	return out
+}
+
+func firstOf[T any](all []T) (T, bool) {
+	if len(all) == 0 {
+		var zero T
+		return zero, false
+	}
+	return all[0], true
 }
 
 // Comments returns the comments of an issue or pull request, oldest first.

@@ -58,32 +58,31 @@ func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
 
 // SecondaryRateLimit is GitHub's 403 for exceeding a secondary rate limit,
 // with Retry-After in seconds.
-func SecondaryRateLimit(retryAfter int) Fault {
-	r := secondaryRateLimitResponse(retryAfter)
-	return Fault{Status: r.status, Header: r.header, Body: mustJSON(r.body)}
-}
+func SecondaryRateLimit(retryAfter int) Fault { return faultOf(secondaryRateLimitResponse(retryAfter)) }
 
 // TooManyRequests is a 429 with Retry-After, which GitHub also uses for
 // secondary limits.
 func TooManyRequests(retryAfter int) Fault {
 	r := errorResponse(http.StatusTooManyRequests,
 		"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", docsSecondaryLimit)
-	h := http.Header{}
-	h.Set("Retry-After", strconv.Itoa(retryAfter))
-	return Fault{Status: r.status, Header: h, Body: mustJSON(r.body)}
+	r.header = http.Header{"Retry-After": {strconv.Itoa(retryAfter)}}
+	return faultOf(r)
 }
 
 // PrimaryRateLimit is the 403 of an exhausted primary limit that resets at
 // reset.
 func PrimaryRateLimit(reset time.Time) Fault {
-	r := primaryRateLimitResponse(reset, "installation ID 1")
-	return Fault{Status: r.status, Header: r.header, Body: mustJSON(r.body)}
+	return faultOf(primaryRateLimitResponse(reset, "installation ID 1"))
 }
 
 // ServerError is a 5xx with GitHub's terse body.
 func ServerError(status int) Fault {
-	r := errorResponse(status, http.StatusText(status), docsRoot)
-	return Fault{Status: status, Body: mustJSON(r.body)}
+	return faultOf(errorResponse(status, http.StatusText(status), docsRoot))
+}
+
+// faultOf is a Fault that answers as r does.
+func faultOf(r *response) Fault {
+	return Fault{Status: r.status, Header: r.header, Body: mustJSON(r.body)}
 }
 
 // Delay holds a request back for d, then answers it normally.

@@ -29,9 +29,9 @@ func handleListPulls(s *Server, req *request) *response {
 	if !s.repoMatches(req) {
 		return notFound()
 	}
-	state := queryDefault(req.query, "state", "open")
-	if !slices.Contains([]string{"open", "closed", "all"}, state) {
-		return validationFailed(docsRoot, validationError{Resource: "PullRequest", Field: "state", Code: "invalid"})
+	state, r := stateFilter(req, "PullRequest")
+	if r != nil {
+		return r
 	}
 	// GitHub only filters on head when it has the user:ref form; a bare
 	// branch name is silently ignored and every pull request is listed.
@@ -40,7 +40,7 @@ func handleListPulls(s *Server, req *request) *response {
 
 	var pulls []*item
 	for _, it := range s.repo.items {
-		if !it.isPR || (state != "all" && it.state != state) {
+		if !it.isPR || !state(it) {
 			continue
 		}
 		if headFilter && (!strings.EqualFold(headOwner, s.opts.Owner) || (headRef != "" && it.head != headRef)) {
@@ -58,12 +58,7 @@ func handleListPulls(s *Server, req *request) *response {
 	}
 	sortItems(pulls, sortKey, queryDefault(req.query, "direction", defaultDir))
 
-	page, link := paginate(req, len(pulls))
-	out := make([]*github.PullRequest, 0, page.size())
-	for _, it := range pulls[page.from:page.to] {
-		out = append(out, s.renderPull(req, it, false))
-	}
-	return &response{status: http.StatusOK, body: out, header: link}
+	return listPage(req, pulls, func(it *item) *github.PullRequest { return s.renderPull(req, it, false) })
 }
 
 // createPullBody mirrors github.NewPullRequest with presence detection.
@@ -112,14 +107,8 @@ func handleCreatePull(s *Server, req *request) *response {
 	if r := checkBody(in.Body, "PullRequest", docsCreatePull); r != nil {
 		return r
 	}
-	// GitHub refuses a second open pull request for the same head and base.
-	for _, it := range s.repo.items {
-		if it.isPR && it.state == "open" && it.head == head && it.base == base {
-			return validationFailed(docsCreatePull, validationError{
-				Resource: "PullRequest", Code: "custom",
-				Message: "A pull request already exists for " + s.opts.Owner + ":" + head + ".",
-			})
-		}
+	if r := s.checkOnlyOpenPull(nil, head, base, docsCreatePull); r != nil {
+		return r
 	}
 	if baseSHA, _ := s.branch(base); baseSHA == headSHA {
 		return validationFailed(docsCreatePull, validationError{
@@ -151,19 +140,22 @@ func handleCreatePull(s *Server, req *request) *response {
 	return &response{status: http.StatusCreated, body: pr, header: location(pr.GetURL())}
 }
 
-func (s *Server) pull(req *request) (*item, *response) {
+// itemFor finds the issue or pull request the path's {number} names. The
+// /pulls/ endpoints answer 404 for an issue; the /issues/ ones serve both,
+// since a pull request is an issue on GitHub.
+func (s *Server) itemFor(req *request, pullOnly bool) (*item, *response) {
 	if !s.repoMatches(req) {
 		return nil, notFound()
 	}
 	it, ok := s.repo.items[req.number()]
-	if !ok || !it.isPR {
+	if !ok || (pullOnly && !it.isPR) {
 		return nil, notFound()
 	}
 	return it, nil
 }
 
 func handleGetPull(s *Server, req *request) *response {
-	it, r := s.pull(req)
+	it, r := s.itemFor(req, true)
 	if r != nil {
 		return r
 	}
@@ -171,15 +163,13 @@ func handleGetPull(s *Server, req *request) *response {
 }
 
 type updatePullBody struct {
-	Title               *string `json:"title"`
-	Body                *string `json:"body"`
-	State               *string `json:"state"`
+	itemChange
 	Base                *string `json:"base"`
 	MaintainerCanModify *bool   `json:"maintainer_can_modify"`
 }
 
 func handleUpdatePull(s *Server, req *request) *response {
-	it, r := s.pull(req)
+	it, r := s.itemFor(req, true)
 	if r != nil {
 		return r
 	}
@@ -187,30 +177,13 @@ func handleUpdatePull(s *Server, req *request) *response {
 	if r := req.decode(&in); r != nil {
 		return r
 	}
-	if in.State != nil && *in.State != "open" && *in.State != "closed" {
-		return validationFailed(docsUpdatePull, validationError{Resource: "PullRequest", Field: "state", Code: "invalid"})
-	}
 	if in.Base != nil {
 		if _, ok := s.branch(*in.Base); !ok {
 			return validationFailed(docsUpdatePull, validationError{Resource: "PullRequest", Field: "base", Code: "invalid"})
 		}
 	}
-	if r := checkBody(in.Body, "PullRequest", docsUpdatePull); r != nil {
+	if r := s.checkChange(it, in.itemChange, "PullRequest", docsUpdatePull); r != nil {
 		return r
-	}
-	if in.State != nil && *in.State == "open" && it.state == "closed" {
-		if r := s.checkReopen(it); r != nil {
-			return r
-		}
-	}
-	if in.Title != nil {
-		if strings.TrimSpace(*in.Title) == "" {
-			return validationFailed(docsUpdatePull, validationError{Resource: "PullRequest", Field: "title", Code: "missing_field"})
-		}
-		it.title = *in.Title
-	}
-	if in.Body != nil {
-		it.body = *in.Body
 	}
 	if in.Base != nil {
 		it.base = *in.Base
@@ -218,11 +191,51 @@ func handleUpdatePull(s *Server, req *request) *response {
 	if in.MaintainerCanModify != nil {
 		it.maintainerCanModify = *in.MaintainerCanModify
 	}
-	if in.State != nil {
-		s.setState(it, *in.State, "", req.actor)
+	s.applyChange(it, in.itemChange, req.actor)
+	return &response{status: http.StatusOK, body: s.renderPull(req, it, true)}
+}
+
+// itemChange is what the update endpoints of issues and pull requests, and
+// a person in the web UI, can change on either.
+type itemChange struct {
+	Title       *string `json:"title"`
+	Body        *string `json:"body"`
+	State       *string `json:"state"`
+	StateReason *string `json:"state_reason"`
+}
+
+// checkChange refuses a change the way GitHub's update endpoints do,
+// before anything is changed.
+func (s *Server) checkChange(it *item, c itemChange, resource, docs string) *response {
+	if c.State != nil && *c.State != "open" && *c.State != "closed" {
+		return validationFailed(docs, validationError{Resource: resource, Field: "state", Code: "invalid"})
+	}
+	if r := checkBody(c.Body, resource, docs); r != nil {
+		return r
+	}
+	if it.isPR && c.State != nil && *c.State == "open" && it.state == "closed" {
+		if r := s.checkReopen(it); r != nil {
+			return r
+		}
+	}
+	if c.Title != nil && strings.TrimSpace(*c.Title) == "" {
+		return validationFailed(docs, validationError{Resource: resource, Field: "title", Code: "missing_field"})
+	}
+	return nil
+}
+
+// applyChange makes a change that checkChange accepted, as actor.
+func (s *Server) applyChange(it *item, c itemChange, actor string) {
+	if c.Title != nil {
+		it.title = *c.Title
+	}
+	if c.Body != nil {
+		it.body = *c.Body
+	}
+	if c.State != nil {
+		s.setState(it, *c.State, deref(c.StateReason), actor)
 	}
 	it.updated = s.now()
-	return &response{status: http.StatusOK, body: s.renderPull(req, it, true)}
 }
 
 // checkReopen applies GitHub's rules for reopening a pull request.
@@ -239,11 +252,17 @@ func (s *Server) checkReopen(it *item) *response {
 			Message: "state cannot be changed. The " + it.head + " branch has been deleted.",
 		})
 	}
+	return s.checkOnlyOpenPull(it, it.head, it.base, docsUpdatePull)
+}
+
+// checkOnlyOpenPull refuses a second open pull request, besides self, for
+// the same head and base, as GitHub does.
+func (s *Server) checkOnlyOpenPull(self *item, head, base, docs string) *response {
 	for _, other := range s.repo.items {
-		if other != it && other.isPR && other.state == "open" && other.head == it.head && other.base == it.base {
-			return validationFailed(docsUpdatePull, validationError{
+		if other != self && other.isPR && other.state == "open" && other.head == head && other.base == base {
+			return validationFailed(docs, validationError{
 				Resource: "PullRequest", Code: "custom",
-				Message: "A pull request already exists for " + s.opts.Owner + ":" + it.head + ".",
+				Message: "A pull request already exists for " + s.opts.Owner + ":" + head + ".",
 			})
 		}
 	}
@@ -277,7 +296,7 @@ type reviewersBody struct {
 }
 
 func handleRequestReviewers(s *Server, req *request) *response {
-	it, r := s.pull(req)
+	it, r := s.itemFor(req, true)
 	if r != nil {
 		return r
 	}
@@ -309,9 +328,9 @@ func handleListIssues(s *Server, req *request) *response {
 	if !s.repoMatches(req) {
 		return notFound()
 	}
-	state := queryDefault(req.query, "state", "open")
-	if !slices.Contains([]string{"open", "closed", "all"}, state) {
-		return validationFailed(docsRoot, validationError{Resource: "Issue", Field: "state", Code: "invalid"})
+	state, r := stateFilter(req, "Issue")
+	if r != nil {
+		return r
 	}
 	var wantLabels []string
 	if l := req.query.Get("labels"); l != "" {
@@ -333,7 +352,7 @@ func handleListIssues(s *Server, req *request) *response {
 
 	var issues []*item
 	for _, it := range s.repo.items {
-		if state != "all" && it.state != state {
+		if !state(it) {
 			continue
 		}
 		if creator != "" && !strings.EqualFold(creator, it.user) {
@@ -349,12 +368,7 @@ func handleListIssues(s *Server, req *request) *response {
 	}
 	sortItems(issues, queryDefault(req.query, "sort", "created"), queryDefault(req.query, "direction", "desc"))
 
-	page, link := paginate(req, len(issues))
-	out := make([]*github.Issue, 0, page.size())
-	for _, it := range issues[page.from:page.to] {
-		out = append(out, s.renderIssue(req, it))
-	}
-	return &response{status: http.StatusOK, body: out, header: link}
+	return listPage(req, issues, func(it *item) *github.Issue { return s.renderIssue(req, it) })
 }
 
 type createIssueBody struct {
@@ -401,70 +415,36 @@ func (s *Server) newIssue(user, title, body string, labels []string) *item {
 }
 
 type updateIssueBody struct {
-	Title       *string   `json:"title"`
-	Body        *string   `json:"body"`
-	State       *string   `json:"state"`
-	StateReason *string   `json:"state_reason"`
-	Labels      *[]string `json:"labels"`
+	itemChange
+	Labels *[]string `json:"labels"`
 }
 
 // handleUpdateIssue also edits pull requests, which are issues on GitHub.
 func handleUpdateIssue(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
-	it, ok := s.repo.items[req.number()]
-	if !ok {
-		return notFound()
+	it, r := s.itemFor(req, false)
+	if r != nil {
+		return r
 	}
 	var in updateIssueBody
 	if r := req.decode(&in); r != nil {
 		return r
 	}
-	if in.State != nil && *in.State != "open" && *in.State != "closed" {
-		return validationFailed(docsUpdateIssue, validationError{Resource: "Issue", Field: "state", Code: "invalid"})
-	}
-	if r := checkBody(in.Body, "Issue", docsUpdateIssue); r != nil {
+	if r := s.checkChange(it, in.itemChange, "Issue", docsUpdateIssue); r != nil {
 		return r
-	}
-	if it.isPR && in.State != nil && *in.State == "open" && it.state == "closed" {
-		if r := s.checkReopen(it); r != nil {
-			return r
-		}
-	}
-	if in.Title != nil {
-		if strings.TrimSpace(*in.Title) == "" {
-			return validationFailed(docsUpdateIssue, validationError{Resource: "Issue", Field: "title", Code: "missing_field"})
-		}
-		it.title = *in.Title
-	}
-	if in.Body != nil {
-		it.body = *in.Body
 	}
 	if in.Labels != nil {
 		it.labels = addLabelNames(nil, s.ensureLabels(*in.Labels))
 	}
-	if in.State != nil {
-		s.setState(it, *in.State, deref(in.StateReason), req.actor)
-	}
-	it.updated = s.now()
+	s.applyChange(it, in.itemChange, req.actor)
 	return &response{status: http.StatusOK, body: s.renderIssue(req, it)}
 }
 
 func handleListComments(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
+	it, r := s.itemFor(req, false)
+	if r != nil {
+		return r
 	}
-	it, ok := s.repo.items[req.number()]
-	if !ok {
-		return notFound()
-	}
-	page, link := paginate(req, len(it.comments))
-	out := make([]*github.IssueComment, 0, page.size())
-	for _, c := range it.comments[page.from:page.to] {
-		out = append(out, s.renderComment(req, it, c))
-	}
-	return &response{status: http.StatusOK, body: out, header: link}
+	return listPage(req, it.comments, func(c *comment) *github.IssueComment { return s.renderComment(req, it, c) })
 }
 
 type createCommentBody struct {
@@ -472,12 +452,9 @@ type createCommentBody struct {
 }
 
 func handleCreateComment(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
-	it, ok := s.repo.items[req.number()]
-	if !ok {
-		return notFound()
+	it, r := s.itemFor(req, false)
+	if r != nil {
+		return r
 	}
 	var in createCommentBody
 	if r := req.decode(&in); r != nil {
@@ -503,12 +480,9 @@ func (s *Server) addComment(it *item, user, body string) *comment {
 }
 
 func handleAddLabels(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
-	it, ok := s.repo.items[req.number()]
-	if !ok {
-		return notFound()
+	it, r := s.itemFor(req, false)
+	if r != nil {
+		return r
 	}
 	// GitHub accepts {"labels": [...]} and a bare array of names.
 	var names []string
@@ -568,14 +542,29 @@ func sortItems(items []*item, key, direction string) {
 	})
 }
 
-// pageRange is the slice of a listing one page covers.
-type pageRange struct{ from, to int }
+// stateFilter reads a listing's state parameter: open (the default),
+// closed or all.
+func stateFilter(req *request, resource string) (func(*item) bool, *response) {
+	state := queryDefault(req.query, "state", "open")
+	if !slices.Contains([]string{"open", "closed", "all"}, state) {
+		return nil, validationFailed(docsRoot, validationError{Resource: resource, Field: "state", Code: "invalid"})
+	}
+	return func(it *item) bool { return state == "all" || it.state == state }, nil
+}
 
-func (p pageRange) size() int { return p.to - p.from }
+// listPage answers a listing with the page the request asks for.
+func listPage[E, T any](req *request, all []E, render func(E) T) *response {
+	from, to, link := paginate(req, len(all))
+	out := make([]T, 0, to-from)
+	for _, e := range all[from:to] {
+		out = append(out, render(e))
+	}
+	return &response{status: http.StatusOK, body: out, header: link}
+}
 
 // paginate applies per_page (default 30, at most 100) and page, and builds
 // the Link header GitHub sends when there is more than one page.
-func paginate(req *request, total int) (pageRange, http.Header) {
+func paginate(req *request, total int) (from, to int, link http.Header) {
 	perPage := 30
 	if v, err := strconv.Atoi(req.query.Get("per_page")); err == nil && v > 0 {
 		perPage = min(v, 100)
@@ -584,11 +573,11 @@ func paginate(req *request, total int) (pageRange, http.Header) {
 	if v, err := strconv.Atoi(req.query.Get("page")); err == nil && v > 0 {
 		page = v
 	}
-	from := min((page-1)*perPage, total)
-	to := min(from+perPage, total)
+	from = min((page-1)*perPage, total)
+	to = min(from+perPage, total)
 	last := max((total+perPage-1)/perPage, 1)
 
-	link := func(p int, rel string) string {
+	linkTo := func(p int, rel string) string {
 		q := url.Values{}
 		for k, vs := range req.query {
 			q[k] = vs
@@ -599,18 +588,18 @@ func paginate(req *request, total int) (pageRange, http.Header) {
 	}
 	var links []string
 	if page > 1 {
-		links = append(links, link(min(page-1, last), "prev"))
+		links = append(links, linkTo(min(page-1, last), "prev"))
 	}
 	if page < last {
-		links = append(links, link(page+1, "next"), link(last, "last"))
+		links = append(links, linkTo(page+1, "next"), linkTo(last, "last"))
 	}
 	if page > 1 {
-		links = append(links, link(1, "first"))
+		links = append(links, linkTo(1, "first"))
 	}
 	if len(links) == 0 {
-		return pageRange{from, to}, nil
+		return from, to, nil
 	}
-	return pageRange{from, to}, http.Header{"Link": {strings.Join(links, ", ")}}
+	return from, to, http.Header{"Link": {strings.Join(links, ", ")}}
 }
 
 func queryDefault(q url.Values, key, def string) string {

@@ -9,6 +9,7 @@ package ghemu
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -115,30 +116,14 @@ func New(t testing.TB, opts Options) *Server {
 
 // NewServer starts a Server on 127.0.0.1; the caller must Close it.
 func NewServer(opts Options) *Server {
-	if opts.Owner == "" {
-		opts.Owner = "kedge-io"
-	}
-	if opts.Repo == "" {
-		opts.Repo = "gitops"
-	}
-	if opts.DefaultBranch == "" {
-		opts.DefaultBranch = "main"
-	}
-	if opts.AppSlug == "" {
-		opts.AppSlug = "kedge"
-	}
-	if opts.TokenTTL == 0 {
-		opts.TokenTTL = time.Hour
-	}
-	if opts.RateLimit == 0 {
-		opts.RateLimit = 5000
-	}
-	if opts.RateWindow == 0 {
-		opts.RateWindow = time.Hour
-	}
-	if opts.HumanLogin == "" {
-		opts.HumanLogin = "octocat"
-	}
+	opts.Owner = cmp.Or(opts.Owner, "kedge-io")
+	opts.Repo = cmp.Or(opts.Repo, "gitops")
+	opts.DefaultBranch = cmp.Or(opts.DefaultBranch, "main")
+	opts.AppSlug = cmp.Or(opts.AppSlug, "kedge")
+	opts.TokenTTL = cmp.Or(opts.TokenTTL, time.Hour)
+	opts.RateLimit = cmp.Or(opts.RateLimit, 5000)
+	opts.RateWindow = cmp.Or(opts.RateWindow, time.Hour)
+	opts.HumanLogin = cmp.Or(opts.HumanLogin, "octocat")
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}

@@ -109,17 +109,29 @@ func (s *Server) CommitAs(t testing.TB, repo, branch string, author, committer I
 func (s *Server) RaceNextPush(t testing.TB, repo, branch string, files map[string]string, message string) string {
 	t.Helper()
 	commit := s.writeCommit(t, repo, branch, Human, Human, files, message)
-	hook := filepath.Join(s.RepoPath(repo), "hooks", "pre-receive")
 	// git refuses ref updates from inside the push's object quarantine;
 	// leaving it is what a concurrent push by someone else amounts to.
-	script := "#!/bin/sh\nrm -f \"$0\"\nunset GIT_QUARANTINE_PATH\nexec git update-ref refs/heads/" + branch + " " + commit + "\n"
+	s.InstallHook(t, repo, "pre-receive", "#!/bin/sh\nrm -f \"$0\"\nunset GIT_QUARANTINE_PATH\nexec git update-ref refs/heads/"+branch+" "+commit+"\n")
+	return commit
+}
+
+// InstallHook makes script repo's server-side hook of that name
+// (pre-receive refuses a whole push, update one branch of it). A hook that
+// should act once deletes itself ("rm -f \"$0\"").
+func (s *Server) InstallHook(t testing.TB, repo, name, script string) {
+	t.Helper()
+	hook := s.HookPath(repo, name)
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
 		t.Fatalf("gitserver: %v", err)
 	}
 	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
 		t.Fatalf("gitserver: %v", err)
 	}
-	return commit
+}
+
+// HookPath is where repo's hook of that name lives.
+func (s *Server) HookPath(repo, name string) string {
+	return filepath.Join(s.RepoPath(repo), "hooks", name)
 }
 
 // writeCommit stores a commit of files on top of branch (or main when branch
@@ -158,6 +170,12 @@ func (s *Server) Branch(repo, branch string) (string, bool) {
 		return "", false
 	}
 	return out, true
+}
+
+// IsAncestor reports whether commit is reachable from tip in repo.
+func (s *Server) IsAncestor(repo, commit, tip string) bool {
+	_, err := s.git(nil, "", "--git-dir="+s.RepoPath(repo), "merge-base", "--is-ancestor", commit, tip)
+	return err == nil
 }
 
 // BranchTip returns the commit branch points at, or "" when it does not exist.
@@ -263,11 +281,7 @@ func identityEnv(author, committer Identity) []string {
 
 func (s *Server) mustGit(t testing.TB, env []string, stdin string, args ...string) string {
 	t.Helper()
-	out, err := s.git(env, stdin, args...)
-	if err != nil {
-		t.Fatalf("gitserver: %v", err)
-	}
-	return out
+	return strings.TrimSpace(s.mustGitRaw(t, env, stdin, args...))
 }
 
 func (s *Server) mustGitRaw(t testing.TB, env []string, stdin string, args ...string) string {
