@@ -10,12 +10,10 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
-	"sync/atomic"
 
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/gcpace"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
@@ -185,14 +183,7 @@ func (ix *Index) Edits(plan *drift.Plan, ann Annotations) (EditSet, error) {
 		refused []Refusal
 	}
 	results := make([]result, len(namespaces))
-	// Verifying renders like indexing does: much allocated, little kept.
-	pace := gcpace.NewHeadroom(renderHeadroom)
-	defer pace.Done()
-	var verified atomic.Int64
 	inParallel(len(namespaces), func(i int) {
-		if verified.Add(1)%64 == 0 {
-			pace.Adjust()
-		}
 		items := byNamespace[namespaces[i]]
 		edits, refused, overridden := ix.namespaceEdits(items, verifier)
 		if ix.patchOverridden(plan, items, overridden) {
