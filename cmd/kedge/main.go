@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/memlimit"
 )
 
 // version is set at build time (-X main.version=…).
@@ -38,6 +39,7 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func main() {
+	memlimit.Apply()
 	ctx, stop := context.WithCancelCause(context.Background())
 	interrupted := onSignals(stop, os.Stderr)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/memlimit"
 )
 
 // childResult is what a child run prints on its last line.
@@ -22,6 +23,8 @@ type childResult struct {
 //	decode DIR  reads a snapshot (the floor of `kedge plan`)
 //	index DIR   indexes a GitOps checkout
 func runChild(mode, dir string) error {
+	// The same memory limit as kedge's, so that the floors compare.
+	memlimit.Apply()
 	start := time.Now()
 	var n int
 	switch mode {

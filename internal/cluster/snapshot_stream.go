@@ -11,7 +11,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/kedge-io/kedge/internal/gcpace"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -21,9 +20,6 @@ import (
 // gigabytes and one core. Streaming decodes the List's items one by one,
 // spread over the cores, and never holds the file.
 var streamThreshold int64 = 4 << 20
-
-// snapshotGCPercent is the GOGC while a large snapshot file decodes.
-const snapshotGCPercent = 50
 
 // streamChunkBytes is about how much YAML one worker decodes at a time.
 const streamChunkBytes = 1 << 20
@@ -548,9 +544,6 @@ func (d *streamDecoder) jsonObject(dec *json.Decoder) error {
 // readSnapshotStream decodes a large file as a stream, or returns
 // errNotStreamable.
 func readSnapshotStream(path string, isJSON bool) (*objects.Set, error) {
-	// Most of what decoding allocates is kept (the trimmed objects): at the
-	// default pace the heap would peak at twice what the set holds.
-	defer gcpace.Percent(snapshotGCPercent)()
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, errNotStreamable

@@ -3,41 +3,19 @@ package dashboard
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/image"
 )
 
 // noSidecar is how an empty revision or image (no sidecar) reads.
 const noSidecar = "no sidecar"
 
-// ProxyVersion is the short version of a proxy image: its tag, else the
-// first 12 hex digits of its digest, else "latest" (what a bare name
-// pulls). The empty image (no sidecar) gives "".
-func ProxyVersion(image string) string {
-	image = strings.TrimSpace(image)
-	if image == "" {
-		return ""
-	}
-	name, digest, hasDigest := strings.Cut(image, "@")
-	// A registry port ("host:5000/proxyv2") is not a tag: only a ':'
-	// after the last '/' is.
-	lastSlash := strings.LastIndexByte(name, '/')
-	if i := strings.LastIndexByte(name, ':'); i > lastSlash && i < len(name)-1 {
-		return name[i+1:]
-	}
-	if hasDigest {
-		algo, hexDigits, ok := strings.Cut(digest, ":")
-		if !ok {
-			return digest
-		}
-		if len(hexDigits) > 12 {
-			hexDigits = hexDigits[:12]
-		}
-		return algo + ":" + hexDigits
-	}
-	return "latest"
+// ProxyVersion is the short version of a proxy image (see image.Ref's
+// Version); the empty image (no sidecar) gives "".
+func ProxyVersion(img string) string {
+	return image.Parse(img).Version()
 }
 
 // proxyVersions is the distinct versions of images, sorted.

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kedge-io/kedge/internal/image"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -243,7 +244,7 @@ func (c *computation) compare(sc sidecar, d mesh.Decision) reasonBits {
 		if current != "" && current != d.Revision {
 			return bitOf(ReasonRevision)
 		}
-		if d.Image != "" && !sameImage(sc.image, d.Image) {
+		if d.Image != "" && !image.Same(sc.image, d.Image) {
 			return bitOf(ReasonProxyImage)
 		}
 		return 0
@@ -253,22 +254,6 @@ func (c *computation) compare(sc sidecar, d mesh.Decision) reasonBits {
 		return bitOf(ReasonUnwantedSidecar)
 	}
 	return 0
-}
-
-// sameImage treats Docker Hub's implicit registry and library path as
-// spelled out, since runtimes and humans write both forms.
-func sameImage(a, b string) bool {
-	return a == b || normalizeImage(a) == normalizeImage(b)
-}
-
-func normalizeImage(ref string) string {
-	for _, prefix := range []string{"docker.io/", "index.docker.io/", "registry-1.docker.io/"} {
-		if rest, ok := strings.CutPrefix(ref, prefix); ok {
-			ref = rest
-			break
-		}
-	}
-	return strings.TrimPrefix(ref, "library/")
 }
 
 func startOf(p *corev1.Pod) time.Time {

@@ -28,7 +28,8 @@ func TestPrepareBranchWritesExactlyTheFiles(t *testing.T) {
 	)
 	c, err := repo.PrepareBranch("kedge/shop", edits, "Restart shop")
 	require.NoError(t, err)
-	require.NoError(t, repo.Push(context.Background(), []gitrepo.Change{c}, nil))
+	_, err = repo.Push(context.Background(), []gitrepo.Change{c}, nil)
+	require.NoError(t, err)
 	assert.Equal(t, c.Commit, rm.tip(t, "kedge/shop"))
 	assert.Equal(t, base, c.Parent)
 

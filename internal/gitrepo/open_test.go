@@ -150,7 +150,8 @@ func TestTokenNeverStoredOrShown(t *testing.T) {
 
 	change, err := repo.PrepareBranch("kedge/shop", files("apps/shop/cart.yaml", "x\n"), "Restart shop")
 	require.NoError(t, err)
-	require.NoError(t, repo.Push(context.Background(), []gitrepo.Change{change}, nil))
+	_, err = repo.Push(context.Background(), []gitrepo.Change{change}, nil)
+	require.NoError(t, err)
 
 	// Every file kedge wrote under .git, not only config, is free of it.
 	err = filepath.WalkDir(filepath.Join(dir, ".git"), func(path string, d os.DirEntry, err error) error {
@@ -193,7 +194,8 @@ func TestTokenNeverStoredOrShown(t *testing.T) {
 			rm.srv.FailNextPush(http.StatusServiceUnavailable)
 			again, err := repo.PrepareBranch("kedge/billing", files("apps/billing/api.yaml", "y\n"), "Restart billing")
 			require.NoError(t, err)
-			return repo.Push(context.Background(), []gitrepo.Change{again}, nil)
+			_, err = repo.Push(context.Background(), []gitrepo.Change{again}, nil)
+			return err
 		}},
 		{name: "token source fails", run: func() error {
 			rm.auth.err = errors.New("app key rejected")
@@ -229,7 +231,8 @@ func TestTokenFetchedBeforeEachOperation(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return repo.Push(ctx, []gitrepo.Change{c}, nil)
+			_, err = repo.Push(ctx, []gitrepo.Change{c}, nil)
+			return err
 		}},
 		{name: "history", run: func() error { _, err := repo.BranchHistory(ctx, "kedge/shop"); return err }},
 		{name: "delete", run: func() error { return repo.DeleteBranches(ctx, []string{"kedge/shop"}) }},

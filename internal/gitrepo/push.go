@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -73,7 +74,7 @@ func (e *RejectedError) Error() string {
 // updates a ref only if it still holds the expected value. A branch already
 // at its new commit counts as pushed. Branches not named in the returned
 // error were updated.
-func (r *Repo) Push(ctx context.Context, changes []Change, leases map[string]plumbing.Hash) error {
+func (r *Repo) Push(ctx context.Context, changes []Change, leases map[string]plumbing.Hash) (PushResult, error) {
 	var updates []refUpdate
 	seen := map[string]bool{}
 	for _, c := range changes {
@@ -81,15 +82,23 @@ func (r *Repo) Push(ctx context.Context, changes []Change, leases map[string]plu
 			continue
 		}
 		if c.Branch == r.baseBranch {
-			return fmt.Errorf("gitrepo: refusing to push to the base branch %q", c.Branch)
+			return PushResult{}, fmt.Errorf("gitrepo: refusing to push to the base branch %q", c.Branch)
 		}
 		if seen[c.Branch] {
-			return fmt.Errorf("gitrepo: branch %q appears twice in one push", c.Branch)
+			return PushResult{}, fmt.Errorf("gitrepo: branch %q appears twice in one push", c.Branch)
 		}
 		seen[c.Branch] = true
 		updates = append(updates, refUpdate{branch: c.Branch, old: leases[c.Branch], new: c.Commit})
 	}
 	return r.send(ctx, updates)
+}
+
+// PushResult is what a push cost.
+type PushResult struct {
+	// Duration runs from the ref advertisement to the server's report; it
+	// is zero when nothing had to be sent (every branch was already at its
+	// commit, or none could be updated).
+	Duration time.Duration
 }
 
 // DeleteBranches deletes the named remote branches in one push, whatever
@@ -102,7 +111,8 @@ func (r *Repo) DeleteBranches(ctx context.Context, names []string) error {
 		}
 		updates = append(updates, refUpdate{branch: name, delete: true})
 	}
-	return r.send(ctx, updates)
+	_, err := r.send(ctx, updates)
+	return err
 }
 
 type refUpdate struct {
@@ -114,13 +124,13 @@ type refUpdate struct {
 
 // send runs one receive-pack exchange. go-git's own Push takes a single
 // lease, so the request is built here from its protocol parts.
-func (r *Repo) send(ctx context.Context, updates []refUpdate) (err error) {
+func (r *Repo) send(ctx context.Context, updates []refUpdate) (res PushResult, err error) {
 	if len(updates) == 0 {
-		return nil
+		return res, nil
 	}
 	auth, token, err := r.auth(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer func() { err = redact(err, token) }()
 	fail := func(what string, err error) error {
@@ -129,20 +139,21 @@ func (r *Repo) send(ctx context.Context, updates []refUpdate) (err error) {
 
 	cli, err := client.NewClient(r.endpoint)
 	if err != nil {
-		return fail("transport", err)
+		return res, fail("transport", err)
 	}
 	sess, err := cli.NewReceivePackSession(r.endpoint, auth)
 	if err != nil {
-		return fail("connect", err)
+		return res, fail("connect", err)
 	}
 	defer func() { _ = sess.Close() }()
+	started := time.Now()
 	adv, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
-		return fail("read refs", err)
+		return res, fail("read refs", err)
 	}
 	advertised, err := adv.AllReferences()
 	if err != nil {
-		return fail("read refs", err)
+		return res, fail("read refs", err)
 	}
 	current := func(branch string) plumbing.Hash {
 		if ref, ok := advertised[plumbing.NewBranchReferenceName(branch)]; ok {
@@ -175,8 +186,9 @@ func (r *Repo) send(ctx context.Context, updates []refUpdate) (err error) {
 	var rejected map[string]string
 	if len(cmds) > 0 {
 		statuses, err := r.receivePack(ctx, sess, adv.Capabilities, cmds, commits)
+		res.Duration = time.Since(started)
 		if err != nil {
-			return fail("send", err)
+			return res, fail("send", err)
 		}
 		var failed []*packp.Command
 		for _, cmd := range cmds {
@@ -199,7 +211,7 @@ func (r *Repo) send(ctx context.Context, updates []refUpdate) (err error) {
 		if len(failed) > 0 {
 			more, reasons, err := r.classifyFailures(ctx, failed, statuses)
 			if err != nil {
-				return err
+				return res, err
 			}
 			conflicts = append(conflicts, more...)
 			rejected = reasons
@@ -214,7 +226,7 @@ func (r *Repo) send(ctx context.Context, updates []refUpdate) (err error) {
 	if len(rejected) > 0 {
 		errs = append(errs, &RejectedError{Reasons: rejected})
 	}
-	return errors.Join(errs...)
+	return res, errors.Join(errs...)
 }
 
 // receivePack sends the commands with a pack of the objects they need and

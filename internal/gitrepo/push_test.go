@@ -45,7 +45,8 @@ func cycle(t *testing.T, rm remote, dir string) ([]gitrepo.Change, error) {
 		require.NoError(t, err)
 		changes = append(changes, c)
 	}
-	return changes, repo.Push(ctx, changes, leasesOf(remoteBranches))
+	_, err = repo.Push(ctx, changes, leasesOf(remoteBranches))
+	return changes, err
 }
 
 func TestOnePushForAllBranches(t *testing.T) {
@@ -211,7 +212,7 @@ func TestLeaseFailuresLeaveOthersWorkAlone(t *testing.T) {
 			pushesBefore := receivePacks(rm.srv)
 			taken, theirs := tc.interfere(t, rm)
 
-			err = repo.Push(ctx, changes, leasesOf(remoteBranches))
+			_, err = repo.Push(ctx, changes, leasesOf(remoteBranches))
 
 			var lease *gitrepo.LeaseError
 			require.ErrorAs(t, err, &lease)
@@ -246,11 +247,49 @@ func TestNoPushWhenEveryLeaseIsBroken(t *testing.T) {
 	require.NoError(t, err)
 	theirs := rm.srv.CommitAsHuman(t, repoName, "kedge/shop", map[string]string{"x": "y"}, "Mine")
 
-	err = repo.Push(ctx, []gitrepo.Change{c}, nil)
+	_, err = repo.Push(ctx, []gitrepo.Change{c}, nil)
 	require.ErrorIs(t, err, gitrepo.ErrLeaseBroken)
 	assert.Contains(t, err.Error(), "kedge/shop (expected nothing, found "+theirs[:12]+")")
 	assert.Zero(t, receivePacks(rm.srv), "nothing to send, so no push")
 	assert.Equal(t, theirs, rm.srv.BranchTip(t, repoName, "kedge/shop"))
+}
+
+// TestPushReportsItsDuration: callers time pushes from the result, so a
+// push that sent something has a duration and one that sent nothing has
+// none.
+func TestPushReportsItsDuration(t *testing.T) {
+	rm := newRemote(t, "http")
+	ctx := context.Background()
+	repo := rm.open(t, t.TempDir())
+	shop, err := repo.PrepareBranch("kedge/shop", namespaceEdits["kedge/shop"], "Restart")
+	require.NoError(t, err)
+	billing, err := repo.PrepareBranch("kedge/billing", namespaceEdits["kedge/billing"], "Restart")
+	require.NoError(t, err)
+	rm.srv.CommitAsHuman(t, repoName, "kedge/billing", map[string]string{"x": "y"}, "Mine")
+
+	tests := []struct {
+		name       string
+		change     gitrepo.Change
+		wantSent   bool
+		wantErr    error
+		wantPushes int
+	}{
+		{name: "a push that sends", change: shop, wantSent: true, wantPushes: 1},
+		{name: "the same branch again: already there", change: shop, wantPushes: 1},
+		{name: "a broken lease: nothing sent", change: billing, wantErr: gitrepo.ErrLeaseBroken, wantPushes: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := repo.Push(ctx, []gitrepo.Change{tt.change}, nil)
+			if tt.wantErr != nil {
+				assert.ErrorIs(t, err, tt.wantErr)
+			} else {
+				assert.NoError(t, err)
+			}
+			assert.Equal(t, tt.wantSent, res.Duration > 0)
+			assert.Equal(t, tt.wantPushes, receivePacks(rm.srv))
+		})
+	}
 }
 
 func TestPushRefusedByServer(t *testing.T) {
@@ -260,7 +299,7 @@ func TestPushRefusedByServer(t *testing.T) {
 	require.NoError(t, err)
 	installHook(t, rm, "#!/bin/sh\necho 'branch protected' >&2\nexit 1\n")
 
-	err = repo.Push(context.Background(), []gitrepo.Change{c}, nil)
+	_, err = repo.Push(context.Background(), []gitrepo.Change{c}, nil)
 	var rejected *gitrepo.RejectedError
 	require.ErrorAs(t, err, &rejected)
 	assert.False(t, errors.Is(err, gitrepo.ErrLeaseBroken))
@@ -276,12 +315,13 @@ func TestPushFailsOnServerError(t *testing.T) {
 	require.NoError(t, err)
 
 	rm.srv.FailNextPush(503)
-	err = repo.Push(context.Background(), []gitrepo.Change{c}, nil)
+	_, err = repo.Push(context.Background(), []gitrepo.Change{c}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "503")
 	assert.Equal(t, plumbing.ZeroHash, rm.tip(t, "kedge/shop"))
 
-	require.NoError(t, repo.Push(context.Background(), []gitrepo.Change{c}, nil), "a retry goes through")
+	_, err = repo.Push(context.Background(), []gitrepo.Change{c}, nil)
+	require.NoError(t, err, "a retry goes through")
 	assert.Equal(t, c.Commit, rm.tip(t, "kedge/shop"))
 	assert.Equal(t, 2, receivePacks(rm.srv))
 }
@@ -304,7 +344,7 @@ func TestPushRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := repo.Push(context.Background(), tc.changes, nil)
+			_, err := repo.Push(context.Background(), tc.changes, nil)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.wantErr)
 		})

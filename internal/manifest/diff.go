@@ -4,20 +4,21 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
 // diffContext is the number of unchanged lines around each change, as
 // git diff writes them.
 const diffContext = 3
 
-// maxDiffDistance bounds the Myers search (its memory grows with the square
-// of the distance); beyond it the changed middle is written as one
-// replacement, which is as valid, only longer.
-const maxDiffDistance = 2000
-
 // UnifiedDiff renders edits as one patch that `git apply` accepts at the
 // repository root: a/ and b/ prefixes, new files from /dev/null, three lines
 // of context, and the "\ No newline at end of file" marker.
+//
+// go-diff finds the changed lines; the hunks and headers are written here
+// because its own patch text is character-based and URL-escaped, which
+// git apply does not read.
 func UnifiedDiff(edits []FileEdit) string {
 	sorted := append([]FileEdit(nil), edits...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
@@ -46,7 +47,7 @@ func writeFileDiff(b *strings.Builder, e FileEdit) {
 		}
 		return
 	}
-	ops := diffLines(oldLines, newLines)
+	ops := diffLines(string(e.Before), string(e.After))
 	hunks := groupHunks(ops)
 	if len(hunks) == 0 {
 		// A header without hunks would read as a mode change.
@@ -172,117 +173,31 @@ type diffOp struct {
 	a, b int
 }
 
-// diffLines computes a shortest edit script between two line slices
-// (Myers' O(ND) algorithm), after trimming the common head and tail.
-func diffLines(a, b []string) []diffOp {
-	prefix := 0
-	for prefix < len(a) && prefix < len(b) && a[prefix] == b[prefix] {
-		prefix++
-	}
-	suffix := 0
-	for suffix < len(a)-prefix && suffix < len(b)-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
-		suffix++
-	}
+// diffLines computes a line edit script with go-diff, which runs Myers'
+// algorithm over one rune per distinct line. No timeout is set: with one the
+// library trades a shortest script for speed (half-match) and, past the
+// deadline, rewrites the rest of the file as one replacement.
+func diffLines(before, after string) []diffOp {
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 0
+	runesA, runesB, lines := dmp.DiffLinesToRunes(before, after)
 	var ops []diffOp
-	for i := 0; i < prefix; i++ {
-		ops = append(ops, diffOp{opEqual, i, i})
-	}
-	mid := myers(a[prefix:len(a)-suffix], b[prefix:len(b)-suffix])
-	for _, op := range mid {
-		op.a += prefix
-		op.b += prefix
-		ops = append(ops, op)
-	}
-	for i := 0; i < suffix; i++ {
-		ops = append(ops, diffOp{opEqual, len(a) - suffix + i, len(b) - suffix + i})
-	}
-	return ops
-}
-
-func myers(a, b []string) []diffOp {
-	n, m := len(a), len(b)
-	if n == 0 || m == 0 {
-		return replaceAll(n, m)
-	}
-	max := n + m
-	if max > 2*maxDiffDistance {
-		max = 2 * maxDiffDistance
-	}
-	offset := max + 1
-	v := make([]int, 2*max+3)
-	var trace [][]int
-	for d := 0; d <= max; d++ {
-		trace = append(trace, append([]int(nil), v[offset-d-1:offset+d+2]...))
-		for k := -d; k <= d; k += 2 {
-			var x int
-			if k == -d || (k != d && v[offset+k-1] < v[offset+k+1]) {
-				x = v[offset+k+1]
-			} else {
-				x = v[offset+k-1] + 1
-			}
-			y := x - k
-			for x < n && y < m && a[x] == b[y] {
-				x++
-				y++
-			}
-			v[offset+k] = x
-			if x >= n && y >= m {
-				return backtrack(trace, n, m)
+	a, b := 0, 0
+	for _, d := range dmp.DiffCharsToLines(dmp.DiffMainRunes(runesA, runesB, false), lines) {
+		for range splitKeepEOL(d.Text) {
+			switch d.Type {
+			case diffmatchpatch.DiffEqual:
+				ops = append(ops, diffOp{opEqual, a, b})
+				a++
+				b++
+			case diffmatchpatch.DiffDelete:
+				ops = append(ops, diffOp{opDelete, a, b})
+				a++
+			case diffmatchpatch.DiffInsert:
+				ops = append(ops, diffOp{opInsert, a, b})
+				b++
 			}
 		}
-	}
-	return replaceAll(n, m)
-}
-
-// backtrack walks the saved frontiers from the end back to the start. Frame
-// d holds the frontier before round d, for diagonals -d-1..d+1.
-func backtrack(trace [][]int, n, m int) []diffOp {
-	var rev []diffOp
-	x, y := n, m
-	for d := len(trace) - 1; d > 0; d-- {
-		frame := trace[d]
-		at := func(k int) int { return frame[k+d+1] }
-		k := x - y
-		var prevK int
-		if k == -d || (k != d && at(k-1) < at(k+1)) {
-			prevK = k + 1
-		} else {
-			prevK = k - 1
-		}
-		prevX := at(prevK)
-		prevY := prevX - prevK
-		for x > prevX && y > prevY {
-			x--
-			y--
-			rev = append(rev, diffOp{opEqual, x, y})
-		}
-		if x == prevX {
-			y--
-			rev = append(rev, diffOp{opInsert, x, y})
-		} else {
-			x--
-			rev = append(rev, diffOp{opDelete, x, y})
-		}
-	}
-	for x > 0 && y > 0 {
-		x--
-		y--
-		rev = append(rev, diffOp{opEqual, x, y})
-	}
-	ops := make([]diffOp, len(rev))
-	for i := range rev {
-		ops[i] = rev[len(rev)-1-i]
-	}
-	return ops
-}
-
-func replaceAll(n, m int) []diffOp {
-	ops := make([]diffOp, 0, n+m)
-	for i := 0; i < n; i++ {
-		ops = append(ops, diffOp{opDelete, i, 0})
-	}
-	for j := 0; j < m; j++ {
-		ops = append(ops, diffOp{opInsert, n, j})
 	}
 	return ops
 }

@@ -156,13 +156,7 @@ func TestDiffLinesIsMinimal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.a+"→"+tt.b, func(t *testing.T) {
 			a, b := strings.Split(tt.a, ""), strings.Split(tt.b, "")
-			if tt.a == "" {
-				a = nil
-			}
-			if tt.b == "" {
-				b = nil
-			}
-			ops := diffLines(a, b)
+			ops := diffLines(charLines(tt.a), charLines(tt.b))
 			changes := 0
 			var rebuilt []string
 			for _, op := range ops {
@@ -180,4 +174,14 @@ func TestDiffLinesIsMinimal(t *testing.T) {
 			assert.Equal(t, tt.b, strings.Join(rebuilt, ""))
 		})
 	}
+}
+
+// charLines puts each character of s on a line of its own.
+func charLines(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteRune(r)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

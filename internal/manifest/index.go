@@ -13,12 +13,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"sigs.k8s.io/kustomize/api/resource"
 
-	"github.com/kedge-io/kedge/internal/gcpace"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -446,25 +444,14 @@ type renderedRoot struct {
 	refused map[string]error
 }
 
-// renderHeadroom is how much rendering may allocate between collections.
-const renderHeadroom = 192 << 20
-
 // renderRoots renders the roots on every CPU. The kustomize API is safe for
 // concurrent builds since kyaml guards its OpenAPI schema with a lock
 // (kubernetes-sigs/kustomize#3659); each build has its own file system.
 func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot string) []*renderedRoot {
-	// A render allocates about 1 MiB and keeps almost none of it; with a
-	// small live heap the default pace would collect every few renders.
-	pace := gcpace.NewHeadroom(renderHeadroom)
-	defer pace.Done()
 	out := make([]*renderedRoot, len(kfs))
 	docs := &docCache{entries: map[string]*cachedDocs{}}
-	var rendered atomic.Int64
 	inParallel(len(kfs), func(i int) {
 		out[i] = renderRoot(kfs[i], remote[kfs[i].dir], repoRoot, docs)
-		if rendered.Add(1)%64 == 0 {
-			pace.Adjust() // what the index keeps grows the live heap
-		}
 	})
 	return out
 }

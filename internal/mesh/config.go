@@ -10,16 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/image"
 )
 
-// Image types Istio publishes; a known suffix already on the tag is replaced
-// rather than doubled.
-const (
-	imageTypeDefault    = "default"
-	imageTypeDistroless = "distroless"
-	imageTypeDebug      = "debug"
-	defaultProxyImage   = "proxyv2"
-)
+// defaultProxyImage is the proxy image name Istio's charts default to.
+const defaultProxyImage = "proxyv2"
 
 // Injection policies of the injector ConfigMap's `config` key.
 const (
@@ -279,7 +275,7 @@ func (m *Model) imageFor(rc *revisionConfig, namespace string, t Template) strin
 	if it, ok := annotations[AnnotationProxyImageType]; ok {
 		imageType = it
 	}
-	return g.Hub + "/" + name + ":" + withImageType(rc.tag, imageType)
+	return g.Hub + "/" + name + ":" + image.TagWithVariant(rc.tag, imageType)
 }
 
 // annotatedImageType reads image.imageType from a pod's proxy.istio.io/config
@@ -294,22 +290,4 @@ func annotatedImageType(annotations map[string]string) string {
 		return ""
 	}
 	return pc.Image.ImageType
-}
-
-// withImageType swaps a known variant suffix of the tag for the wanted one;
-// "default" means no suffix.
-func withImageType(tag, imageType string) string {
-	if imageType == "" {
-		return tag
-	}
-	for _, known := range []string{imageTypeDistroless, imageTypeDebug} {
-		if trimmed, ok := strings.CutSuffix(tag, "-"+known); ok {
-			tag = trimmed
-			break
-		}
-	}
-	if imageType == imageTypeDefault {
-		return tag
-	}
-	return tag + "-" + imageType
 }

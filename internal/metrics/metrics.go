@@ -110,7 +110,7 @@ func New(github func() forge.Stats) *Metrics {
 		}),
 		pushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "git_push_duration_seconds",
-			Help:    "Duration of git pushes, from the ref advertisement to the server's report.",
+			Help:    "Duration of git pushes, from the ref advertisement to the server's report; a push that fails its cycle is not counted.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}),
 	}
@@ -172,6 +172,9 @@ func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err err
 	for _, f := range report.Mismatch.Foreign {
 		m.mismatch.WithLabelValues(f.Repository).Set(float64(len(f.Namespaces)))
 	}
+	if report.PushDuration > 0 {
+		m.pushDuration.Observe(report.PushDuration.Seconds())
+	}
 }
 
 // Result names how a cycle ended.
@@ -201,9 +204,6 @@ func (m *Metrics) SetLeader(leading bool) {
 	}
 	m.leader.Set(0)
 }
-
-// ObservePush records one git push.
-func (m *Metrics) ObservePush(d time.Duration) { m.pushDuration.Observe(d.Seconds()) }
 
 // githubCollector turns the GitHub client's counters into metrics at
 // scrape time, so they are never stale and never double counted.

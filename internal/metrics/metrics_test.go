@@ -15,11 +15,9 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
-	"github.com/kedge-io/kedge/internal/gitrepo"
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
-	"github.com/kedge-io/kedge/internal/testing/gitserver"
 )
 
 func workload(ns, name string, drifted int, reasons ...drift.Reason) drift.Workload {
@@ -202,48 +200,27 @@ kedge_github_not_modified_total %d
 	assert.Equal(t, 1, testutil.CollectAndCount(m.Registry(), "kedge_github_rate_limit_reset_timestamp_seconds"))
 }
 
-func TestGitPushesAreTimedForTheirObserverOnly(t *testing.T) {
-	metrics.InstrumentGitTransports()
-	git := gitserver.New(t)
-	url := git.CreateRepoFiles(t, "example-org/gitops", map[string]string{"apps/shop/cart.yaml": "kind: Deployment\n"})
-	repo, err := gitrepo.Open(t.Context(), gitrepo.Options{
-		URL: url, Dir: t.TempDir(), Auth: gitrepo.StaticToken(git.Token()),
-		AuthorName: "kedge", AuthorEmail: "kedge@example.com",
-	})
-	require.NoError(t, err)
-
-	cases := []struct {
-		name      string
-		branch    string
-		observed  bool
-		wantCount int
-	}{
-		{name: "a push under an observer is timed", branch: "kedge/prod/shop", observed: true, wantCount: 1},
-		{name: "a push without an observer is not", branch: "kedge/prod/orders", wantCount: 1},
-		{name: "every push under an observer counts", branch: "kedge/prod/payments", observed: true, wantCount: 2},
-	}
+func TestCyclesRecordTheirPush(t *testing.T) {
 	m := metrics.New(nil)
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			change, err := repo.PrepareBranch(tc.branch, map[string][]byte{"apps/shop/cart.yaml": []byte("kind: Deployment # " + tc.branch + "\n")}, "bump")
-			require.NoError(t, err)
-			ctx := t.Context()
-			if tc.observed {
-				ctx = metrics.WithPushObserver(ctx, m.ObservePush)
-			}
-			before := git.Pushes()
-			require.NoError(t, repo.Push(ctx, []gitrepo.Change{change}, nil))
-			require.Equal(t, before+1, git.Pushes(), "the push reached the server")
-			assert.Equal(t, uint64(tc.wantCount), histogramCount(t, m, "kedge_git_push_duration_seconds"))
+	end := time.Unix(1_750_000_000, 0)
+	cycles := []struct {
+		name      string
+		report    *reconcile.Report
+		wantCount uint64
+	}{
+		{name: "a cycle that pushed", report: &reconcile.Report{Pushes: 1, PushDuration: 1500 * time.Millisecond}, wantCount: 1},
+		{name: "a cycle with nothing to send", report: &reconcile.Report{Pushes: 1}, wantCount: 1},
+		{name: "a cycle without a push", report: &reconcile.Report{}, wantCount: 1},
+		{name: "a cycle that failed before its report", wantCount: 1},
+		{name: "another push", report: &reconcile.Report{Pushes: 1, PushDuration: 500 * time.Millisecond}, wantCount: 2},
+	}
+	for _, c := range cycles {
+		t.Run(c.name, func(t *testing.T) {
+			m.ObserveCycle("mesh", c.report, nil, 3*time.Second, end)
+			assert.Equal(t, c.wantCount, histogramCount(t, m, "kedge_git_push_duration_seconds"))
 		})
 	}
-
-	// Clones and fetches are not pushes.
-	_, err = gitrepo.Open(metrics.WithPushObserver(t.Context(), m.ObservePush), gitrepo.Options{
-		URL: url, Dir: t.TempDir(), Auth: gitrepo.StaticToken(git.Token()), AuthorName: "kedge", AuthorEmail: "kedge@example.com",
-	})
-	require.NoError(t, err)
-	assert.Equal(t, uint64(2), histogramCount(t, m, "kedge_git_push_duration_seconds"))
+	assert.InDelta(t, 2.0, histogramSum(t, m, "kedge_git_push_duration_seconds"), 1e-9)
 }
 
 func histogramCount(t *testing.T, m *metrics.Metrics, name string) uint64 {
@@ -253,6 +230,19 @@ func histogramCount(t *testing.T, m *metrics.Metrics, name string) uint64 {
 	for _, f := range families {
 		if f.GetName() == name {
 			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("%s not gathered", name)
+	return 0
+}
+
+func histogramSum(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetHistogram().GetSampleSum()
 		}
 	}
 	t.Fatalf("%s not gathered", name)

@@ -154,6 +154,7 @@ func TestFirstCycleOpensOnePRPerNamespaceMatchingThePlan(t *testing.T) {
 	report := w.cycle()
 	assert.Equal(t, 1, w.git.Pushes(), "all branches go in one push")
 	assert.Equal(t, 1, report.Pushes)
+	assert.Positive(t, report.PushDuration, "the push was timed")
 
 	prs := openPRs(w.gh)
 	assert.Len(t, prs, len(want), "one PR per namespace with edits")
@@ -217,6 +218,7 @@ func TestSecondCycleChangesNothing(t *testing.T) {
 	report := w.cycle()
 	assert.Equal(t, pushes, w.git.Pushes(), "no push")
 	assert.Zero(t, report.Pushes)
+	assert.Zero(t, report.PushDuration)
 	assert.Empty(t, callNames(w.gh.MutatingCalls()), "no mutating GitHub call")
 	t.Logf("second cycle: %d GitHub calls, all reads", len(w.gh.Calls()))
 }

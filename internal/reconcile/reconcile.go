@@ -96,6 +96,8 @@ type Report struct {
 	Namespaces map[string]Outcome
 	// Pushes is the number of git pushes made (0 or 1).
 	Pushes int
+	// PushDuration is how long the push took (see gitrepo.PushResult).
+	PushDuration time.Duration
 	// Refused are files kedge would not edit.
 	Refused []dashboard.RefusedFile
 	// Mismatch names the namespaces the cluster applies from another
@@ -383,7 +385,8 @@ func (r *Reconciler) push(ctx context.Context, repo *gitrepo.Repo, states []*nsS
 		return nil
 	}
 	report.Pushes = 1
-	err := repo.Push(ctx, changes, leases)
+	pushed, err := repo.Push(ctx, changes, leases)
+	report.PushDuration = pushed.Duration
 	var lease *gitrepo.LeaseError
 	if errors.As(err, &lease) {
 		moved := map[string]bool{}

@@ -136,8 +136,6 @@ func New(cfg Config) (*Service, error) {
 		s.ready = server.NewReadiness(server.CheckInformers, server.CheckGitHub)
 	}
 	s.scheduler = NewScheduler(s.runCycle, cfg.Scheduler)
-	// Before any git operation, so that pushes are timed.
-	metrics.InstrumentGitTransports()
 	return s, nil
 }
 
@@ -387,7 +385,7 @@ func (s *Service) runCycle(ctx context.Context, c Cycle) {
 	log.Info("cycle started", attrs...)
 	before := s.cfg.GitHub.Stats()
 
-	report, err := s.cfg.Reconciler.RunOnce(metrics.WithPushObserver(ctx, s.metrics.ObservePush))
+	report, err := s.cfg.Reconciler.RunOnce(ctx)
 
 	end := time.Now()
 	took := end.Sub(start)
