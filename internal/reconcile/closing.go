@@ -2,7 +2,11 @@ package reconcile
 
 import (
 	"path"
+	"slices"
 	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
@@ -212,32 +216,16 @@ func namespaceAnnotations(set *objects.Set, name string) (map[string]string, boo
 }
 
 func workloadExists(set *objects.Set, namespace, kind, name string) bool {
-	has := func(ns, n string) bool { return ns == namespace && n == name }
+	named := func(m metav1.Object) bool { return m.GetNamespace() == namespace && m.GetName() == name }
 	switch kind {
 	case drift.KindDeployment:
-		for _, o := range set.Deployments {
-			if has(o.Namespace, o.Name) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(set.Deployments, func(o appsv1.Deployment) bool { return named(&o) })
 	case drift.KindStatefulSet:
-		for _, o := range set.StatefulSets {
-			if has(o.Namespace, o.Name) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(set.StatefulSets, func(o appsv1.StatefulSet) bool { return named(&o) })
 	case drift.KindDaemonSet:
-		for _, o := range set.DaemonSets {
-			if has(o.Namespace, o.Name) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(set.DaemonSets, func(o appsv1.DaemonSet) bool { return named(&o) })
 	case drift.KindRollout:
-		for _, o := range set.Rollouts {
-			if has(o.Namespace, o.Name) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(set.Rollouts, func(o objects.Rollout) bool { return named(&o) })
 	}
 	return false
 }
