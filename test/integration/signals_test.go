@@ -189,13 +189,7 @@ func TestSIGTERMDuringAPush(t *testing.T) {
 
 	t.Run("run --once stops at the first signal", func(t *testing.T) {
 		p := once(t, nil, "run", "--once")
-		select {
-		case <-held.pushing:
-		case <-p.exited:
-			t.Fatalf("exited before pushing; stderr:\n%s", p.stderr.String())
-		case <-time.After(2 * time.Minute):
-			t.Fatal("no push")
-		}
+		waitForPush(t, p, held.pushing)
 		took := p.signal(t, syscall.SIGTERM, signalBound)
 		t.Logf("SIGTERM during a push (run --once): exited after %s", took.Round(time.Millisecond))
 		assert.Equal(t, 143, p.exitCode(t), "stderr:\n%s", p.stderr.String())
@@ -207,16 +201,22 @@ func TestSIGTERMDuringAPush(t *testing.T) {
 	held.once, held.pushing = sync.Once{}, make(chan struct{})
 	t.Run("run: SIGTERM during a push stops the service", func(t *testing.T) {
 		p := once(t, map[string]any{"server": map[string]any{"address": freeAddress(t), "leaderElection": false}}, "run")
-		select {
-		case <-held.pushing:
-		case <-p.exited:
-			t.Fatalf("exited before pushing; stderr:\n%s", p.stderr.String())
-		case <-time.After(2 * time.Minute):
-			t.Fatal("no push")
-		}
+		waitForPush(t, p, held.pushing)
 		took := p.signal(t, syscall.SIGTERM, signalBound)
 		t.Logf("SIGTERM during a push (run): exited after %s", took.Round(time.Millisecond))
 		assert.Contains(t, p.stderr.String(), "waiting for the cycle in flight")
 		assert.Zero(t, w.git.Pushes(), "the held push never reached the server")
 	})
+}
+
+// waitForPush returns once kedge's push reached the held server.
+func waitForPush(t *testing.T, p *started, pushing <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-pushing:
+	case <-p.exited:
+		t.Fatalf("exited before pushing; stderr:\n%s", p.stderr.String())
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no push")
+	}
 }
