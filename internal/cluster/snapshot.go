@@ -268,15 +268,11 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 	case "/Namespace":
 		return appendTo(&set.Namespaces)
 	case "/Pod":
-		return appendTrimmed(&set.Pods, func(p *corev1.Pod) corev1.Pod { return trim.trimPod(p).pod() })
+		return appendDecoded(&set.Pods, trim, decodePod)
 	case "/ConfigMap":
 		return appendTo(&set.ConfigMaps)
 	case "apps/ReplicaSet":
-		return appendTrimmed(&set.ReplicaSets, func(rs *appsv1.ReplicaSet) appsv1.ReplicaSet {
-			out := trim.trimReplicaSet(rs)
-			out.TypeMeta = rs.TypeMeta
-			return *out
-		})
+		return appendDecoded(&set.ReplicaSets, trim, decodeReplicaSet)
 	case "apps/Deployment":
 		return appendTo(&set.Deployments)
 	case "apps/StatefulSet":
@@ -303,15 +299,15 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 	return nil
 }
 
-// appendTrimmed decodes the whole object, so a malformed field fails the
-// read wherever it is, and keeps what trimmed returns.
-func appendTrimmed[T any](slice *[]T, trimmed func(*T) T) func([]byte) error {
+// appendDecoded keeps what decode reads of the object: a malformed field
+// fails the read when kedge reads it, and the JSON must be valid throughout.
+func appendDecoded[T any](slice *[]T, trim *trimmer, decode func([]byte, *trimmer) (T, error)) func([]byte) error {
 	return func(raw []byte) error {
-		var obj T
-		if err := json.Unmarshal(raw, &obj); err != nil {
+		obj, err := decode(raw, trim)
+		if err != nil {
 			return err
 		}
-		*slice = append(*slice, trimmed(&obj))
+		*slice = append(*slice, obj)
 		return nil
 	}
 }

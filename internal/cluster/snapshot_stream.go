@@ -468,66 +468,70 @@ func (d *streamDecoder) runJSON(r io.Reader) error {
 	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
 		_, _ = br.Discard(3)
 	}
-	dec := json.NewDecoder(br)
+	s := &jsonSplitter{br: br}
 	for {
-		tok, err := dec.Token()
+		c, err := s.peek()
 		if err == io.EOF {
 			return nil
 		}
-		if err != nil || tok != json.Delim('{') {
+		if err != nil || c != '{' {
 			return errNotStreamable
 		}
-		if err := d.jsonObject(dec); err != nil {
-			return err
+		if d.jsonObject(s) != nil {
+			// The whole-file decoder names what is wrong, and where.
+			return errNotStreamable
 		}
 	}
 }
 
-// jsonObject reads one top-level object whose opening brace was read: its
-// items go to the workers as they come, the other keys make the header.
-func (d *streamDecoder) jsonObject(dec *json.Decoder) error {
+// jsonObject reads one top-level object: its items go to the workers as
+// they come, the other keys make the header.
+func (d *streamDecoder) jsonObject(s *jsonSplitter) error {
+	if err := s.expect('{'); err != nil {
+		return err
+	}
 	header := map[string]json.RawMessage{}
 	items := -1
-	for dec.More() {
-		tok, err := dec.Token()
+	var text []byte
+	for member := 0; ; member++ {
+		c, err := s.peek()
 		if err != nil {
+			return unexpectedEOF(err)
+		}
+		if c == '}' {
+			if err := s.expect('}'); err != nil {
+				return err
+			}
+			break
+		}
+		if member > 0 {
+			if err := s.expect(','); err != nil {
+				return err
+			}
+		}
+		if text, err = s.value(text[:0]); err != nil {
+			return err
+		}
+		var key string
+		if err := json.Unmarshal(text, &key); err != nil {
 			return errNotStreamable
 		}
-		key, ok := tok.(string)
-		if !ok {
-			return errNotStreamable
+		if err := s.expect(':'); err != nil {
+			return err
 		}
 		if key != "items" {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return errNotStreamable
+			if text, err = s.value(text[:0]); err != nil {
+				return err
 			}
-			header[key] = raw
+			header[key] = append(json.RawMessage(nil), text...)
 			continue
 		}
 		if items >= 0 {
 			return errNotStreamable // a second items key
 		}
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-			return errNotStreamable
+		if items, err = d.jsonItems(s); err != nil {
+			return err
 		}
-		items = 0
-		for dec.More() {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return errNotStreamable
-			}
-			items++
-			if err := d.addItem(raw); err != nil {
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return errNotStreamable
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return errNotStreamable
 	}
 	raw, err := json.Marshal(header)
 	if err != nil {
@@ -539,6 +543,35 @@ func (d *streamDecoder) jsonObject(dec *json.Decoder) error {
 		return errNotStreamable
 	}
 	return d.flush()
+}
+
+// jsonItems hands every item of an items array to the workers and returns
+// how many there were.
+func (d *streamDecoder) jsonItems(s *jsonSplitter) (int, error) {
+	if err := s.expect('['); err != nil {
+		return 0, err
+	}
+	var item []byte
+	for n := 0; ; n++ {
+		c, err := s.peek()
+		if err != nil {
+			return 0, unexpectedEOF(err)
+		}
+		if c == ']' {
+			return n, s.expect(']')
+		}
+		if n > 0 {
+			if err := s.expect(','); err != nil {
+				return 0, err
+			}
+		}
+		if item, err = s.value(item[:0]); err != nil {
+			return 0, err
+		}
+		if err := d.addItem(item); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // readSnapshotStream decodes a large file as a stream, or returns

@@ -150,6 +150,8 @@ func FuzzStreamingDecode(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n"+pods("a", "b")+configMapItem), false)
 	f.Add([]byte("apiVersion: v1\nitems:\n"+pods("a")+"kind: PodList\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n"), false)
 	f.Add([]byte(`{"kind":"List","apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}`), true)
+	// Brackets and quotes inside strings must not end an item early.
+	f.Add([]byte(`{"items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a}\"]["}} , {"kind":"Namespace","apiVersion":"v1"}],"kind":"List"} {"kind":"PodList","items":[]}`), true)
 	f.Fuzz(func(t *testing.T, data []byte, isJSON bool) {
 		var streamed any
 		var err error
