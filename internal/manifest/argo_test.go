@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // TestArgoDirectoryReads follows the Argo CD directory documentation
@@ -39,6 +44,69 @@ func TestArgoDirectoryReads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, tt.dir.reads(tt.file))
+		})
+	}
+}
+
+// TestRepositoryApplications reads the Applications a repository holds:
+// from a plain file as written, and from a kustomize root as it renders
+// them (its namespace: set).
+func TestRepositoryApplications(t *testing.T) {
+	ix, err := BuildIndex(fixtureRepo("argo-repo-applications"), IndexOptions{})
+	require.NoError(t, err)
+	apps := ix.Applications()
+	require.Len(t, apps, 2)
+	byName := map[string]objects.Application{}
+	for _, a := range apps {
+		byName[a.Name] = a
+	}
+	assert.Equal(t, "argocd", byName["payments"].Namespace, "the kustomization sets it")
+	assert.Equal(t, &objects.ApplicationSourceDirectory{Exclude: "canary.yaml"}, byName["payments"].Spec.Source.Directory)
+	assert.Equal(t, "{statefulset.yaml}", byName["ledger"].Spec.Source.Directory.Include)
+
+	cluster := &objects.Set{Applications: []objects.Application{{}}}
+	assert.Same(t, cluster, WithRepositoryApplications(cluster, ix), "the cluster's Applications are read alone")
+	empty := &objects.Set{}
+	stood := WithRepositoryApplications(empty, ix)
+	assert.Len(t, stood.Applications, 2)
+	assert.Empty(t, empty.Applications, "the cluster's set is left as it was")
+}
+
+// TestArgoDirectoryFilesSharedByTwoApplications: two Applications that
+// include the same file into two namespaces share it, so no in-place edit
+// restarts one alone; files each includes alone are not shared.
+func TestArgoDirectoryFilesSharedByTwoApplications(t *testing.T) {
+	ix, err := BuildIndex(fixtureRepo("argo-directory-include"), IndexOptions{})
+	require.NoError(t, err)
+	const kube = "samples/bookinfo/platform/kube"
+	application := func(name, namespace, include string) objects.Application {
+		return objects.Application{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: name},
+			Spec: objects.ApplicationSpec{
+				Source:      &objects.ApplicationSource{Path: kube, Directory: &objects.ApplicationSourceDirectory{Include: include}},
+				Destination: objects.ApplicationDestination{Namespace: namespace},
+			},
+		}
+	}
+	tests := []struct {
+		name   string
+		second string
+		want   string
+	}{
+		{"the same file into another namespace", "bookinfo.yaml", drift.EditOverlayPatch},
+		{"another file into another namespace", "bookinfo-psa.yaml", drift.EditInPlace},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := &objects.Set{Applications: []objects.Application{
+				application("one", "one", "bookinfo.yaml"),
+				application("two", "two", tt.second),
+			}}
+			w := argoTracked(drifted("one", "Deployment", "reviews-v1", istio125), "one")
+			loc := ix.LocateOne(w, HintsFor(set)(w))
+			assert.Equal(t, drift.ManifestFound, loc.Manifest.Status)
+			assert.Equal(t, kube+"/bookinfo.yaml", loc.Manifest.Path)
+			assert.Equal(t, tt.want, loc.Manifest.Edit)
 		})
 	}
 }
