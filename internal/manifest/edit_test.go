@@ -13,6 +13,7 @@ import (
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest/editcheck"
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 var istio125 = drift.Desired{Revision: "1-25-0", Image: "docker.io/istio/proxyv2:1.25.0"}
@@ -61,6 +62,9 @@ type editCase struct {
 	cluster string
 	// repoURL is the address the checkout is cloned from.
 	repoURL string
+	// repoApplications reads hints from the Argo CD Applications written in
+	// the checkout, as kedge does when the cluster shows none.
+	repoApplications bool
 }
 
 var editCases = []editCase{
@@ -262,6 +266,54 @@ var editCases = []editCase{
 		hints: map[string]Hints{"nested/app": {Paths: []string{"apps/nested"}, Via: "Flux Kustomization flux-system/nested"}},
 	},
 	{
+		// recurse defaults to false: the copy in a sub-directory is not
+		// applied. With recurse, a sub-directory's file is.
+		repo: "argo-directory-recurse", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("web", "Deployment", "web", istio125), "web"),
+			argoTracked(drifted("jobs", "Deployment", "worker", istio125), "jobs"),
+			argoTracked(drifted("jobs", "StatefulSet", "queue", istio125), "jobs"),
+		},
+	},
+	{
+		// exclude removes the stale duplicates, by name and by directory.
+		repo: "argo-directory-exclude", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("api", "Deployment", "api", istio125), "api"),
+			argoTracked(drifted("api", "Deployment", "worker", istio125), "api"),
+		},
+	},
+	{
+		// Built like istio's samples/bookinfo/platform/kube: several files
+		// define the same Deployments; each Application includes its own.
+		repo: "argo-directory-include", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("bookinfo", "Deployment", "reviews-v1", istio125), "bookinfo"),
+			argoTracked(drifted("bookinfo", "Deployment", "productpage-v1", istio125), "bookinfo"),
+			argoTracked(drifted("bookinfo", "Deployment", "details-v2", istio125), "bookinfo-v2"),
+			argoTracked(drifted("bookinfo", "Deployment", "ratings-v2", istio125), "bookinfo-v2"),
+			argoTracked(drifted("bookinfo-psa", "Deployment", "reviews-v1", istio125), "bookinfo-psa"),
+		},
+	},
+	{
+		// One Application, several sources, each read with its own settings.
+		repo: "argo-multi-source", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("shop", "Deployment", "web", istio125), "shop"),
+			argoTracked(drifted("shop", "Deployment", "cart", istio125), "shop"),
+			argoTracked(drifted("shop", "StatefulSet", "queue", istio125), "shop"),
+		},
+	},
+	{
+		// The cluster shows no Application: those of the repository, in a
+		// plain file and rendered by a kustomize root, stand in.
+		repo: "argo-repo-applications", repoApplications: true, repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("payments", "Deployment", "api", istio125), "payments"),
+			labelled(drifted("ledger", "StatefulSet", "ledger", istio125), "app.kubernetes.io/instance=ledger"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			drifted("vault", "Deployment", "good", istio125),
@@ -273,11 +325,19 @@ var editCases = []editCase{
 // hintsFunc returns the case's hints: from its cluster objects when it has
 // some, else from its table.
 func (c editCase) hintsFunc(t *testing.T) func(drift.Workload) Hints {
-	if c.cluster == "" {
+	set := &objects.Set{}
+	switch {
+	case c.repoApplications:
+		ix, err := BuildIndex(fixtureRepo(c.repo), IndexOptions{})
+		require.NoError(t, err)
+		set = WithRepositoryApplications(set, ix)
+	case c.cluster == "":
 		return func(w drift.Workload) Hints { return c.hints[w.Namespace+"/"+w.Name] }
+	default:
+		var err error
+		set, err = cluster.ReadSnapshot(filepath.Join(fixtureRepo(c.repo), filepath.FromSlash(c.cluster)))
+		require.NoError(t, err)
 	}
-	set, err := cluster.ReadSnapshot(filepath.Join(fixtureRepo(c.repo), filepath.FromSlash(c.cluster)))
-	require.NoError(t, err)
 	var urls []string
 	if c.repoURL != "" {
 		urls = append(urls, c.repoURL)

@@ -40,6 +40,9 @@ type Hints struct {
 	OtherRepo string
 	// Via names the tracking object, for messages.
 	Via string
+	// Directories say how an Argo CD Application reads each of the Paths
+	// it applies; a path without one is read as Flux reads it.
+	Directories []ArgoDirectory
 	// Applied lists every path of the indexed repository that the
 	// cluster's GitOps objects apply, whatever workload they carry: a file
 	// that two of them deploy into different namespaces is shared even when
@@ -60,6 +63,9 @@ type Applied struct {
 	// too, as Flux's targetNamespace does.
 	Force bool
 	Via   string
+	// Directory is set when an Argo CD Application applies Path: what it
+	// reads there.
+	Directory *ArgoDirectory
 }
 
 // HintsFor returns a function reading a workload's hints from the Flux and
@@ -112,7 +118,7 @@ func appliedPaths(set *objects.Set, sameRepo func(string) bool) []Applied {
 			if s.Chart == "" && s.Path != "" && sameRepo(s.RepoURL) {
 				out = append(out, Applied{
 					Path: cleanRepoPath(s.Path), Namespace: app.Spec.Destination.Namespace,
-					Via: "Argo CD Application " + app.Namespace + "/" + app.Name,
+					Via: argoVia(&app), Directory: argoDirectoryOf(s),
 				})
 			}
 		}
@@ -228,7 +234,7 @@ func findApplication(set *objects.Set, instance string) *objects.Application {
 }
 
 func applicationHints(app *objects.Application, sameRepo func(string) bool) Hints {
-	via := "Argo CD Application " + app.Namespace + "/" + app.Name
+	via := argoVia(app)
 	sources := app.Spec.Sources
 	if app.Spec.Source != nil {
 		sources = append([]objects.ApplicationSource{*app.Spec.Source}, sources...)
@@ -243,6 +249,7 @@ func applicationHints(app *objects.Application, sameRepo func(string) bool) Hint
 			others = append(others, s.RepoURL)
 		case s.Path != "":
 			h.Paths = append(h.Paths, cleanRepoPath(s.Path))
+			h.Directories = append(h.Directories, *argoDirectoryOf(s))
 		}
 	}
 	if len(h.Paths) > 0 {

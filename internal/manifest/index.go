@@ -17,6 +17,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/resource"
 
+	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -117,6 +118,8 @@ type Index struct {
 	roots      map[string]*Root
 	objects    []Object
 	namespaces []Namespace
+	// applications are the Argo CD Applications written in the repository.
+	applications []objects.Application
 	// kustomizationLabels are the label values each kustomization file
 	// (repo-relative) sets in commonLabels and labels, by key.
 	kustomizationLabels map[string]map[string][]string
@@ -438,6 +441,7 @@ type renderedRoot struct {
 	reads        map[string]struct{}
 	objects      []Object
 	namespaces   []Namespace
+	applications []objects.Application
 	unparsable   []string
 	restartPatch map[string]bool
 	// refused are the files over budget the build tried to read.
@@ -561,6 +565,14 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 			out.namespaces = append(out.namespaces, renderedNamespace(res.GetName(), res.GetLabels(), rootDir, originFile(repoRoot, kf.dir, res)))
 			continue
 		}
+		if isApplicationKind(res.GetApiVersion(), res.GetKind()) {
+			if m, err := res.Map(); err == nil {
+				if app, ok := applicationFrom(m); ok {
+					out.applications = append(out.applications, app)
+				}
+			}
+			continue
+		}
 		if !isWorkloadKind(res.GetApiVersion(), res.GetKind()) {
 			continue
 		}
@@ -627,6 +639,7 @@ func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]
 		ix.addObject(o)
 	}
 	ix.namespaces = append(ix.namespaces, r.namespaces...)
+	ix.applications = append(ix.applications, r.applications...)
 	return r.reads
 }
 
@@ -734,9 +747,10 @@ func readRestartPatch(kf *kustomizationFile) map[string]bool {
 
 // plainFile is a manifest file outside kustomize, read and parsed.
 type plainFile struct {
-	docs    []document
-	kind    ProblemKind
-	problem error
+	docs         []document
+	applications []objects.Application
+	kind         ProblemKind
+	problem      error
 }
 
 func readPlainFile(p string) plainFile {
@@ -760,7 +774,7 @@ func readPlainFile(p string) plainFile {
 	if err != nil {
 		return plainFile{kind: ProblemUnparsable, problem: err}
 	}
-	return plainFile{docs: docs}
+	return plainFile{docs: docs, applications: applicationsIn(data, docs)}
 }
 
 func (ix *Index) addPlainFile(p string, f plainFile) {
@@ -769,6 +783,7 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 		return
 	}
 	rel := ix.rel(p)
+	ix.applications = append(ix.applications, f.applications...)
 	for _, d := range f.docs {
 		if isNamespaceKind(d.APIVersion, d.Kind) && d.Name != "" {
 			ix.namespaces = append(ix.namespaces, renderedNamespace(d.Name, d.Labels, "", rel))

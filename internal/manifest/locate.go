@@ -74,7 +74,7 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	var exact, loose, generated []int
 	for _, i := range ix.byKindName[w.Kind+"/"+w.Name] {
 		o := &ix.objects[i]
-		if !sameGroup(o.APIVersion, w.APIVersion) || !ix.inScope(o, hints.Paths) {
+		if !sameGroup(o.APIVersion, w.APIVersion) || !ix.inHintedScope(o, hints) {
 			continue
 		}
 		switch {
@@ -259,7 +259,7 @@ type deployment struct{ namespace, name string }
 func (ix *Index) deployedAs(o *Object, hints Hints) []deployment {
 	var out []deployment
 	for _, a := range ix.appliedCandidates(o, hints) {
-		if !ix.applies(a.Path, o) {
+		if !ix.appliedBy(a, o) {
 			continue
 		}
 		ns := o.Namespace
@@ -287,7 +287,7 @@ func appliedFor(hints Hints) []Applied {
 			known = known || a.Path == p
 		}
 		if !known {
-			out = append(slices.Clip(out), Applied{Path: p, Namespace: hints.TargetNamespace, Force: hints.TargetNamespace != "", Via: hints.Via})
+			out = append(slices.Clip(out), Applied{Path: p, Namespace: hints.TargetNamespace, Force: hints.TargetNamespace != "", Via: hints.Via, Directory: hints.argoDirectoryAt(p)})
 		}
 	}
 	return out
@@ -311,7 +311,7 @@ func (ix *Index) appliedCandidates(o *Object, hints Hints) []Applied {
 	all := hints.Applied
 	for _, p := range hints.Paths {
 		if _, known := byPath[p]; !known {
-			all = append(slices.Clip(all), Applied{Path: p, Namespace: hints.TargetNamespace, Force: hints.TargetNamespace != "", Via: hints.Via})
+			all = append(slices.Clip(all), Applied{Path: p, Namespace: hints.TargetNamespace, Force: hints.TargetNamespace != "", Via: hints.Via, Directory: hints.argoDirectoryAt(p)})
 		}
 	}
 	target := o.Root

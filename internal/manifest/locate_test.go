@@ -261,13 +261,18 @@ func TestHintsFor(t *testing.T) {
 			}},
 			{ObjectMeta: meta("team-a", "multi"), Spec: objects.ApplicationSpec{Sources: []objects.ApplicationSource{
 				{RepoURL: "https://github.com/acme/fleet.git", Path: "./apps/multi/one"},
-				{RepoURL: "git@github.com:acme/fleet.git", Path: "apps/multi/two"},
+				{RepoURL: "git@github.com:acme/fleet.git", Path: "apps/multi/two", Directory: &objects.ApplicationSourceDirectory{Recurse: true, Include: "*.yaml"}},
 			}}},
 			{ObjectMeta: meta("argocd", "redis"), Spec: objects.ApplicationSpec{
 				Source: &objects.ApplicationSource{RepoURL: "https://charts.bitnami.com/bitnami", Chart: "redis", TargetRevision: "19.0.0"},
 			}},
 		},
 	}
+	// Every Argo CD path is read as Argo CD reads it: by default the top
+	// directory only.
+	guestbookDir := ArgoDirectory{Path: "apps/guestbook"}
+	multiOne := ArgoDirectory{Path: "apps/multi/one"}
+	multiTwo := ArgoDirectory{Path: "apps/multi/two", Recurse: true, Include: "*.yaml"}
 	w := func(labels, annotations map[string]string) drift.Workload {
 		x := workload("shop", "Deployment", "cart")
 		x.Labels, x.Annotations = labels, annotations
@@ -312,7 +317,7 @@ func TestHintsFor(t *testing.T) {
 		{
 			name: "Argo CD tracking id",
 			w:    w(nil, map[string]string{"argocd.argoproj.io/tracking-id": "guestbook:apps/Deployment:shop/cart"}),
-			want: Hints{Paths: []string{"apps/guestbook"}, Via: "Argo CD Application argocd/guestbook"},
+			want: Hints{Paths: []string{"apps/guestbook"}, Via: "Argo CD Application argocd/guestbook", Directories: []ArgoDirectory{guestbookDir}},
 		},
 		{
 			name: "Argo CD tracking id of another object is ignored",
@@ -322,12 +327,12 @@ func TestHintsFor(t *testing.T) {
 		{
 			name: "Argo CD application in any namespace, several sources",
 			w:    w(nil, map[string]string{"argocd.argoproj.io/tracking-id": "team-a_multi:apps/Deployment:shop/cart"}),
-			want: Hints{Paths: []string{"apps/multi/one", "apps/multi/two"}, Via: "Argo CD Application team-a/multi"},
+			want: Hints{Paths: []string{"apps/multi/one", "apps/multi/two"}, Via: "Argo CD Application team-a/multi", Directories: []ArgoDirectory{multiOne, multiTwo}},
 		},
 		{
 			name: "Argo CD label tracking",
 			w:    w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil),
-			want: Hints{Paths: []string{"apps/guestbook"}, Via: "Argo CD Application argocd/guestbook"},
+			want: Hints{Paths: []string{"apps/guestbook"}, Via: "Argo CD Application argocd/guestbook", Directories: []ArgoDirectory{guestbookDir}},
 		},
 		{
 			name: "Argo CD chart source",
@@ -343,9 +348,9 @@ func TestHintsFor(t *testing.T) {
 	hints := HintsFor(set, "https://github.com/ACME/fleet.git", "https://ghe.example.com/mirror/fleet")
 	applied := []Applied{
 		{Path: "clusters/prod/shop", Namespace: "shop", Force: true, Via: "Flux Kustomization flux-system/shop"},
-		{Path: "apps/guestbook", Via: "Argo CD Application argocd/guestbook"},
-		{Path: "apps/multi/one", Via: "Argo CD Application team-a/multi"},
-		{Path: "apps/multi/two", Via: "Argo CD Application team-a/multi"},
+		{Path: "apps/guestbook", Via: "Argo CD Application argocd/guestbook", Directory: &guestbookDir},
+		{Path: "apps/multi/one", Via: "Argo CD Application team-a/multi", Directory: &multiOne},
+		{Path: "apps/multi/two", Via: "Argo CD Application team-a/multi", Directory: &multiTwo},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -123,6 +123,11 @@ func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, rep
 				if d.APIVersion == "" || d.Kind == "" || d.Name == "" || d.List || d.Kind == "Kustomization" || d.Kind == "Component" {
 					return false
 				}
+				// The index keeps Applications whole, as kustomize renders
+				// them; the few roots holding some are left to it.
+				if isApplicationKind(d.APIVersion, d.Kind) {
+					return false
+				}
 				ns := d.Namespace
 				if namespace != "" {
 					ns = namespace

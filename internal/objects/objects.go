@@ -76,6 +76,8 @@ type ApplicationSource struct {
 	Path           string `json:"path,omitempty"`
 	TargetRevision string `json:"targetRevision,omitempty"`
 	Chart          string `json:"chart,omitempty"`
+	// Directory configures a source of plain manifests.
+	Directory *ApplicationSourceDirectory `json:"directory,omitempty"`
 }
 
 // ApplicationDestination is where an Application deploys.

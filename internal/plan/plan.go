@@ -85,7 +85,9 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
 	}
-	hints := manifest.HintsFor(set, opts.RepoURLs...)
+	// Without the cluster's Applications, those written in the repository
+	// say what Argo CD applies.
+	hints := manifest.HintsFor(manifest.WithRepositoryApplications(set, index), opts.RepoURLs...)
 	// Where each moving namespace's label is written is settled before any
 	// restart is planned: the restarts are planned for the revision the
 	// namespace will have.
