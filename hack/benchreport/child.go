@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/memlimit"
 )
@@ -20,7 +19,7 @@ type childResult struct {
 // runChild is the benchreport binary re-executed to measure one step in
 // a process of its own, so its peak memory is the step's alone:
 //
-//	decode DIR  reads a snapshot (the floor of `kedge plan`)
+//	generic DIR decodes a snapshot's JSON into any, on one core (the floor of `kedge plan`)
 //	index DIR   indexes a GitOps checkout
 func runChild(mode, dir string) error {
 	// The same memory limit as kedge's, so that the floors compare.
@@ -28,12 +27,12 @@ func runChild(mode, dir string) error {
 	start := time.Now()
 	var n int
 	switch mode {
-	case "decode":
-		set, err := cluster.ReadSnapshot(dir)
+	case "generic":
+		objects, err := decodeGeneric(dir)
 		if err != nil {
 			return err
 		}
-		n = len(set.Pods)
+		n = objects
 	case "index":
 		ix, err := manifest.BuildIndex(dir, manifest.IndexOptions{})
 		if err != nil {

@@ -45,7 +45,7 @@ type options struct {
 }
 
 func main() {
-	child := flag.String("child", "", "internal: run one measured step (decode|index) on -dir")
+	child := flag.String("child", "", "internal: run one measured step (generic|index) on -dir")
 	dir := flag.String("dir", "", "internal: the directory of a -child step")
 	var opts options
 	flag.StringVar(&opts.out, "out", "docs/benchmarks.md", "report to write")

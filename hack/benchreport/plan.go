@@ -17,7 +17,7 @@ type step struct {
 }
 
 // measurePlan runs `kedge plan` on the fleet's snapshot, with and without
-// its repository, next to the floors: decoding the snapshot, indexing the
+// its repository, next to the floors: decoding the snapshot generically, indexing the
 // repository. The steps take turns, so a change of load on the machine
 // touches every series alike.
 func measurePlan(ctx context.Context, opts options, r *report, kedge, self string, f *fleetData) error {
@@ -25,7 +25,7 @@ func measurePlan(ctx context.Context, opts options, r *report, kedge, self strin
 		return func(res outcome) error { return checkPlan(res.Stdout, f, withRepo) }
 	}
 	steps := []step{
-		{name: "decode", command: []string{self, "-child", "decode", "-dir", f.Snapshot}},
+		{name: "decode", command: []string{self, "-child", "generic", "-dir", f.Snapshot}},
 		{name: "plan", command: []string{kedge, "plan", "--snapshot", f.Snapshot, "--output", "json"}, check: expect(false)},
 		{name: "index", command: []string{self, "-child", "index", "-dir", f.Repo}},
 		{name: "plan-repo", command: []string{kedge, "plan", "--snapshot", f.Snapshot, "--repo", f.Repo, "--output", "json"}, check: expect(true)},

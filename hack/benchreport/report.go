@@ -51,15 +51,12 @@ func (r *report) rows() []row {
 
 	decode, plan, planRepo, index := r.Decode.medianWall(), r.Plan.medianWall(), r.PlanRepo.medianWall(), r.IndexFleet.medianWall()
 	text, x := ratio(plan, decode)
-	rows = append(rows, row{"`kedge plan` on the " + size, seconds(plan), "decode only: " + seconds(decode), text, "≤ 1.5×", yes(x <= 1.5)})
-	text, x = ratio(planRepo, decode)
+	rows = append(rows, row{"`kedge plan` on the " + size, seconds(plan), "generic decode: " + seconds(decode), text, "≤ 1.0×", yes(x <= 1.0)})
+	text, x = ratio(planRepo, decode+index)
 	rows = append(rows, row{fmt.Sprintf("`kedge plan --repo` on the same snapshot and its %d-file repository", f.RepoFiles),
-		seconds(planRepo), "decode only: " + seconds(decode), text, "≤ 1.5×", yes(x <= 1.5)})
-	text, _ = ratio(planRepo, decode+index)
-	rows = append(rows, row{"`kedge plan --repo`, against reading both inputs", seconds(planRepo),
-		"decode + index: " + seconds(decode+index), text, "(context)", nil})
+		seconds(planRepo), "generic decode + index: " + seconds(decode+index), text, "≤ 1.5×", yes(x <= 1.5)})
 	peak, peakRepo := r.Plan.maxRSS(), r.PlanRepo.maxRSS()
-	rows = append(rows, row{"`kedge plan` peak RSS (highest run)", mib(peak), "decode only: " + mib(r.Decode.maxRSS()), "–", "≤ 1 GiB", yes(peak <= 1<<30)})
+	rows = append(rows, row{"`kedge plan` peak RSS (highest run)", mib(peak), "generic decode: " + mib(r.Decode.maxRSS()), "–", "≤ 600 MiB", yes(peak <= 600<<20)})
 	rows = append(rows, row{"`kedge plan --repo` peak RSS (highest run)", mib(peakRepo), "–", "–", "≤ 1 GiB", yes(peakRepo <= 1<<30)})
 
 	if l := r.Live; l != nil {
@@ -160,10 +157,11 @@ func (r *report) markdown() string {
 		f.Spec.Seed, f.Spec.Pods, f.Spec.Namespaces, f.Spec.Workloads, len(f.Expect.DriftedNamespaces), f.Expect.DriftedWorkloads,
 		f.SnapshotBytes>>20, f.RepoFiles)
 	b.WriteString("**`kedge plan`** is the real binary run as a child process (`--output json`); its output is checked to hold " +
-		"every drifted workload, and with `--repo` every one found in a file. The floor *decode only* is a child process " +
-		"that reads the same snapshot with `cluster.ReadSnapshot` and exits; *index* one that indexes the same repository. " +
+		"every drifted workload, and with `--repo` every one found in a file. The floor *generic decode* is a child process " +
+		"that knows nothing of Kubernetes: it decodes every object of the same JSON files into `any` with `encoding/json` " +
+		"on one core (GOMAXPROCS=1), List items one by one; *index* is one that indexes the same repository with `manifest.BuildIndex`. " +
 		"Peak RSS is the child program's VmHWM, read from /proc while it runs (getrusage would report the parent's peak: Go starts children with vfork). Runs (wall time / peak RSS):\n\n")
-	fmt.Fprintf(&b, "- decode only: %s\n- `kedge plan`: %s\n- index of the fleet's repository: %s\n- `kedge plan --repo`: %s\n\n",
+	fmt.Fprintf(&b, "- generic decode: %s\n- `kedge plan`: %s\n- index of the fleet's repository: %s\n- `kedge plan --repo`: %s\n\n",
 		runsOf(r.Decode), runsOf(r.Plan), runsOf(r.IndexFleet), runsOf(r.PlanRepo))
 	fmt.Fprintf(&b, "**Index of a %d-file repository**: `manifest.BuildIndex` in a child process on the repository of a fleet "+
 		"of %d namespaces (%d workloads indexed); the time is the child's own measurement of the call, the memory its peak RSS. Runs: %s.\n\n",

@@ -79,7 +79,7 @@ func decodePod(raw []byte, trim *trimmer) (corev1.Pod, error) {
 		},
 		Status: corev1.PodStatus{Phase: w.Status.Phase, StartTime: w.Status.StartTime},
 	}
-	return trim.trimPod(&pod).pod(), nil
+	return trim.trimPod(&pod).moved(), nil
 }
 
 type wireReplicaSet struct {

@@ -42,12 +42,20 @@ func (p *trimmedPod) DeepCopyObject() runtime.Object {
 
 // pod returns the pod as a Set holds it; it shares nothing with the cache.
 func (p *trimmedPod) pod() corev1.Pod {
+	copied := *p
+	p.ObjectMeta.DeepCopyInto(&copied.ObjectMeta)
+	return copied.moved()
+}
+
+// moved returns the pod as a Set holds it, sharing p's maps and slices: for
+// a trimmed pod that nothing else holds, as a snapshot's are.
+func (p *trimmedPod) moved() corev1.Pod {
 	out := corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		Spec:     corev1.PodSpec{HostNetwork: p.HostNetwork},
-		Status:   corev1.PodStatus{Phase: p.Phase},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: p.ObjectMeta,
+		Spec:       corev1.PodSpec{HostNetwork: p.HostNetwork},
+		Status:     corev1.PodStatus{Phase: p.Phase},
 	}
-	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	if !p.StartTime.IsZero() {
 		start := p.StartTime
 		out.Status.StartTime = &start
