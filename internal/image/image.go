@@ -72,11 +72,23 @@ func (r Ref) Equal(o Ref) bool {
 }
 
 func (r Ref) normalized() string {
-	if r.looseDigest != "" {
-		return r.named.String() + "@" + r.looseDigest
+	name := r.named.String()
+	// Docker Hub's registry host is one more spelling of docker.io, which
+	// the parser folds only for index.docker.io.
+	if rest, ok := strings.CutPrefix(name, dockerHubRegistryHost+"/"); ok {
+		if named, err := reference.ParseNormalizedNamed(rest); err == nil {
+			name = named.String()
+		}
 	}
-	return r.named.String()
+	if r.looseDigest != "" {
+		return name + "@" + r.looseDigest
+	}
+	return name
 }
+
+// dockerHubRegistryHost is the host Docker Hub's registry API is served
+// from; images pulled through it are docker.io images.
+const dockerHubRegistryHost = "registry-1.docker.io"
 
 // String is the reference as written.
 func (r Ref) String() string {

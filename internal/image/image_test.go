@@ -15,6 +15,9 @@ func TestSame(t *testing.T) {
 	}{
 		{"docker.io/istio/proxyv2:1.24.0", "istio/proxyv2:1.24.0", true},
 		{"index.docker.io/istio/proxyv2:1.24.0", "istio/proxyv2:1.24.0", true},
+		{"registry-1.docker.io/istio/proxyv2:1.24.0", "docker.io/istio/proxyv2:1.24.0", true},
+		{"registry-1.docker.io/busybox:1", "busybox:1", true},
+		{"registry-1.docker.io/istio/proxyv2:1.24.0", "docker.io/istio/proxyv2:1.25.0", false},
 		{"docker.io/library/busybox:1", "busybox:1", true},
 		{"busybox:1", "busybox:2", false},
 		{"istio/proxyv2:1.24.0", "istio/proxyv2", false},
