@@ -49,7 +49,7 @@ type Metrics struct {
 	triggerLatency prometheus.Histogram
 	leader         prometheus.Gauge
 
-	pushDuration prometheus.Histogram
+	pushDuration *prometheus.HistogramVec
 }
 
 // New registers kedge's metrics in a fresh registry, with the Go runtime and
@@ -108,11 +108,11 @@ func New(github func() forge.Stats) *Metrics {
 			Namespace: namespace, Name: "leader",
 			Help: "1 while this instance holds the leader Lease and may write to Git and GitHub.",
 		}),
-		pushDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		pushDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "git_push_duration_seconds",
-			Help:    "Duration of git pushes, from the ref advertisement to the server's report; a push that fails its cycle is not counted.",
+			Help:    "Duration of git pushes, from the ref advertisement to the server's report or the failure, by result (pushed, failed).",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
-		}),
+		}, []string{"result"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -140,6 +140,10 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err error, took time.Duration, end time.Time) {
 	result := Result(err)
 	m.cycles.WithLabelValues(trigger, result).Inc()
+	var failedPush *reconcile.PushError
+	if errors.As(err, &failedPush) && failedPush.Duration > 0 {
+		m.pushDuration.WithLabelValues(PushFailed).Observe(failedPush.Duration.Seconds())
+	}
 	m.cycleDuration.WithLabelValues(result).Observe(took.Seconds())
 	if result == ResultSuccess {
 		m.lastSuccess.Set(float64(end.UnixNano()) / 1e9)
@@ -173,9 +177,15 @@ func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err err
 		m.mismatch.WithLabelValues(f.Repository).Set(float64(len(f.Namespaces)))
 	}
 	if report.PushDuration > 0 {
-		m.pushDuration.Observe(report.PushDuration.Seconds())
+		m.pushDuration.WithLabelValues(PushSucceeded).Observe(report.PushDuration.Seconds())
 	}
 }
+
+// Results of a git push.
+const (
+	PushSucceeded = "pushed"
+	PushFailed    = "failed"
+)
 
 // Result names how a cycle ended.
 func Result(err error) string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -203,48 +204,59 @@ kedge_github_not_modified_total %d
 func TestCyclesRecordTheirPush(t *testing.T) {
 	m := metrics.New(nil)
 	end := time.Unix(1_750_000_000, 0)
+	refused := errors.New("remote rejected")
 	cycles := []struct {
-		name      string
-		report    *reconcile.Report
-		wantCount uint64
+		name               string
+		report             *reconcile.Report
+		err                error
+		wantPushed, failed uint64
 	}{
-		{name: "a cycle that pushed", report: &reconcile.Report{Pushes: 1, PushDuration: 1500 * time.Millisecond}, wantCount: 1},
-		{name: "a cycle with nothing to send", report: &reconcile.Report{Pushes: 1}, wantCount: 1},
-		{name: "a cycle without a push", report: &reconcile.Report{}, wantCount: 1},
-		{name: "a cycle that failed before its report", wantCount: 1},
-		{name: "another push", report: &reconcile.Report{Pushes: 1, PushDuration: 500 * time.Millisecond}, wantCount: 2},
+		{name: "a cycle that pushed", report: &reconcile.Report{Pushes: 1, PushDuration: 1500 * time.Millisecond}, wantPushed: 1},
+		{name: "a cycle with nothing to send", report: &reconcile.Report{Pushes: 1}, wantPushed: 1},
+		{name: "a cycle without a push", report: &reconcile.Report{}, wantPushed: 1},
+		{name: "a cycle that failed before its report", err: errors.New("read cluster"), wantPushed: 1},
+		{name: "a push that failed after sending", err: fmt.Errorf("cycle: %w", &reconcile.PushError{Duration: 4 * time.Second, Err: refused}), wantPushed: 1, failed: 1},
+		{name: "a push that failed before sending", err: &reconcile.PushError{Err: refused}, wantPushed: 1, failed: 1},
+		{name: "another push", report: &reconcile.Report{Pushes: 1, PushDuration: 500 * time.Millisecond}, wantPushed: 2, failed: 1},
 	}
 	for _, c := range cycles {
 		t.Run(c.name, func(t *testing.T) {
-			m.ObserveCycle("mesh", c.report, nil, 3*time.Second, end)
-			assert.Equal(t, c.wantCount, histogramCount(t, m, "kedge_git_push_duration_seconds"))
+			m.ObserveCycle("mesh", c.report, c.err, 3*time.Second, end)
+			assert.Equal(t, c.wantPushed, histogramCount(t, m, "kedge_git_push_duration_seconds", metrics.PushSucceeded))
+			if c.failed > 0 {
+				assert.Equal(t, c.failed, histogramCount(t, m, "kedge_git_push_duration_seconds", metrics.PushFailed))
+			}
 		})
 	}
-	assert.InDelta(t, 2.0, histogramSum(t, m, "kedge_git_push_duration_seconds"), 1e-9)
+	assert.InDelta(t, 2.0, histogramSum(t, m, "kedge_git_push_duration_seconds", metrics.PushSucceeded), 1e-9)
+	assert.InDelta(t, 4.0, histogramSum(t, m, "kedge_git_push_duration_seconds", metrics.PushFailed), 1e-9)
 }
 
-func histogramCount(t *testing.T, m *metrics.Metrics, name string) uint64 {
+// histogramOf finds the histogram of one result of a labelled family.
+func histogramOf(t *testing.T, m *metrics.Metrics, name, result string) *dto.Histogram {
 	t.Helper()
 	families, err := m.Registry().Gather()
 	require.NoError(t, err)
 	for _, f := range families {
-		if f.GetName() == name {
-			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		if f.GetName() != name {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					return metric.GetHistogram()
+				}
+			}
 		}
 	}
-	t.Fatalf("%s not gathered", name)
-	return 0
+	t.Fatalf("%s{result=%q} not gathered", name, result)
+	return nil
 }
 
-func histogramSum(t *testing.T, m *metrics.Metrics, name string) float64 {
-	t.Helper()
-	families, err := m.Registry().Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() == name {
-			return f.GetMetric()[0].GetHistogram().GetSampleSum()
-		}
-	}
-	t.Fatalf("%s not gathered", name)
-	return 0
+func histogramCount(t *testing.T, m *metrics.Metrics, name, result string) uint64 {
+	return histogramOf(t, m, name, result).GetSampleCount()
+}
+
+func histogramSum(t *testing.T, m *metrics.Metrics, name, result string) float64 {
+	return histogramOf(t, m, name, result).GetSampleSum()
 }

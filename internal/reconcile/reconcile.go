@@ -406,10 +406,21 @@ func (r *Reconciler) push(ctx context.Context, repo *gitrepo.Repo, states []*nsS
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("push: %w", err)
+		return &PushError{Duration: pushed.Duration, Err: err}
 	}
 	return nil
 }
+
+// PushError is a push that failed, with what it cost: the time from the
+// ref advertisement to the failure, zero when it failed before that.
+type PushError struct {
+	Duration time.Duration
+	Err      error
+}
+
+func (e *PushError) Error() string { return "push: " + e.Err.Error() }
+
+func (e *PushError) Unwrap() error { return e.Err }
 
 func identities(ids []gitrepo.Identity) []string {
 	out := make([]string, 0, len(ids))

@@ -110,7 +110,7 @@ func TestKedgeRunBinary(t *testing.T) {
 		return strings.Contains(body, `kedge_cycles_total{result="success",trigger="start"} 1`)
 	}, "the start cycle in /metrics")
 	_, body := scrape(base + "/metrics")
-	for _, want := range []string{"kedge_leader 1", `kedge_drifted_workloads{namespace="shop",reason="proxy-image"}`, `kedge_pull_requests{state="open"}`, `kedge_github_requests_total{method="POST"}`, "kedge_github_rate_limit_remaining", "kedge_git_push_duration_seconds_count 1"} {
+	for _, want := range []string{"kedge_leader 1", `kedge_drifted_workloads{namespace="shop",reason="proxy-image"}`, `kedge_pull_requests{state="open"}`, `kedge_github_requests_total{method="POST"}`, "kedge_github_rate_limit_remaining", `kedge_git_push_duration_seconds_count{result="pushed"} 1`} {
 		assert.Contains(t, body, want)
 	}
 	assert.NotEmpty(t, w.gh.PRs())
