@@ -42,7 +42,14 @@ func newRunCommand() *cobra.Command {
 		if err := cfg.Validate(config.ModeRun); err != nil {
 			return err
 		}
-		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+		level, err := cfg.Server.SlogLevel()
+		if err != nil {
+			return err
+		}
+		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+		// Packages that log on their own (the manifest index's kustomize
+		// warnings) write to the same stream at the same level.
+		slog.SetDefault(log)
 		// client-go (informers, leader election) logs through klog; one
 		// JSON stream is easier to ship and search, and an API server
 		// outage is one warning there, not an error per retry.

@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path"
@@ -118,6 +119,16 @@ type ServerConfig struct {
 	LeaderElection bool   `mapstructure:"leaderElection"`
 	LeaseNamespace string `mapstructure:"leaseNamespace"`
 	LeaseName      string `mapstructure:"leaseName"`
+	LogLevel       string `mapstructure:"logLevel"`
+}
+
+// SlogLevel reads server.logLevel.
+func (s ServerConfig) SlogLevel() (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s.LogLevel)); err != nil {
+		return 0, &Error{Key: "server.logLevel", Msg: fmt.Sprintf("%q is not debug, info, warn or error", s.LogLevel)}
+	}
+	return level, nil
 }
 
 type CycleConfig struct {
@@ -178,6 +189,7 @@ var defaults = map[string]any{
 	"server.leaderElection":      true,
 	"server.leaseNamespace":      "",
 	"server.leaseName":           "kedge",
+	"server.logLevel":            "info",
 	"cycle.debounce":             10 * time.Second,
 	"cycle.resync":               10 * time.Minute,
 	"rollout.grace":              30 * time.Minute,
@@ -308,6 +320,9 @@ func (c *Config) Validate(mode Mode) error {
 	}
 	if c.Restart.Annotation == c.Restart.TargetAnnotation {
 		return &Error{Key: "restart.targetAnnotation", Msg: "must differ from restart.annotation"}
+	}
+	if _, err := c.Server.SlogLevel(); err != nil {
+		return err
 	}
 	if c.Limits.MaxOpenPRs < 0 {
 		return &Error{Key: "limits.maxOpenPRs", Msg: "must be >= 0"}

@@ -100,6 +100,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"credentials in repo url", "cluster: c\ngithub: {token: t}\nrepo: {owner: o, name: n, url: 'https://x-access-token:secret@github.com/o/n.git'}\n", ModeRun, "repo.url"},
 		{"bad api url", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {token: t, apiURL: 'ftp://x'}\n", ModeRun, "github.apiURL"},
 		{"negative limit", validRun + "limits: {maxOpenPRs: -1}\n", ModeRun, "limits.maxOpenPRs"},
+		{"unknown log level", validRun + "server: {logLevel: verbose}\n", ModeRun, "server.logLevel"},
 		{"migration without target", "migrations: [{from: default}]\n", ModePlan, "migrations[0]"},
 	}
 	for _, tt := range tests {
