@@ -67,7 +67,6 @@ type options struct {
 	always        []metav1.LabelSelector
 	withoutConfig bool
 	withoutMesh   bool
-	verbatimImage bool
 	caBundle      []byte
 	chartVersion  string
 	// chart, when set, writes the chart's complete values and templates
@@ -110,10 +109,6 @@ func WithoutConfigMap() Option { return func(o *options) { o.withoutConfig = tru
 
 // WithoutMeshConfig leaves out the `istio[-<rev>]` mesh ConfigMap only.
 func WithoutMeshConfig() Option { return func(o *options) { o.withoutMesh = true } }
-
-// WithVerbatimImage writes the whole image reference to global.proxy.image,
-// as the Sail Operator does; digest references always are.
-func WithVerbatimImage() Option { return func(o *options) { o.verbatimImage = true } }
 
 // WithCABundle sets the CA certificate istiod patches into its webhooks.
 func WithCABundle(pem []byte) Option { return func(o *options) { o.caBundle = pem } }
@@ -431,7 +426,7 @@ func SplitImage(image string) (hub, name, tag string) {
 
 func injectorConfigMap(name, chartRev, image string, o options) corev1.ConfigMap {
 	hub, proxyImage, tag := SplitImage(image)
-	if o.verbatimImage || strings.Contains(image, "@") {
+	if strings.Contains(image, "@") {
 		proxyImage = image
 	}
 	values := map[string]any{
