@@ -32,19 +32,6 @@ func (d Damage) Zero() bool {
 	return len(d.Duplicates)+len(d.Lost)+len(d.Orphans)+len(d.Wrong) == 0
 }
 
-func (d Damage) String() string {
-	var parts []string
-	for _, g := range []struct {
-		name  string
-		items []string
-	}{{"duplicate", d.Duplicates}, {"lost", d.Lost}, {"orphan", d.Orphans}, {"wrong", d.Wrong}} {
-		for _, it := range g.items {
-			parts = append(parts, g.name+": "+it)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 var commentMarkerRE = regexp.MustCompile(`<!-- kedge:comment (\S+) -->`)
 
 // Inspect compares the repository and GitHub with what the plan asks for

@@ -44,9 +44,7 @@ func Generate(gitopsDir string) (map[string][]byte, error) {
 		return nil, err
 	}
 	c := &cluster{byNamespace: map[string]map[string][]any{}}
-	if err := c.addIstio(); err != nil {
-		return nil, err
-	}
+	c.addIstio()
 	var workloads []object
 	for _, ks := range kustomizations {
 		for _, o := range ks.Applied {

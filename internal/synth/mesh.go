@@ -96,40 +96,26 @@ func (p profile) labels() map[string]string {
 	return nil
 }
 
-// sidecar is what the injector put into a pod; the zero value is no
-// sidecar.
-type sidecar struct {
-	present  bool
-	revision string
-	image    string
-	// native runs istio-proxy as an init container with restartPolicy
-	// Always.
-	native bool
-}
-
-// sidecarOf is what a pod of a namespace with profile p runs, drifted or
-// not.
-func (p profile) sidecarOf(drifted, native bool) sidecar {
-	switch p {
-	case profileStable:
-		if drifted {
-			return sidecar{present: true, revision: oldRevision, image: oldImage, native: native}
-		}
-		return sidecar{present: true, revision: newRevision, image: newImage, native: native}
-	case profileEnabled:
-		if drifted {
-			return sidecar{present: true, revision: defaultRevision, image: defaultPreviousImage, native: native}
-		}
-		return sidecar{present: true, revision: defaultRevision, image: defaultImage, native: native}
-	case profilePinned:
-		if drifted {
-			return sidecar{}
-		}
-		return sidecar{present: true, revision: newRevision, image: newImage, native: native}
+// sidecarOf is what the injector put into a pod of a namespace with
+// profile p, drifted or not; nil is no sidecar. native runs istio-proxy as
+// an init container with restartPolicy Always.
+func (p profile) sidecarOf(drifted, native bool) *meshtest.Sidecar {
+	rev, image := "", ""
+	switch {
+	case p == profileEnabled && drifted:
+		rev, image = defaultRevision, defaultPreviousImage
+	case p == profileEnabled:
+		rev, image = defaultRevision, defaultImage
+	case p == profilePinned && drifted:
+		return nil
+	case p == profilePinned, p == profileStable && !drifted:
+		rev, image = newRevision, newImage
+	case drifted:
+		// Stable before the tag moved; ambient and none from before the
+		// label changed.
+		rev, image = oldRevision, oldImage
 	default:
-		if drifted {
-			return sidecar{present: true, revision: oldRevision, image: oldImage, native: native}
-		}
-		return sidecar{}
+		return nil
 	}
+	return &meshtest.Sidecar{Revision: rev, Image: image, Native: native}
 }

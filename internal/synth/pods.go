@@ -59,11 +59,9 @@ func (b *clusterBuilder) pod(ns *namespaceModel, w *workloadModel, template core
 		p.Annotations[k] = v
 	}
 	meshtest.Admit(&p, node, tokenSuffix)
-	if sc.present {
-		meshtest.Inject(&p, meshtest.Sidecar{
-			Revision: sc.revision, Image: sc.image, Native: sc.native,
-			Owner: meshtest.Owner{APIVersion: apiVersionOf(w.kind), Kind: w.kind, Name: w.name},
-		}, fleetValues)
+	if sc != nil {
+		sc.Owner = meshtest.Owner{APIVersion: apiVersionOf(w.kind), Kind: w.kind, Name: w.name}
+		meshtest.Inject(&p, *sc, fleetValues)
 	}
 	p.Status = podStatus(&p, started, podIP, hostIP, b.rng.Uint64())
 	return p

@@ -8,6 +8,7 @@
 package meshtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"sync/atomic"
@@ -66,9 +67,11 @@ type options struct {
 	always        []metav1.LabelSelector
 	withoutConfig bool
 	withoutMesh   bool
-	verbatimImage bool
 	caBundle      []byte
 	chartVersion  string
+	// chart, when set, writes the chart's complete values and templates
+	// with these mesh-wide settings instead of the part kedge reads.
+	chart *Values
 }
 
 // Option changes what a builder installs.
@@ -107,10 +110,6 @@ func WithoutConfigMap() Option { return func(o *options) { o.withoutConfig = tru
 // WithoutMeshConfig leaves out the `istio[-<rev>]` mesh ConfigMap only.
 func WithoutMeshConfig() Option { return func(o *options) { o.withoutMesh = true } }
 
-// WithVerbatimImage writes the whole image reference to global.proxy.image,
-// as the Sail Operator does; digest references always are.
-func WithVerbatimImage() Option { return func(o *options) { o.verbatimImage = true } }
-
 // WithCABundle sets the CA certificate istiod patches into its webhooks.
 func WithCABundle(pem []byte) Option { return func(o *options) { o.caBundle = pem } }
 
@@ -118,6 +117,11 @@ func WithCABundle(pem []byte) Option { return func(o *options) { o.caBundle = pe
 // at version: the release is istiod[-<rev>], and what it renders carries
 // Helm's and Flux's labels and annotations.
 func WithFluxHelmRelease(version string) Option { return func(o *options) { o.chartVersion = version } }
+
+// WithChartValues writes the injector and mesh ConfigMaps as the chart
+// renders them in full, with the mesh-wide settings of v; pass the same
+// Values to Inject so that pods show what the install says.
+func WithChartValues(v Values) Option { return func(o *options) { o.chart = &v } }
 
 func buildOptions(opts []Option) options {
 	o := options{namespace: IstioNamespace, policy: "enabled"}
@@ -422,7 +426,7 @@ func SplitImage(image string) (hub, name, tag string) {
 
 func injectorConfigMap(name, chartRev, image string, o options) corev1.ConfigMap {
 	hub, proxyImage, tag := SplitImage(image)
-	if o.verbatimImage || strings.Contains(image, "@") {
+	if strings.Contains(image, "@") {
 		proxyImage = image
 	}
 	values := map[string]any{
@@ -453,9 +457,22 @@ func injectorConfigMap(name, chartRev, image string, o options) corev1.ConfigMap
 		},
 		"pilot": map[string]any{"cni": map[string]any{"enabled": false}},
 	}
+	if o.chart != nil {
+		values = o.chart.completeChartValues(values)
+	}
 	valuesJSON, err := json.MarshalIndent(values, "", "  ")
 	if err != nil {
 		panic(err)
+	}
+	if o.chart != nil {
+		config := "defaultTemplates: [sidecar]\npolicy: " + o.policy + "\n" +
+			"alwaysInjectSelector:\n" + indentedYAML(orEmpty(o.always)) +
+			"neverInjectSelector:\n" + indentedYAML(orEmpty(o.never)) + chartTemplates
+		return corev1.ConfigMap{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: o.chartMeta(name, o.namespace, chartRev, nil),
+			Data:       map[string]string{"values": string(valuesJSON), "config": config},
+		}
 	}
 	config := map[string]any{
 		"defaultTemplates":     []string{"sidecar"},
@@ -487,14 +504,23 @@ func meshConfigMap(name, chartRev string, o options) corev1.ConfigMap {
 	if o.variant != "" {
 		defaultConfig["image"] = map[string]any{"imageType": o.variant}
 	}
-	mesh, err := yaml.Marshal(map[string]any{
+	config := map[string]any{
 		"defaultConfig":         defaultConfig,
 		"rootNamespace":         o.namespace,
 		"trustDomain":           "cluster.local",
 		"enablePrometheusMerge": true,
-	})
+	}
+	if o.chart != nil {
+		defaultConfig["meshId"], defaultConfig["tracing"] = o.chart.MeshID, map[string]any{}
+		config["defaultProviders"] = map[string]any{"metrics": []string{"prometheus"}}
+	}
+	mesh, err := yaml.Marshal(config)
 	if err != nil {
 		panic(err)
+	}
+	if o.chart != nil {
+		// Helm writes the block without its final newline.
+		mesh = bytes.TrimSuffix(mesh, []byte("\n"))
 	}
 	return corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -508,4 +534,111 @@ func orEmpty(in []metav1.LabelSelector) []metav1.LabelSelector {
 		return []metav1.LabelSelector{}
 	}
 	return in
+}
+
+// completeChartValues adds to the values kedge reads the rest of what the
+// istio-discovery chart writes, with the mesh-wide settings of v.
+func (v Values) completeChartValues(values map[string]any) map[string]any {
+	global := values["global"].(map[string]any)
+	proxy := global["proxy"].(map[string]any)
+	delete(proxy, "holdApplicationUntilProxyStarts")
+	for k, val := range map[string]any{
+		"caAddress":                    "",
+		"caName":                       "",
+		"certSigners":                  []any{},
+		"configCluster":                false,
+		"configValidation":             true,
+		"defaultPodDisruptionBudget":   map[string]any{"enabled": true},
+		"defaultResources":             map[string]any{"requests": map[string]any{"cpu": "10m"}},
+		"externalIstiod":               false,
+		"imagePullSecrets":             []any{},
+		"istiod":                       map[string]any{"enableAnalysis": false},
+		"logAsJson":                    false,
+		"logging":                      map[string]any{"level": "default:info"},
+		"meshID":                       v.MeshID,
+		"meshNetworks":                 map[string]any{},
+		"mountMtlsCerts":               false,
+		"multiCluster":                 map[string]any{"clusterName": v.ClusterID, "enabled": false},
+		"network":                      v.Network,
+		"omitSidecarInjectorConfigMap": false,
+		"operatorManageWebhooks":       false,
+		"pilotCertProvider":            "istiod",
+		"priorityClassName":            "",
+		"remotePilotAddress":           "",
+		"sds":                          map[string]any{"token": map[string]any{"aud": "istio-ca"}},
+		"sts":                          map[string]any{"servicePort": 0},
+	} {
+		global[k] = val
+	}
+	for k, val := range map[string]any{
+		"componentLogLevel":            "misc:error",
+		"excludeIPRanges":              "",
+		"excludeInboundPorts":          "",
+		"excludeOutboundPorts":         "",
+		"includeIPRanges":              "*",
+		"includeInboundPorts":          "*",
+		"includeOutboundPorts":         "",
+		"logLevel":                     "warning",
+		"outlierLogPath":               "",
+		"readinessFailureThreshold":    4,
+		"readinessInitialDelaySeconds": 0,
+		"readinessPeriodSeconds":       15,
+		"resources": map[string]any{
+			"limits":   map[string]any{"cpu": "2000m", "memory": "1024Mi"},
+			"requests": map[string]any{"cpu": "100m", "memory": "128Mi"},
+		},
+		"startupProbe": map[string]any{"enabled": v.StartupProbe, "failureThreshold": 600},
+		"statusPort":   15020,
+		"tracer":       "none",
+	} {
+		proxy[k] = val
+	}
+	global["proxy_init"].(map[string]any)["forceApplyIptables"] = false
+	values["gateways"] = map[string]any{"seccompProfile": map[string]any{}, "securityContext": map[string]any{}}
+	values["pilot"] = map[string]any{"cni": map[string]any{"enabled": false, "provider": "default"}, "env": map[string]any{}}
+	values["sidecarInjectorWebhook"].(map[string]any)["injectedAnnotations"] = map[string]any{}
+	return values
+}
+
+// chartTemplates are the injector's templates, cut down to their metadata
+// part: kedge never renders them.
+const chartTemplates = `injectedAnnotations:
+template: "{{ Template_Version_And_Istio_Version_Mismatched_Check_Installation }}"
+templates:
+  sidecar: |
+    {{ $nativeSidecar := (or (and (not (isset .ObjectMeta.Annotations ` + "`sidecar.istio.io/nativeSidecar`" + `)) (eq (env "ENABLE_NATIVE_SIDECARS" "false") "true")) (eq (index .ObjectMeta.Annotations ` + "`sidecar.istio.io/nativeSidecar`" + `) "true")) }}
+    metadata:
+      labels:
+        security.istio.io/tlsMode: {{ index .ObjectMeta.Labels ` + "`security.istio.io/tlsMode`" + ` | default "istio"  | quote }}
+      annotations: {
+        istio.io/rev: {{ .Revision | default "default" | quote }},
+      }
+    spec:
+      initContainers:
+      - name: istio-init
+        image: "{{ .ProxyImage }}"
+      {{ if not $nativeSidecar }}
+      containers:
+      {{ end }}
+      - name: istio-proxy
+        image: "{{ .ProxyImage }}"
+        {{ if $nativeSidecar }}restartPolicy: Always{{end}}
+  gateway: |
+    metadata:
+      annotations: {
+        istio.io/rev: {{ .Revision | default "default" | quote }},
+      }
+    spec:
+      containers:
+      - name: istio-proxy
+        image: "{{ .ProxyImage }}"
+`
+
+// indentedYAML is v as a YAML block nested two spaces under a key.
+func indentedYAML(v any) string {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(string(data), "\n"), "\n", "\n  ") + "\n"
 }

@@ -1,10 +1,7 @@
 package ghemu
 
 import (
-	"crypto/rand"
 	"encoding/json"
-	"fmt"
-	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +9,8 @@ import (
 
 	jwt "github.com/golang-jwt/jwt/v4"
 	"github.com/google/go-github/v66/github"
+
+	"github.com/kedge-io/kedge/internal/testing/gitserver"
 )
 
 // GitHub refuses App JWTs that live longer than ten minutes; it tolerates a
@@ -123,7 +122,7 @@ func handleAccessToken(s *Server, req *request) *response {
 	if s.opts.InstallationID == 0 || req.params["id"] != strconv.FormatInt(s.opts.InstallationID, 10) {
 		return notFound()
 	}
-	token := "ghs_" + randomToken(36)
+	token := gitserver.RandomToken()
 	expires := s.now().Add(s.opts.TokenTTL)
 	s.tokens[token] = expires
 	s.minted++
@@ -175,18 +174,4 @@ func (s *Server) ValidToken(token string) bool {
 	}
 	expires, ok := s.tokens[token]
 	return ok && s.opts.Clock().Before(expires)
-}
-
-const tokenAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-func randomToken(n int) string {
-	var b strings.Builder
-	for range n {
-		i, err := rand.Int(rand.Reader, big.NewInt(int64(len(tokenAlphabet))))
-		if err != nil {
-			panic(fmt.Sprintf("crypto/rand: %v", err))
-		}
-		b.WriteByte(tokenAlphabet[i.Int64()])
-	}
-	return b.String()
 }

@@ -121,14 +121,6 @@ func (s *Server) SetBranch(name, sha string) {
 	s.repo.branches[name] = sha
 }
 
-// DeleteBranch removes a branch of the in-memory branch table.
-func (s *Server) DeleteBranch(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mustOwnBranches()
-	delete(s.repo.branches, name)
-}
-
 func (s *Server) mustOwnBranches() {
 	if s.opts.Branches != nil {
 		panic("ghemu: branches come from Options.Branches")

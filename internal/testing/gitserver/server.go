@@ -86,7 +86,8 @@ func New(t testing.TB) *Server {
 }
 
 // RandomToken returns a fresh token in the shape of a GitHub installation
-// token, so tests can rotate tokens or pick a wrong one.
+// token ("ghs_" and 36 alphanumerics): the server's own, the ones a GitHub
+// emulation mints, and the wrong ones tests rotate to.
 func RandomToken() string {
 	b := make([]byte, 18)
 	if _, err := rand.Read(b); err != nil {
