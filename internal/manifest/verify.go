@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"sigs.k8s.io/kustomize/api/resource"
 )
 
 // verifier renders every kustomize root an edit reaches, before and after,
@@ -61,8 +63,14 @@ func (v *verifier) render(root string, replace map[string][]byte, compact bool) 
 	if err != nil {
 		return renderResult{err: err}
 	}
+	return collectRender(rm.Resources(), compact)
+}
+
+// collectRender keeps the objects of a build, compacted to JSON when the
+// render is kept for comparing against later.
+func collectRender(resources []*resource.Resource, compact bool) renderResult {
 	var out renderResult
-	for _, res := range rm.Resources() {
+	for _, res := range resources {
 		body, err := res.Map()
 		if err != nil {
 			return renderResult{err: err}
@@ -140,6 +148,8 @@ type intent struct {
 	id     WorkloadID
 	set    map[string]string
 	source Source
+	// flux is set when the restart is a patch in a Flux Kustomization.
+	flux *fluxSite
 }
 
 // check returns the edits that verify, refusals for the others, and the
@@ -191,6 +201,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 			}
 		}
 	}
+	v.checkFlux(edits, intended, failed)
 	if len(failed) == 0 {
 		return edits, nil, overridden
 	}
