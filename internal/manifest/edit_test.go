@@ -153,6 +153,16 @@ var editCases = []editCase{
 		},
 	},
 	{
+		repo: "flux-patches", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// A plain directory two Kustomizations apply: the patch goes
+			// after the Kustomization's own one.
+			fluxApplied(drifted("team-a", "Deployment", "podinfo", istio125), "podinfo-a"),
+			// kedge's entry for an older target is updated in place.
+			fluxApplied(drifted("team-b", "Deployment", "podinfo", istio125), "podinfo-b"),
+		},
+	},
+	{
 		repo: "argo-sources", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
 		workloads: []drift.Workload{
 			// An Application with two paths of this repository: a kustomize
