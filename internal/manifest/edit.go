@@ -272,7 +272,7 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 	var intended []intent
 	for _, it := range items {
 		e, loc := it.edit, it.loc
-		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux})
+		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, hints: loc.hints})
 		if loc.flux != nil {
 			f := add(loc.flux.manifest.File)
 			f.flux = append(f.flux, fluxEdit{site: loc.flux, edit: e})

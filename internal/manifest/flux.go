@@ -384,3 +384,23 @@ func (ix *Index) fluxPatchSite(w drift.Workload, hints Hints, src Source) *fluxS
 	}
 	return site
 }
+
+// fluxRendersAs reports whether the Flux Kustomization the intended
+// workload was located through turns o into that workload, by its name
+// prefix, suffix or substitution.
+func (ix *Index) fluxRendersAs(o *Object, in intent) bool {
+	f := in.hints.Flux
+	if o.Kind != in.id.Kind || !ix.fluxRenames(f) {
+		return false
+	}
+	sub := ix.substitutionFor(f)
+	if o.SubstituteDisabled {
+		sub = nil
+	}
+	if !sub.matches(fluxName(o, f), in.id.Name) {
+		return false
+	}
+	w := drift.Workload{Namespace: in.id.Namespace, Kind: in.id.Kind, Name: in.id.Name}
+	ns := ix.namespaceFor(o, w, in.hints)
+	return in.hints.TargetNamespace != "" || ns == w.Namespace || ns == ""
+}

@@ -150,6 +150,8 @@ type intent struct {
 	source Source
 	// flux is set when the restart is a patch in a Flux Kustomization.
 	flux *fluxSite
+	// hints are those the workload was located with.
+	hints Hints
 }
 
 // check returns the edits that verify, refusals for the others, and the
@@ -236,7 +238,8 @@ func (ix *Index) intendedIn(root string, intended []intent) map[WorkloadID]inten
 			if o.Root != root || o.Source != in.source {
 				continue
 			}
-			self := o.Kind == in.id.Kind && o.Name == in.id.Name && (o.Namespace == in.id.Namespace || o.Namespace == "")
+			self := o.Kind == in.id.Kind && o.Name == in.id.Name && (o.Namespace == in.id.Namespace || o.Namespace == "") ||
+				ix.fluxRendersAs(o, in)
 			if self || included {
 				out[WorkloadID{Namespace: o.Namespace, Kind: o.Kind, Name: o.Name}] = in
 			}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/fluxcd/pkg/envsubst"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -261,4 +262,42 @@ func dedent(lines []string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// FluxApply is what a Flux Kustomization does to the identity of what it
+// applies after the build: its name prefix and suffix, and the variables
+// its post-build substitution sets (nil: none runs).
+type FluxApply struct {
+	NamePrefix, NameSuffix string
+	Vars                   map[string]string
+}
+
+// fluxApplying is the FluxApply of the deepest directory holding p.
+func (c Check) fluxApplying(p string) (FluxApply, bool) {
+	best, found := -1, FluxApply{}
+	for dir, f := range c.Flux {
+		if (dir == "." || p == dir || strings.HasPrefix(p, dir+"/")) && len(dir) > best {
+			best, found = len(dir), f
+		}
+	}
+	return found, best >= 0
+}
+
+// identity is the namespace and name o is applied under: the prefix and
+// suffix around its name, then variables substituted unless o opts out
+// (https://fluxcd.io/flux/components/kustomize/kustomizations/#post-build-variable-substitution).
+func (f FluxApply) identity(o *unstructured.Unstructured) (namespace, name string) {
+	namespace, name = o.GetNamespace(), f.NamePrefix+o.GetName()+f.NameSuffix
+	const key = "kustomize.toolkit.fluxcd.io/substitute"
+	if f.Vars == nil || o.GetLabels()[key] == "disabled" || o.GetAnnotations()[key] == "disabled" {
+		return namespace, name
+	}
+	lookup := func(v string) (string, bool) { return f.Vars[v], true }
+	if out, err := envsubst.Eval(namespace, lookup); err == nil {
+		namespace = out
+	}
+	if out, err := envsubst.Eval(name, lookup); err == nil {
+		name = out
+	}
+	return namespace, name
 }
