@@ -181,6 +181,13 @@ var editCases = []editCase{
 		vars: map[string]string{"tenant": "shop", "env": "staging", "region": "eu"},
 	},
 	{
+		repo: "flux-name-prefix", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// web, renamed by the Kustomization's namePrefix and nameSuffix.
+			fluxApplied(drifted("web", "Deployment", "blue-web-v2", istio125), "web-blue"),
+		},
+	},
+	{
 		repo: "argo-sources", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
 		workloads: []drift.Workload{
 			// An Application with two paths of this repository: a kustomize
