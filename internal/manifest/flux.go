@@ -31,6 +31,11 @@ type FluxKustomization struct {
 	NamePrefix, NameSuffix string
 	// PostBuild is spec.postBuild: variables substituted after the build.
 	PostBuild *objects.PostBuild
+	// AppliedFrom is the path of the Flux Kustomization that applies this
+	// one (its tracking labels name it), when the cluster runs it: its
+	// manifest is written below that path. Several clusters of one
+	// repository often write Kustomizations of the same name.
+	AppliedFrom string
 	// configMaps are the cluster's ConfigMaps of the Kustomization's
 	// namespace, by name, for substituteFrom.
 	configMaps map[string]map[string]string
@@ -42,6 +47,13 @@ func fluxHint(set *objects.Set, k objects.Kustomization) *FluxKustomization {
 	f := &FluxKustomization{
 		Namespace: k.Namespace, Name: k.Name, Path: cleanRepoPath(k.Spec.Path),
 		NamePrefix: k.Spec.NamePrefix, NameSuffix: k.Spec.NameSuffix, PostBuild: k.Spec.PostBuild,
+	}
+	if parent := k.Labels[fluxKustomizeNameLabel]; parent != "" {
+		for _, p := range set.Kustomizations {
+			if p.Name == parent && p.Namespace == k.Labels[fluxKustomizeNamespaceLabel] {
+				f.AppliedFrom = cleanRepoPath(p.Spec.Path)
+			}
+		}
 	}
 	if f.PostBuild != nil {
 		for _, ref := range f.PostBuild.SubstituteFrom {
@@ -180,6 +192,9 @@ func (s *fluxSources) manifestOf(f *FluxKustomization) *fluxManifest {
 	for i := range s.kustomizations {
 		m := &s.kustomizations[i]
 		if m.Name != f.Name || (m.Namespace != "" && m.Namespace != f.Namespace) || m.Spec.Path != f.Path {
+			continue
+		}
+		if f.AppliedFrom != "" && !under(m.File, f.AppliedFrom) {
 			continue
 		}
 		if found != nil {
