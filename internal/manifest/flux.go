@@ -126,10 +126,11 @@ func readFluxSources(root string, files []string) *fluxSources {
 	return out
 }
 
-func mayHoldFluxSources(data []byte) bool {
-	return bytes.Contains(data, []byte("kustomize.toolkit.fluxcd.io")) ||
-		bytes.Contains(data, []byte("ConfigMap")) || bytes.Contains(data, []byte("Secret"))
-}
+// fluxKinds finds a kind the reader keeps, written in YAML or JSON: most
+// manifests name Secrets (secretRef) without being one.
+var fluxKinds = regexp.MustCompile(`kind"?\s*:\s*["']?(Kustomization|ConfigMap|Secret)\b`)
+
+func mayHoldFluxSources(data []byte) bool { return fluxKinds.Match(data) }
 
 // add reads the Flux objects of one file; a file that does not parse is
 // the index's to report, not this reader's.
@@ -147,6 +148,12 @@ func (s *fluxSources) add(rel string, data []byte) {
 		}
 		n := node.Content[0]
 		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+			continue
+		}
+		// Objects are counted as parseDocuments counts them, List items
+		// one by one; those are never patched, only counted.
+		if items := lookup(n, "items"); items != nil && items.Kind == yaml.SequenceNode && strings.HasSuffix(scalarAt(n, "kind"), "List") {
+			index += len(items.Content)
 			continue
 		}
 		s.addDocument(rel, index, n)

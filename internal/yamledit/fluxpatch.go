@@ -15,7 +15,8 @@ type PatchEntry struct {
 	Name  string
 }
 
-// SetFluxKustomizationPatch makes document doc, a Flux Kustomization, carry
+// SetFluxKustomizationPatch makes object doc of the file (counted as
+// Target.Document counts), a Flux Kustomization, carry
 // entry in spec.patches. The first existing item that owns (reading its
 // patch text and target) is replaced by entry, lines and all; without one,
 // entry is appended after the last item, or spec gets a patches: key at its
@@ -30,10 +31,12 @@ func SetFluxKustomizationPatch(src []byte, doc int, entry PatchEntry, owns func(
 	if err != nil {
 		return nil, false, err
 	}
-	root := s.root(doc)
-	if root == nil {
-		return nil, false, refuse(CodeNotFound, "document %d is empty", doc)
+	objs := s.objects()
+	if doc < 0 || doc >= len(objs) || objs[doc].path != nil || objs[doc].kind != "Kustomization" {
+		return nil, false, refuse(CodeNotFound, "object %d of the file is not a Kustomization document", doc)
 	}
+	root := objs[doc].node
+	doc = objs[doc].doc
 	if root.Kind != yaml.MappingNode || root.Style&yaml.FlowStyle != 0 {
 		return nil, false, refuse(CodeUnsupported, "the Kustomization is not a block mapping (line %d)", root.Line)
 	}

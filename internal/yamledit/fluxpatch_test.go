@@ -51,6 +51,13 @@ func TestSetFluxKustomizationPatch(t *testing.T) {
 			doc:  1,
 			want: "kind: Other\n---\n" + head + "  patches:\n  - patch: |\n      kind: Deployment\n      metadata:\n        name: web\n    target:\n      kind: Deployment\n      name: web\n",
 		},
+		{
+			name: "objects count as Target.Document counts them",
+			src:  "---\n---\nkind: List\nitems: [{kind: A}, {kind: B}]\n---\n" + head,
+			doc:  2,
+			want: "---\n---\nkind: List\nitems: [{kind: A}, {kind: B}]\n---\n" + head + "  patches:\n  - patch: |\n      kind: Deployment\n      metadata:\n        name: web\n    target:\n      kind: Deployment\n      name: web\n",
+		},
+		{name: "not a Kustomization", src: "kind: Other\n---\n" + head, doc: 0, code: CodeNotFound},
 		{name: "flow list", src: head + "  patches: []\n", code: CodeUnsupported},
 		{name: "no line break at the end", src: strings.TrimSuffix(head, "\n"), code: CodeUnsupported},
 		{name: "anchored spec", src: strings.Replace(head, "spec:", "spec: &s", 1), code: CodeAnchor},
