@@ -93,24 +93,17 @@ type fluxManifest struct {
 
 // fluxSpec is the part of a Flux Kustomization's spec that its build reads.
 type fluxSpec struct {
-	Path            string             `yaml:"path"`
-	TargetNamespace string             `yaml:"targetNamespace"`
-	NamePrefix      string             `yaml:"namePrefix"`
-	NameSuffix      string             `yaml:"nameSuffix"`
-	Components      []string           `yaml:"components"`
-	Patches         []fluxPatch        `yaml:"patches"`
-	CommonMetadata  *fluxCommonMeta    `yaml:"commonMetadata"`
-	PostBuild       *objects.PostBuild `yaml:"-"`
+	Path            string      `yaml:"path"`
+	TargetNamespace string      `yaml:"targetNamespace"`
+	NamePrefix      string      `yaml:"namePrefix"`
+	NameSuffix      string      `yaml:"nameSuffix"`
+	Components      []string    `yaml:"components"`
+	Patches         []fluxPatch `yaml:"patches"`
 }
 
 type fluxPatch struct {
 	Patch  string            `yaml:"patch"`
 	Target map[string]string `yaml:"target"`
-}
-
-type fluxCommonMeta struct {
-	Labels      map[string]string `yaml:"labels"`
-	Annotations map[string]string `yaml:"annotations"`
 }
 
 // readFluxSources reads the Flux objects of the given absolute files.
@@ -294,13 +287,33 @@ func (sub *substitution) matches(s, want string) bool {
 	return err == nil && re.MatchString(want)
 }
 
-// fluxName is the name Flux gives o before substitution: its own prefix and
-// suffix around the name the path renders.
-func fluxName(o *Object, f *FluxKustomization) string {
-	if f == nil {
+// fluxName is the name Flux gives o before substitution: kustomize-controller
+// writes its prefix and suffix into the path's kustomization, in place of
+// the kustomization's own.
+func (ix *Index) fluxName(o *Object, f *FluxKustomization) string {
+	if f == nil || f.NamePrefix == "" && f.NameSuffix == "" {
 		return o.Name
 	}
-	return f.NamePrefix + o.Name + f.NameSuffix
+	name := o.Name
+	if r := ix.roots[o.Root]; o.Root != "" && r != nil {
+		if f.NamePrefix != "" {
+			name = strings.TrimPrefix(name, r.namePrefix)
+		}
+		if f.NameSuffix != "" {
+			name = strings.TrimSuffix(name, r.nameSuffix)
+		}
+	}
+	return f.NamePrefix + name + f.NameSuffix
+}
+
+// patchTargetName is the name a patch of the path's kustomization selects
+// o by: kustomize applies patches before the kustomization's own prefix and
+// suffix.
+func (ix *Index) patchTargetName(o *Object) string {
+	if r := ix.roots[o.Root]; o.Root != "" && r != nil {
+		return strings.TrimSuffix(strings.TrimPrefix(o.Name, r.namePrefix), r.nameSuffix)
+	}
+	return o.Name
 }
 
 // fluxRenames reports whether Flux may give what f applies other names
@@ -325,7 +338,7 @@ func (ix *Index) candidates(w drift.Workload, hints Hints) []int {
 			if o.Kind != w.Kind || slices.Contains(out, i) {
 				continue
 			}
-			name := fluxName(o, f)
+			name := ix.fluxName(o, f)
 			if o.SubstituteDisabled {
 				if name == w.Name {
 					out = append(out, i)
@@ -335,8 +348,16 @@ func (ix *Index) candidates(w drift.Workload, hints Hints) []int {
 			}
 		}
 	}
-	if strings.HasPrefix(w.Name, f.NamePrefix) && strings.HasSuffix(w.Name, f.NameSuffix) && len(w.Name) >= len(f.NamePrefix)+len(f.NameSuffix) {
-		consider(ix.byKindName[w.Kind+"/"+w.Name[len(f.NamePrefix):len(w.Name)-len(f.NameSuffix)]])
+	if f.NamePrefix != "" || f.NameSuffix != "" {
+		// The path's own prefix gives way to Flux's: any object of the
+		// path may be the one. Few Kustomizations rename, so they scan.
+		for i := range ix.objects {
+			if ix.inScope(&ix.objects[i], []string{f.Path}) {
+				consider([]int{i})
+			}
+		}
+	} else {
+		consider(ix.byKindName[w.Kind+"/"+w.Name])
 	}
 	consider(ix.substituted)
 	slices.Sort(out)
@@ -396,7 +417,7 @@ func (ix *Index) fluxPatchSite(w drift.Workload, hints Hints, src Source) *fluxS
 	if t := m.Spec.TargetNamespace; t != "" {
 		ns = t
 	}
-	site := &fluxSite{manifest: m, target: src.Name, rendered: WorkloadID{Namespace: ns, Kind: o.Kind, Name: fluxName(o, hints.Flux)}}
+	site := &fluxSite{manifest: m, target: ix.patchTargetName(o), rendered: WorkloadID{Namespace: ns, Kind: o.Kind, Name: ix.fluxName(o, hints.Flux)}}
 	sub := ix.substitutionFor(hints.Flux)
 	if o.SubstituteDisabled {
 		sub = nil
@@ -419,7 +440,7 @@ func (ix *Index) fluxRendersAs(o *Object, in intent) bool {
 	if o.SubstituteDisabled {
 		sub = nil
 	}
-	if !sub.matches(fluxName(o, f), in.id.Name) {
+	if !sub.matches(ix.fluxName(o, f), in.id.Name) {
 		return false
 	}
 	w := drift.Workload{Namespace: in.id.Namespace, Kind: in.id.Kind, Name: in.id.Name}

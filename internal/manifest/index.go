@@ -109,6 +109,8 @@ type Root struct {
 	// restartPatch lists "Kind/name" documents of the kedge patch file when
 	// the kustomization already lists it.
 	restartPatch map[string]bool
+	// namePrefix and nameSuffix are the kustomization's own.
+	namePrefix, nameSuffix string
 }
 
 // Index maps a checkout's deployed workloads to their sources.
@@ -630,6 +632,7 @@ func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]
 	sort.Strings(root.reads)
 	sort.Strings(root.includes)
 	root.restartPatch = r.restartPatch
+	root.namePrefix, root.nameSuffix = kf.namePrefix, kf.nameSuffix
 	for _, msg := range r.unparsable {
 		ix.Problems = append(ix.Problems, Problem{Path: root.Dir, Kind: ProblemUnparsable, Err: msg})
 	}

@@ -170,7 +170,7 @@ func (c Check) restartOn(o *unstructured.Unstructured) *Restart {
 func (c Check) restarts(o *unstructured.Unstructured, where string, r *Restart) bool {
 	ns, name := o.GetNamespace(), o.GetName()
 	if f, ok := c.fluxApplying(where); ok {
-		ns, name = f.identity(o)
+		ns, name = f.identity(o, kustomizationIn(filepath.Join(c.Before, filepath.FromSlash(where))))
 	}
 	if forced := c.forcedNamespace(where); forced != "" {
 		ns = forced

@@ -283,11 +283,21 @@ func (c Check) fluxApplying(p string) (FluxApply, bool) {
 	return found, best >= 0
 }
 
-// identity is the namespace and name o is applied under: the prefix and
-// suffix around its name, then variables substituted unless o opts out
+// identity is the namespace and name o, rendered by the kustomization k
+// (nil for a plain file), is applied under: the Kustomization's prefix and
+// suffix in place of k's own
+// (https://fluxcd.io/flux/components/kustomize/kustomizations/#name-prefix-and-suffix),
+// then variables substituted unless o opts out
 // (https://fluxcd.io/flux/components/kustomize/kustomizations/#post-build-variable-substitution).
-func (f FluxApply) identity(o *unstructured.Unstructured) (namespace, name string) {
-	namespace, name = o.GetNamespace(), f.NamePrefix+o.GetName()+f.NameSuffix
+func (f FluxApply) identity(o *unstructured.Unstructured, k *types.Kustomization) (namespace, name string) {
+	namespace, name = o.GetNamespace(), o.GetName()
+	if k != nil && f.NamePrefix != "" {
+		name = strings.TrimPrefix(name, k.NamePrefix)
+	}
+	if k != nil && f.NameSuffix != "" {
+		name = strings.TrimSuffix(name, k.NameSuffix)
+	}
+	name = f.NamePrefix + name + f.NameSuffix
 	const key = "kustomize.toolkit.fluxcd.io/substitute"
 	if f.Vars == nil || o.GetLabels()[key] == "disabled" || o.GetAnnotations()[key] == "disabled" {
 		return namespace, name
