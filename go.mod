@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/bradleyfalzon/ghinstallation/v2 v2.12.0
 	github.com/distribution/reference v0.6.0
+	github.com/fluxcd/pkg/envsubst v1.8.0
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-logr/logr v1.4.3
 	github.com/go-viper/mapstructure/v2 v2.4.0

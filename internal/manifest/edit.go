@@ -128,6 +128,9 @@ type pendingFile struct {
 	// patchRoot is set for kedge's patch file in an overlay.
 	patchRoot string
 	patches   []podTemplateEdit
+	// flux are the patches that go in the Flux Kustomizations of this
+	// file.
+	flux []fluxEdit
 }
 
 // planned is one workload's restart, before it is written.
@@ -169,7 +172,7 @@ func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotatio
 			outcomes[id] = withEdit(loc.Manifest, drift.EditAlreadyBumped)
 			continue
 		}
-		if loc.Manifest.Edit == drift.EditOverlayPatch && loc.Root == "" {
+		if loc.Manifest.Edit == drift.EditOverlayPatch && loc.Root == "" && loc.flux == nil {
 			set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
 			continue
 		}
@@ -269,7 +272,12 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 	var intended []intent
 	for _, it := range items {
 		e, loc := it.edit, it.loc
-		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source})
+		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, hints: loc.hints})
+		if loc.flux != nil {
+			f := add(loc.flux.manifest.File)
+			f.flux = append(f.flux, fluxEdit{site: loc.flux, edit: e})
+			continue
+		}
 		switch loc.Manifest.Edit {
 		case drift.EditInPlace:
 			e.target = yamledit.Target{Kind: loc.Source.Kind, Name: loc.Source.Name, Namespace: loc.Source.Namespace, Document: loc.Source.Document}
@@ -323,6 +331,9 @@ func (ix *Index) patchOverridden(items []planned, overridden map[WorkloadID]bool
 func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	if f.patchRoot != "" {
 		return ix.applyPatchFile(f)
+	}
+	if len(f.flux) > 0 {
+		return ix.applyFluxPatches(f)
 	}
 	before, err := ix.readInside(f.path)
 	if err != nil {

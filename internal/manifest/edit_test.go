@@ -65,6 +65,9 @@ type editCase struct {
 	// repoApplications reads hints from the Argo CD Applications written in
 	// the checkout, as kedge does when the cluster shows none.
 	repoApplications bool
+	// vars are the variables Flux substitutes in what the case's
+	// Kustomizations apply, values of Secrets included.
+	vars map[string]string
 }
 
 var editCases = []editCase{
@@ -154,6 +157,38 @@ var editCases = []editCase{
 			fluxApplied(drifted("solo", "Deployment", "solo", istio125), "solo"),
 			// The file says default; targetNamespace puts it in pinned.
 			fluxApplied(drifted("pinned", "Deployment", "pinned", istio125), "pinned"),
+		},
+	},
+	{
+		repo: "flux-patches", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// A plain directory two Kustomizations apply: the patch goes
+			// after the Kustomization's own one.
+			fluxApplied(drifted("team-a", "Deployment", "podinfo", istio125), "podinfo-a"),
+			// kedge's entry for an older target is updated in place.
+			fluxApplied(drifted("team-b", "Deployment", "podinfo", istio125), "podinfo-b"),
+		},
+	},
+	{
+		repo: "flux-substitute", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// ${tenant} names the namespace.
+			fluxApplied(drifted("shop", "Deployment", "cart", istio125), "shop"),
+			// ${env:=prod}, env set by a ConfigMap.
+			fluxApplied(drifted("shop", "Deployment", "api-staging", istio125), "shop"),
+			// ${region}, set by a Secret whose value kedge does not read.
+			fluxApplied(drifted("shop", "Deployment", "worker-eu", istio125), "shop"),
+			// Opted out of substitution: read literally.
+			fluxApplied(drifted("shop", "Deployment", "legacy", istio125), "shop"),
+		},
+		// What the cluster substitutes, for checking the applied edits.
+		vars: map[string]string{"tenant": "shop", "env": "staging", "region": "eu"},
+	},
+	{
+		repo: "flux-name-prefix", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// web, renamed by the Kustomization's namePrefix and nameSuffix.
+			fluxApplied(drifted("web", "Deployment", "blue-web-v2", istio125), "web-blue"),
 		},
 	},
 	{
@@ -365,6 +400,25 @@ func (c editCase) targetNamespaces(t *testing.T) map[string]string {
 	return out
 }
 
+// fluxApplied are the directories the case's workloads are applied from by
+// Flux Kustomizations that rename what they apply.
+func (c editCase) fluxApplied(t *testing.T) map[string]editcheck.FluxApply {
+	out := map[string]editcheck.FluxApply{}
+	hints := c.hintsFunc(t)
+	for _, w := range c.workloads {
+		f := hints(w).Flux
+		if f == nil {
+			continue
+		}
+		apply := editcheck.FluxApply{NamePrefix: f.NamePrefix, NameSuffix: f.NameSuffix}
+		if f.PostBuild != nil {
+			apply.Vars = c.vars
+		}
+		out[f.Path] = apply
+	}
+	return out
+}
+
 // planEdits indexes repo and computes the case's edits.
 func planEdits(t *testing.T, c editCase, repo string) (*drift.Plan, EditSet) {
 	t.Helper()
@@ -429,7 +483,9 @@ func TestEditsApplyAndRender(t *testing.T) {
 				t.Run(ns, func(t *testing.T) {
 					after := copyCase(t, c.repo)
 					gitApply(t, after, UnifiedDiff(set.Namespaces[ns]))
-					checkApplied(t, fixtureRepo(c.repo), after, c.plan(), set.Namespaces[ns], c.targetNamespaces(t))
+					checkApplied(t, editcheck.Check{
+						Before: fixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t),
+					}, c.plan(), set.Namespaces[ns])
 				})
 			}
 		})
@@ -439,7 +495,7 @@ func TestEditsApplyAndRender(t *testing.T) {
 // checkApplied holds an applied diff to editcheck's promises: nothing but
 // the restart annotations changed, and every workload the edits name was
 // restarted under its own identity.
-func checkApplied(t *testing.T, before, after string, plan *drift.Plan, edits []FileEdit, targets map[string]string) {
+func checkApplied(t *testing.T, check editcheck.Check, plan *drift.Plan, edits []FileEdit) {
 	t.Helper()
 	ann := Annotations{}.withDefaults()
 	var restarts []editcheck.Restart
@@ -454,9 +510,8 @@ func checkApplied(t *testing.T, before, after string, plan *drift.Plan, edits []
 	for _, e := range edits {
 		changed = append(changed, e.Path)
 	}
-	res, err := editcheck.CompareRepos(editcheck.Check{
-		Before: before, After: after, Changed: changed, Restarts: restarts, TargetNamespaces: targets,
-	})
+	check.Changed, check.Restarts = changed, restarts
+	res, err := editcheck.CompareRepos(check)
 	require.NoError(t, err)
 	assert.Empty(t, res.Problems)
 	for _, e := range edits {

@@ -43,6 +43,10 @@ type Hints struct {
 	// Directories say how an Argo CD Application reads each of the Paths
 	// it applies; a path without one is read as Flux reads it.
 	Directories []ArgoDirectory
+	// Flux is the Flux Kustomization applying the workload: its name
+	// prefix, suffix and post-build substitution change identities, and its
+	// copy in the repository may carry kedge's patch.
+	Flux *FluxKustomization
 	// Applied lists every path of the indexed repository that the
 	// cluster's GitOps objects apply, whatever workload they carry: a file
 	// that two of them deploy into different namespaces is shared even when
@@ -141,6 +145,7 @@ func workloadHints(set *objects.Set, w drift.Workload, sameRepo func(string) boo
 				Paths:           []string{cleanRepoPath(k.Spec.Path)},
 				TargetNamespace: k.Spec.TargetNamespace,
 				Via:             "Flux Kustomization " + ns + "/" + name,
+				Flux:            fluxHint(set, k),
 			}
 			if url := gitRepositoryURL(set, k); !sameRepo(url) {
 				h.OtherRepo = url

@@ -80,6 +80,9 @@ type Object struct {
 	// GeneratedBy is set when a generator, not a file, produced the object;
 	// such objects cannot be edited.
 	GeneratedBy string
+	// SubstituteDisabled is set when the object opts out of Flux's
+	// post-build substitution: its ${...} are meant literally.
+	SubstituteDisabled bool
 }
 
 // Namespace is one Namespace object as deployed from the repository.
@@ -107,6 +110,8 @@ type Root struct {
 	// restartPatch lists "Kind/name" documents of the kedge patch file when
 	// the kustomization already lists it.
 	restartPatch map[string]bool
+	// namePrefix and nameSuffix are the kustomization's own.
+	namePrefix, nameSuffix string
 }
 
 // Index maps a checkout's deployed workloads to their sources.
@@ -134,6 +139,11 @@ type Index struct {
 	includedBy map[string][]string
 	// readers maps a repo-relative file to the roots whose builds read it.
 	readers map[string][]string
+	// substituted indexes the objects whose name or namespace holds a
+	// ${...} for Flux to substitute.
+	substituted []int
+	// flux are the Flux objects the repository writes.
+	flux *fluxSources
 }
 
 // Root returns the absolute path of the indexed checkout.
@@ -273,6 +283,7 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 	for i, f := range parsed {
 		ix.addPlainFile(plain[i], f)
 	}
+	ix.flux = readFluxSources(ix.root, scan.yamlFiles)
 	ix.finish()
 	return ix, nil
 }
@@ -577,11 +588,12 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 			continue
 		}
 		obj := Object{
-			APIVersion: res.GetApiVersion(),
-			Kind:       res.GetKind(),
-			Name:       res.GetName(),
-			Namespace:  res.GetNamespace(),
-			Root:       rootDir,
+			APIVersion:         res.GetApiVersion(),
+			Kind:               res.GetKind(),
+			Name:               res.GetName(),
+			Namespace:          res.GetNamespace(),
+			Root:               rootDir,
+			SubstituteDisabled: substituteDisabled(res.GetLabels(), res.GetAnnotations()),
 		}
 		if m, err := res.GetFieldValue("spec.template.metadata.annotations"); err == nil {
 			if mm, ok := m.(map[string]interface{}); ok {
@@ -632,6 +644,7 @@ func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]
 	sort.Strings(root.reads)
 	sort.Strings(root.includes)
 	root.restartPatch = r.restartPatch
+	root.namePrefix, root.nameSuffix = kf.namePrefix, kf.nameSuffix
 	for _, msg := range r.unparsable {
 		ix.Problems = append(ix.Problems, Problem{Path: root.Dir, Kind: ProblemUnparsable, Err: msg})
 	}
@@ -797,6 +810,7 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 			Name:                d.Name,
 			Namespace:           d.Namespace,
 			TemplateAnnotations: d.TemplateAnnotations,
+			SubstituteDisabled:  d.SubstituteDisabled,
 			Source: Source{
 				Path: rel, Document: d.Index, APIVersion: d.APIVersion,
 				Kind: d.Kind, Name: d.Name, Namespace: d.Namespace,
@@ -807,6 +821,9 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 
 func (ix *Index) addObject(o Object) {
 	ix.byKindName[o.Kind+"/"+o.Name] = append(ix.byKindName[o.Kind+"/"+o.Name], len(ix.objects))
+	if strings.Contains(o.Name+o.Namespace, "${") && !o.SubstituteDisabled {
+		ix.substituted = append(ix.substituted, len(ix.objects))
+	}
 	if o.Source.Path != "" {
 		ix.byPath[o.Source.Path] = append(ix.byPath[o.Source.Path], len(ix.objects))
 	}

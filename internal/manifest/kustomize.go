@@ -48,6 +48,9 @@ type kustomizationFile struct {
 	deprecated []string
 	// inlineNamespaces are the Namespace documents of its inline patches.
 	inlineNamespaces []document
+	// namePrefix and nameSuffix are its own, which a Flux Kustomization's
+	// replace.
+	namePrefix, nameSuffix string
 }
 
 func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
@@ -65,7 +68,8 @@ func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
 	if err := sigsyaml.Unmarshal(data, &k); err != nil {
 		return nil, err
 	}
-	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind, labels: map[string][]string{}, deprecated: deprecationsOf(&k)}
+	kf := &kustomizationFile{dir: dir, name: name, kind: k.Kind, labels: map[string][]string{}, deprecated: deprecationsOf(&k),
+		namePrefix: k.NamePrefix, nameSuffix: k.NameSuffix}
 	for key, v := range k.CommonLabels { //nolint:staticcheck // still applied by kustomize
 		kf.labels[key] = append(kf.labels[key], v)
 	}

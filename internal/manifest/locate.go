@@ -26,6 +26,9 @@ type Location struct {
 	TemplateAnnotations map[string]string
 	// hints are those the location was found with.
 	hints Hints
+	// flux is set for an overlay-patch edit that goes in a Flux
+	// Kustomization's spec.patches (Root is then empty).
+	flux *fluxSite
 }
 
 // Locations are where the workloads of a plan are defined, by workload.
@@ -72,19 +75,19 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	}
 
 	var exact, loose, generated []int
-	for _, i := range ix.byKindName[w.Kind+"/"+w.Name] {
+	for _, i := range ix.candidates(w, hints) {
 		o := &ix.objects[i]
 		if !sameGroup(o.APIVersion, w.APIVersion) || !ix.inHintedScope(o, hints) {
 			continue
 		}
-		switch {
+		switch ns := ix.namespaceFor(o, w, hints); {
 		case hints.TargetNamespace != "":
 			// Flux sets the namespace of every object of the path.
 			if hints.TargetNamespace != w.Namespace {
 				continue
 			}
-		case o.Namespace == w.Namespace:
-		case o.Namespace == "":
+		case ns == w.Namespace:
+		case ns == "":
 			loose = append(loose, i)
 			continue
 		default:
@@ -135,7 +138,13 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	for s := range bySource {
 		src = s
 	}
-	return ix.chooseEdit(w, hints, src, matches)
+	loc := ix.chooseEdit(w, hints, src, matches)
+	if loc.flux != nil {
+		// kedge's entry in the Flux Kustomization is part of what the
+		// workload renders as, though the index renders the path alone.
+		loc.TemplateAnnotations = loc.flux.annotationsOver(loc.TemplateAnnotations, src.Kind)
+	}
+	return loc
 }
 
 func (ix *Index) notFoundDetail(w drift.Workload, hints Hints) Location {
@@ -180,6 +189,9 @@ func (ix *Index) chooseEdit(w drift.Workload, hints Hints, src Source, matches [
 	shared := ix.sharedFor(src.Path, src.Document, hints)
 	if len(roots) == 0 {
 		loc.TemplateAnnotations = ix.objects[matches[0]].TemplateAnnotations
+		if site := ix.fluxPatchSite(w, hints, src); site != nil && (shared || site.hasRestart(src.Kind)) {
+			return ix.inFluxPatch(loc, site)
+		}
 		if shared {
 			loc.Manifest.Edit = drift.EditOverlayPatch
 			loc.Manifest.Detail = fmt.Sprintf("%s is deployed as several workloads and no kustomization renders it; add one per deployment to let kedge patch %s %s/%s alone",
@@ -221,6 +233,10 @@ func (ix *Index) chooseEdit(w drift.Workload, hints Hints, src Source, matches [
 			return loc
 		}
 	}
+	site := ix.fluxPatchSite(w, hints, src)
+	if site != nil && site.hasRestart(src.Kind) {
+		return ix.inFluxPatch(loc, site)
+	}
 	if !shared {
 		return loc
 	}
@@ -230,6 +246,9 @@ func (ix *Index) chooseEdit(w drift.Workload, hints Hints, src Source, matches [
 			loc.Root = r
 			return loc
 		}
+	}
+	if site != nil {
+		return ix.inFluxPatch(loc, site)
 	}
 	loc.Root = ""
 	loc.Manifest.Detail = fmt.Sprintf("%s is deployed as several workloads and no overlay renders it only as %s %s/%s",

@@ -291,14 +291,16 @@ func TestHintsFor(t *testing.T) {
 			w: w(map[string]string{
 				"kustomize.toolkit.fluxcd.io/name": "shop", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
 			}, nil),
-			want: Hints{Paths: []string{"clusters/prod/shop"}, TargetNamespace: "shop", Via: "Flux Kustomization flux-system/shop"},
+			want: Hints{Paths: []string{"clusters/prod/shop"}, TargetNamespace: "shop", Via: "Flux Kustomization flux-system/shop",
+				Flux: &FluxKustomization{Namespace: "flux-system", Name: "shop", Path: "clusters/prod/shop"}},
 		},
 		{
 			name: "Flux source is another repository",
 			w: w(map[string]string{
 				"kustomize.toolkit.fluxcd.io/name": "vendor", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
 			}, nil),
-			want: Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor", OtherRepo: "https://github.com/vendor/charts"},
+			want: Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor", OtherRepo: "https://github.com/vendor/charts",
+				Flux: &FluxKustomization{Namespace: "flux-system", Name: "vendor", Path: "deploy"}},
 		},
 		{
 			name: "unknown Flux Kustomization gives no hint",
@@ -370,7 +372,8 @@ func TestHintsFor(t *testing.T) {
 		}, nil))
 		assert.Len(t, got.Applied, 5)
 		got.Applied, got.appliedByPath = nil, nil
-		assert.Equal(t, Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor"}, got)
+		assert.Equal(t, Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor",
+			Flux: &FluxKustomization{Namespace: "flux-system", Name: "vendor", Path: "deploy"}}, got)
 	})
 	t.Run("no cluster objects", func(t *testing.T) {
 		assert.Equal(t, Hints{}, HintsFor(nil)(w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil)))

@@ -152,6 +152,7 @@ func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, rep
 				out.objects = append(out.objects, Object{
 					APIVersion: d.APIVersion, Kind: d.Kind, Name: d.Name, Namespace: ns,
 					TemplateAnnotations: d.TemplateAnnotations, Root: rootDir,
+					SubstituteDisabled: d.SubstituteDisabled,
 					Source: Source{
 						Path: rel, Document: d.Index, APIVersion: d.APIVersion,
 						Kind: d.Kind, Name: d.Name, Namespace: d.Namespace,

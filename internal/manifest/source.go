@@ -37,6 +37,9 @@ type document struct {
 	Labels map[string]string
 	// List is set for the items of a List document.
 	List bool
+	// SubstituteDisabled is set when the object opts out of Flux's
+	// post-build substitution.
+	SubstituteDisabled bool
 }
 
 // parseDocuments reads the identity of every object in a YAML (or JSON)
@@ -90,6 +93,7 @@ func describeDocument(index int, n *yaml.Node) document {
 		if isNamespaceKind(d.APIVersion, d.Kind) {
 			d.Labels = stringMapAt(n, "metadata", "labels")
 		}
+		d.SubstituteDisabled = substituteDisabled(stringMapAt(n, "metadata", "labels"), stringMapAt(n, "metadata", "annotations"))
 	}
 	return d
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"sigs.k8s.io/kustomize/api/resource"
 )
 
 // verifier renders every kustomize root an edit reaches, before and after,
@@ -61,8 +63,14 @@ func (v *verifier) render(root string, replace map[string][]byte, compact bool) 
 	if err != nil {
 		return renderResult{err: err}
 	}
+	return collectRender(rm.Resources(), compact)
+}
+
+// collectRender keeps the objects of a build, compacted to JSON when the
+// render is kept for comparing against later.
+func collectRender(resources []*resource.Resource, compact bool) renderResult {
 	var out renderResult
-	for _, res := range rm.Resources() {
+	for _, res := range resources {
 		body, err := res.Map()
 		if err != nil {
 			return renderResult{err: err}
@@ -140,6 +148,10 @@ type intent struct {
 	id     WorkloadID
 	set    map[string]string
 	source Source
+	// flux is set when the restart is a patch in a Flux Kustomization.
+	flux *fluxSite
+	// hints are those the workload was located with.
+	hints Hints
 }
 
 // check returns the edits that verify, refusals for the others, and the
@@ -191,6 +203,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 			}
 		}
 	}
+	v.checkFlux(edits, intended, failed)
 	if len(failed) == 0 {
 		return edits, nil, overridden
 	}
@@ -225,7 +238,8 @@ func (ix *Index) intendedIn(root string, intended []intent) map[WorkloadID]inten
 			if o.Root != root || o.Source != in.source {
 				continue
 			}
-			self := o.Kind == in.id.Kind && o.Name == in.id.Name && (o.Namespace == in.id.Namespace || o.Namespace == "")
+			self := o.Kind == in.id.Kind && o.Name == in.id.Name && (o.Namespace == in.id.Namespace || o.Namespace == "") ||
+				ix.fluxRendersAs(o, in)
 			if self || included {
 				out[WorkloadID{Namespace: o.Namespace, Kind: o.Kind, Name: o.Name}] = in
 			}
@@ -270,7 +284,7 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]intent) 
 			if err != nil {
 				return err
 			}
-			if !bytes.Equal(b.json, afterJSON) {
+			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) {
 				return fmt.Errorf("%s changes beyond the restart annotations", a.id)
 			}
 			continue

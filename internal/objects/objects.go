@@ -101,6 +101,11 @@ type KustomizationSpec struct {
 	Path            string         `json:"path,omitempty"`
 	TargetNamespace string         `json:"targetNamespace,omitempty"`
 	SourceRef       CrossObjectRef `json:"sourceRef,omitempty"`
+	// NamePrefix and NameSuffix replace those of the path's kustomization.
+	NamePrefix string `json:"namePrefix,omitempty"`
+	NameSuffix string `json:"nameSuffix,omitempty"`
+	// PostBuild substitutes variables in what the path renders.
+	PostBuild *PostBuild `json:"postBuild,omitempty"`
 }
 
 // CrossObjectRef names a Flux source.

@@ -45,6 +45,9 @@ type Check struct {
 	// GitOps controller forces on everything it applies from them (Flux's
 	// targetNamespace).
 	TargetNamespaces map[string]string
+	// Flux maps repo-relative directories to how a Flux Kustomization
+	// applying them renames what they render.
+	Flux map[string]FluxApply
 }
 
 // Result is what comparing a checkout before and after a patch found.
@@ -121,6 +124,10 @@ func (c Check) compare(where string, before, after []*unstructured.Unstructured,
 		if reflect.DeepEqual(b.Object, a.Object) {
 			continue
 		}
+		if isFluxKustomization(a) {
+			c.compareFlux(where, b, a, res)
+			continue
+		}
 		r := c.restartOn(a)
 		if r == nil {
 			problem("%s changed without carrying an intended restart", name(a))
@@ -161,11 +168,14 @@ func (c Check) restartOn(o *unstructured.Unstructured) *Restart {
 // restarts reports whether the object, once applied from where, is the
 // workload r names.
 func (c Check) restarts(o *unstructured.Unstructured, where string, r *Restart) bool {
-	ns := o.GetNamespace()
+	ns, name := o.GetNamespace(), o.GetName()
+	if f, ok := c.fluxApplying(where); ok {
+		ns, name = f.identity(o, kustomizationIn(filepath.Join(c.Before, filepath.FromSlash(where))))
+	}
 	if forced := c.forcedNamespace(where); forced != "" {
 		ns = forced
 	}
-	return o.GetKind() == r.Kind && o.GetName() == r.Name && (ns == "" || ns == r.Namespace)
+	return o.GetKind() == r.Kind && name == r.Name && (ns == "" || ns == r.Namespace)
 }
 
 // forcedNamespace is the namespace the deepest TargetNamespaces directory

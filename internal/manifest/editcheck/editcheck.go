@@ -38,7 +38,9 @@ var (
 // PatchLineViolations returns every added or removed line of a unified diff
 // that is neither a restart annotation line, nor a metadata:/annotations:
 // line the annotation needed, nor a line of kedge's overlay patch file or of
-// its entry in the overlay's kustomization. A removed line also passes when
+// its entry in the overlay's kustomization, nor a line of a run of added
+// lines that is one restart entry of a Flux Kustomization's spec.patches
+// (with the patches: key it may need). A removed line also passes when
 // a line added in its place is the same line with only a restart annotation
 // (or the patch entry) written into it: a flow mapping on one line cannot
 // gain an entry otherwise.
@@ -47,6 +49,9 @@ func PatchLineViolations(patch string, rules Rules) []string {
 	file := ""
 	var removed, added []string
 	flush := func() {
+		if len(removed) == 0 && isFluxRestartEntry(added, rules.AnnotationKeys) {
+			added = nil
+		}
 		for _, r := range removed {
 			if allowed(file, r, rules) || extendedBy(file, r, added, rules) {
 				continue

@@ -37,6 +37,15 @@ func TestPatchLineViolations(t *testing.T) {
 		{"comma added to JSON", hunk("apps/web.json", `-    "team": "shop"`, `+    "team": "shop",`), []string{`apps/web.json: -    "team": "shop"`, `apps/web.json: +    "team": "shop",`}},
 		{"other patch listed", hunk("overlays/a/kustomization.yaml", "+  - path: replicas.yaml"), []string{"overlays/a/kustomization.yaml: +  - path: replicas.yaml"}},
 		{"other key", hunk("apps/web.yaml", "+  replicas: 3"), []string{"apps/web.yaml: +  replicas: 3"}},
+		{"Flux Kustomization entry", hunk("clusters/prod/apps.yaml", fluxEntry("kedge.io/restartedAt")...), nil},
+		{
+			"Flux Kustomization entry setting another annotation", hunk("clusters/prod/apps.yaml", fluxEntry("example.com/other")...),
+			[]string{"clusters/prod/apps.yaml: +  patches:", "clusters/prod/apps.yaml: +    - patch: |", "clusters/prod/apps.yaml: +        apiVersion: apps/v1",
+				"clusters/prod/apps.yaml: +        kind: Deployment", "clusters/prod/apps.yaml: +          name: web",
+				"clusters/prod/apps.yaml: +        spec:", "clusters/prod/apps.yaml: +          template:",
+				`clusters/prod/apps.yaml: +                example.com/other: "abc"`, "clusters/prod/apps.yaml: +      target:",
+				"clusters/prod/apps.yaml: +        kind: Deployment", "clusters/prod/apps.yaml: +        name: web"},
+		},
 		{
 			"flow line gains the annotation",
 			hunk("apps/web.json", `-  "template": {"metadata": {"labels": {"app": "web"}, "annotations": {}},`,
@@ -149,5 +158,15 @@ func TestCompareReposJudgesEachObject(t *testing.T) {
 			assert.Equal(t, tt.want, res.Problems)
 			assert.Equal(t, tt.restarted, res.Restarted[restart.String()])
 		})
+	}
+}
+
+// fluxEntry is the added lines of a Flux Kustomization patches entry
+// setting the annotation key on Deployment web.
+func fluxEntry(key string) []string {
+	return []string{
+		"+  patches:", "+    - patch: |", "+        apiVersion: apps/v1", "+        kind: Deployment", "+        metadata:", "+          name: web",
+		"+        spec:", "+          template:", "+            metadata:", "+              annotations:", "+                " + key + `: "abc"`,
+		"+      target:", "+        kind: Deployment", "+        name: web",
 	}
 }

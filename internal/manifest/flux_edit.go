@@ -1,0 +1,376 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/types"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/yamledit"
+)
+
+// fluxEdit is one restart that goes in a Flux Kustomization's patches.
+type fluxEdit struct {
+	site *fluxSite
+	edit podTemplateEdit
+}
+
+// inFluxPatch makes loc an overlay patch in the site's Flux Kustomization.
+func (ix *Index) inFluxPatch(loc Location, site *fluxSite) Location {
+	loc.Root = ""
+	loc.flux = site
+	loc.Manifest.Edit = drift.EditOverlayPatch
+	loc.Manifest.Detail = ""
+	return loc
+}
+
+// restartEntry returns kedge's entry of the site's patches for kind, or nil.
+func (s *fluxSite) restartEntry(kind string) *fluxPatch {
+	for i, p := range s.manifest.Spec.Patches {
+		if len(p.Target) == 2 && p.Target["kind"] == kind && p.Target["name"] == s.target && restartShaped(p.Patch) != nil {
+			return &s.manifest.Spec.Patches[i]
+		}
+	}
+	return nil
+}
+
+func (s *fluxSite) hasRestart(kind string) bool { return s.restartEntry(kind) != nil }
+
+// annotationsOver returns the render's template annotations with those of
+// kedge's entry on top, as kustomize-controller's build applies them.
+func (s *fluxSite) annotationsOver(rendered map[string]string, kind string) map[string]string {
+	p := s.restartEntry(kind)
+	if p == nil {
+		return rendered
+	}
+	out := maps.Clone(rendered)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, restartShaped(p.Patch))
+	return out
+}
+
+// restartShaped returns the pod template annotations of a patch that sets
+// nothing else (besides the name it is written for), or nil: only such a
+// patch can be kedge's.
+func restartShaped(patch string) map[string]string {
+	var doc map[string]any
+	if sigsyaml.Unmarshal([]byte(patch), &doc) != nil {
+		return nil
+	}
+	for k := range doc {
+		if k != "apiVersion" && k != "kind" && k != "metadata" && k != "spec" {
+			return nil
+		}
+	}
+	md, _ := doc["metadata"].(map[string]any)
+	for k := range md {
+		if k != "name" {
+			return nil
+		}
+	}
+	spec, _ := doc["spec"].(map[string]any)
+	if len(spec) != 1 {
+		return nil
+	}
+	return templateAnnotationsOnly(spec)
+}
+
+// templateAnnotationsOnly reads spec.template.metadata.annotations of a spec
+// holding nothing else.
+func templateAnnotationsOnly(spec map[string]any) map[string]string {
+	tpl, _ := spec["template"].(map[string]any)
+	tmd, _ := tpl["metadata"].(map[string]any)
+	ann, _ := tmd["annotations"].(map[string]any)
+	if len(tpl) != 1 || len(tmd) != 1 || len(ann) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for k, v := range ann {
+		s, ok := v.(string)
+		if !ok {
+			return nil
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// applyFluxPatches writes kedge's entries into the Flux Kustomizations of
+// one file: an entry kedge wrote before for the same document is updated in
+// place, never duplicated.
+func (ix *Index) applyFluxPatches(f *pendingFile) ([]FileEdit, *Refusal) {
+	var all []podTemplateEdit
+	for _, fe := range f.flux {
+		all = append(all, fe.edit)
+	}
+	all = append(all, f.inPlace...)
+	if len(f.inPlace) > 0 || f.patchRoot != "" {
+		return nil, refusalFor(f.path, all, errors.New("the file holds a Flux Kustomization kedge patches and a workload it edits"))
+	}
+	before, err := ix.readInside(f.path)
+	if err != nil {
+		return nil, refusalFor(f.path, all, err)
+	}
+	sort.Slice(f.flux, func(i, j int) bool { return f.flux[i].edit.id.String() < f.flux[j].edit.id.String() })
+	after := before
+	var ids []WorkloadID
+	for _, fe := range f.flux {
+		ids = append(ids, fe.edit.id)
+		entry, err := fluxPatchEntry(fe)
+		if err != nil {
+			return nil, refusalFor(f.path, all, err)
+		}
+		out, changed, err := yamledit.SetFluxKustomizationPatch(after, fe.site.manifest.Document, entry, ownsEntry(fe))
+		if err != nil {
+			return nil, refusalFor(f.path, all, err)
+		}
+		if changed {
+			after = out
+		}
+	}
+	if bytes.Equal(before, after) {
+		return nil, nil
+	}
+	return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil
+}
+
+// fluxPatchEntry is kedge's entry for one restart: the patch document an
+// overlay would get, selecting the document by kind and name.
+func fluxPatchEntry(fe fluxEdit) (yamledit.PatchEntry, error) {
+	e := fe.edit
+	e.target = yamledit.Target{Kind: e.target.Kind, Name: fe.site.target}
+	if e.target.Kind == "" {
+		e.target.Kind = e.id.Kind
+	}
+	doc, err := patchDocument(e)
+	if err != nil {
+		return yamledit.PatchEntry{}, err
+	}
+	return yamledit.PatchEntry{Patch: string(doc), Kind: e.target.Kind, Name: fe.site.target}, nil
+}
+
+// ownsEntry recognises kedge's entry for the same document: it selects the
+// document by kind and name alone and sets kedge's annotations only.
+func ownsEntry(fe fluxEdit) func(string, map[string]string) bool {
+	return func(patch string, target map[string]string) bool {
+		if len(target) != 2 || target["kind"] != fe.edit.id.Kind || target["name"] != fe.site.target {
+			return false
+		}
+		ann := restartShaped(patch)
+		for k := range fe.edit.set {
+			if _, ok := ann[k]; !ok {
+				return false
+			}
+		}
+		return ann != nil
+	}
+}
+
+// checkFlux renders the path of every Flux Kustomization an edit patches,
+// as kustomize-controller builds it, with the Kustomization as it was and
+// as edited, and reports the edits whose render changes anything but the
+// intended restarts.
+func (v *verifier) checkFlux(edits []FileEdit, intended []intent, failed map[int]string) {
+	type site struct {
+		file string
+		doc  int
+	}
+	sites := map[site]map[WorkloadID]intent{}
+	for _, in := range intended {
+		if in.flux == nil {
+			continue
+		}
+		k := site{in.flux.manifest.File, in.flux.manifest.Document}
+		if sites[k] == nil {
+			sites[k] = map[WorkloadID]intent{}
+		}
+		sites[k][in.flux.rendered] = in
+	}
+	for i, e := range edits {
+		for k, want := range sites {
+			if k.file != e.Path {
+				continue
+			}
+			if err := v.compareFlux(e, k.doc, want); err != nil {
+				if _, done := failed[i]; !done {
+					failed[i] = fmt.Sprintf("rendering the path of the Flux Kustomization in %s with the edit: %v", e.Path, err)
+				}
+			}
+		}
+	}
+}
+
+func (v *verifier) compareFlux(e FileEdit, doc int, want map[WorkloadID]intent) error {
+	before, err := fluxSpecAt(e.Before, doc)
+	if err != nil {
+		return err
+	}
+	after, err := fluxSpecAt(e.After, doc)
+	if err != nil {
+		return err
+	}
+	b := v.ix.renderFlux(before, true)
+	if b.err != nil {
+		return b.err
+	}
+	return compareRenders(b, v.ix.renderFlux(after, false), want)
+}
+
+// fluxSpecAt reads the spec of the Flux Kustomization in document doc.
+func fluxSpecAt(data []byte, doc int) (fluxSpec, error) {
+	s := &fluxSources{configMaps: map[string]map[string]string{}, secretKeys: map[string][]string{}}
+	s.add("", data)
+	for _, m := range s.kustomizations {
+		if m.Document == doc {
+			return m.Spec, nil
+		}
+	}
+	return fluxSpec{}, fmt.Errorf("document %d is not a Flux Kustomization", doc)
+}
+
+// renderFlux builds a Flux Kustomization's path the way kustomize-controller
+// does: the path's kustomization (or one listing its manifests when it has
+// none) with the Kustomization's targetNamespace, namePrefix, nameSuffix,
+// patches and components written into it.
+func (ix *Index) renderFlux(spec fluxSpec, compact bool) renderResult {
+	dir := ix.abs(cleanRepoPath(spec.Path))
+	name, data, err := fluxKustomizationFile(dir, spec)
+	if err != nil {
+		return renderResult{err: err}
+	}
+	rm, err := kustomizeBuild(newGuardFS(ix.root, map[string][]byte{filepath.Join(dir, name): data}), dir)
+	if err != nil {
+		return renderResult{err: err}
+	}
+	return collectRender(rm.Resources(), compact)
+}
+
+func fluxKustomizationFile(dir string, spec fluxSpec) (string, []byte, error) {
+	var k types.Kustomization
+	name := kustomizationFileNames[0]
+	found := false
+	for _, n := range kustomizationFileNames {
+		data, err := readRegular(filepath.Join(dir, n))
+		if err != nil {
+			continue
+		}
+		if err := sigsyaml.Unmarshal(data, &k); err != nil {
+			return "", nil, err
+		}
+		name, found = n, true
+		break
+	}
+	if !found {
+		resources, err := fluxResources(dir)
+		if err != nil {
+			return "", nil, err
+		}
+		k.Resources = resources
+	}
+	k.APIVersion, k.Kind = types.KustomizationVersion, types.KustomizationKind
+	if spec.TargetNamespace != "" {
+		k.Namespace = spec.TargetNamespace
+	}
+	if spec.NamePrefix != "" {
+		k.NamePrefix = spec.NamePrefix
+	}
+	if spec.NameSuffix != "" {
+		k.NameSuffix = spec.NameSuffix
+	}
+	for _, p := range spec.Patches {
+		var sel *types.Selector
+		if len(p.Target) > 0 {
+			raw, err := sigsyaml.Marshal(p.Target)
+			if err != nil {
+				return "", nil, err
+			}
+			sel = &types.Selector{}
+			if err := sigsyaml.Unmarshal(raw, sel); err != nil {
+				return "", nil, err
+			}
+		}
+		k.Patches = append(k.Patches, types.Patch{Patch: p.Patch, Target: sel})
+	}
+	k.Components = append(k.Components, spec.Components...)
+	data, err := sigsyaml.Marshal(&k)
+	return name, data, err
+}
+
+// fluxResources lists what kustomize-controller puts in the kustomization
+// it generates for a directory without one: each directory holding a
+// kustomization as a whole, and every other manifest below it.
+func fluxResources(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != dir && strings.HasPrefix(d.Name(), ".") {
+				return fs.SkipDir
+			}
+			if p != dir && hasKustomization(p) {
+				rel, _ := filepath.Rel(dir, p)
+				out = append(out, filepath.ToSlash(rel))
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !isYAMLName(d.Name()) || !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := readRegular(p)
+		if err != nil {
+			return err
+		}
+		if docs, err := parseDocuments(data); err == nil && len(docs) > 0 && docs[0].Kind != "" {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out, err
+}
+
+func hasKustomization(dir string) bool {
+	for _, n := range kustomizationFileNames {
+		if info, err := os.Stat(filepath.Join(dir, n)); err == nil && !info.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// fluxPatchesOnly reports whether a rendered object is a Flux Kustomization
+// whose spec changed in patches only: what the patches do to the objects it
+// applies is checked by building its path (checkFlux).
+func fluxPatchesOnly(beforeJSON []byte, after map[string]any) bool {
+	if kind, _ := after["kind"].(string); kind != "Kustomization" || apiGroup(fmt.Sprint(after["apiVersion"])) != "kustomize.toolkit.fluxcd.io" {
+		return false
+	}
+	var before map[string]any
+	if json.Unmarshal(beforeJSON, &before) != nil {
+		return false
+	}
+	strip := func(body map[string]any) any {
+		out := copyMap(body)
+		if spec, ok := out["spec"].(map[string]any); ok {
+			delete(spec, "patches")
+		}
+		return normalJSON(out)
+	}
+	return reflect.DeepEqual(strip(before), strip(after))
+}
