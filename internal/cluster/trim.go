@@ -58,10 +58,11 @@ var podAnnotationsKept = map[string]bool{
 // they have already trimmed.
 type trimmer struct {
 	strings *interner
+	maps    *mapInterner
 }
 
 func newTrimmer() *trimmer {
-	return &trimmer{strings: newInterner(maxInternedStrings)}
+	return &trimmer{strings: newInterner(maxInternedStrings), maps: newMapInterner(maxInternedMaps)}
 }
 
 func (t *trimmer) transform(obj any) (any, error) {
@@ -165,7 +166,10 @@ func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
 }
 
 // internMap copies the entries of in accepted by keep (all when nil) into a
-// map sized for them, sharing keys and values with other pods.
+// map sized for them, sharing keys and values with other pods, and the map
+// itself with every pod whose map is equal (the replicas of a workload).
+// Nothing downstream writes into an object it was handed, so one map can
+// serve them all.
 func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[string]string {
 	n := 0
 	for k := range in {
@@ -182,7 +186,7 @@ func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[st
 			out[t.strings.get(k)] = t.strings.get(v)
 		}
 	}
-	return out
+	return t.maps.get(out)
 }
 
 func (t *trimmer) internOwners(in []metav1.OwnerReference) []metav1.OwnerReference {

@@ -1,6 +1,10 @@
 package cluster
 
-import "sync"
+import (
+	"encoding/binary"
+	"slices"
+	"sync"
+)
 
 // maxInternedStrings bounds the interner. Past it the table starts afresh:
 // strings already shared stay shared, and values that stopped repeating
@@ -34,4 +38,53 @@ func (in *interner) get(s string) string {
 	}
 	in.table[s] = s
 	return s
+}
+
+// maxInternedMaps bounds the map interner the way maxInternedStrings bounds
+// the string one.
+const maxInternedMaps = 1 << 14
+
+// mapInterner hands out one map for each distinct set of entries.
+type mapInterner struct {
+	mu    sync.Mutex
+	limit int
+	table map[string]map[string]string
+}
+
+func newMapInterner(limit int) *mapInterner {
+	return &mapInterner{limit: limit, table: make(map[string]map[string]string)}
+}
+
+func (in *mapInterner) get(m map[string]string) map[string]string {
+	key := mapKey(m)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if shared, ok := in.table[key]; ok {
+		return shared
+	}
+	if len(in.table) >= in.limit {
+		clear(in.table)
+	}
+	in.table[key] = m
+	return m
+}
+
+// mapKey spells a map's entries in key order, each string after its
+// length, so that no two different maps spell the same.
+func mapKey(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	size := 0
+	for k, v := range m {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, size)
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(m[k])))
+		b = append(b, m[k]...)
+	}
+	return string(b)
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -101,4 +102,21 @@ func renderTrimmed(t *testing.T, obj any) []byte {
 	}
 	require.NoError(t, err)
 	return []byte(strings.TrimSpace(string(out)) + "\n")
+}
+
+func TestInternedMapsAreSharedOnlyWhenEqual(t *testing.T) {
+	in := newMapInterner(8)
+	a := in.get(map[string]string{"app": "cart", "version": "v1"})
+	b := in.get(map[string]string{"version": "v1", "app": "cart"})
+	assert.Equal(t, reflect.ValueOf(a).Pointer(), reflect.ValueOf(b).Pointer(), "equal maps are one map")
+	for _, other := range []map[string]string{
+		{"app": "cart"},
+		{"app": "cart", "version": "v2"},
+		{"app\x00cart": "", "version": "v1"},
+		{"app": "cart\x00version", "": "v1"},
+	} {
+		got := in.get(other)
+		assert.Equal(t, other, got)
+		assert.NotEqual(t, reflect.ValueOf(a).Pointer(), reflect.ValueOf(got).Pointer(), "%v", other)
+	}
 }
