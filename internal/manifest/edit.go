@@ -128,6 +128,8 @@ type pendingFile struct {
 	// patchRoot is set for kedge's patch file in an overlay.
 	patchRoot string
 	patches   []podTemplateEdit
+	// releases are restarts through one HelmRelease's post-renderer.
+	releases []releaseRestart
 }
 
 // planned is one workload's restart, before it is written.
@@ -169,14 +171,18 @@ func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotatio
 			outcomes[id] = withEdit(loc.Manifest, drift.EditAlreadyBumped)
 			continue
 		}
-		if loc.Manifest.Edit == drift.EditOverlayPatch && loc.Root == "" {
+		if (loc.Manifest.Edit == drift.EditOverlayPatch || loc.release != nil && loc.release.overlay) && loc.Root == "" {
 			set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
 			continue
+		}
+		apiVersion := loc.Source.APIVersion
+		if loc.release != nil {
+			apiVersion = workloadAPIVersion(w)
 		}
 		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], planned{loc: loc, edit: podTemplateEdit{
 			set:        map[string]string{ann.Restart: RestartValue(w, target), ann.Target: target},
 			id:         id,
-			apiVersion: loc.Source.APIVersion,
+			apiVersion: apiVersion,
 		}})
 	}
 
@@ -267,8 +273,20 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 		return pending[p]
 	}
 	var intended []intent
+	var releases []releaseRestart
 	for _, it := range items {
 		e, loc := it.edit, it.loc
+		if loc.release != nil {
+			r := releaseRestart{id: e.id, loc: loc, patch: yamledit.RestartPatch{APIVersion: e.apiVersion, Kind: e.id.Kind, Name: e.id.Name, Annotations: e.set}}
+			releases = append(releases, r)
+			f := add(loc.Source.Path)
+			if loc.release.overlay {
+				f = add(path.Join(loc.Root, releasePatchFile(ix.roots[loc.Root], loc.Source.Name)))
+				f.patchRoot = loc.Root
+			}
+			f.releases = append(f.releases, r)
+			continue
+		}
 		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source})
 		switch loc.Manifest.Edit {
 		case drift.EditInPlace:
@@ -282,6 +300,7 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 			f.patches = append(f.patches, e)
 		}
 	}
+	intended = append(intended, releaseIntents(releases)...)
 	var edits []FileEdit
 	var refused []Refusal
 	for _, p := range sortedKeys(pending) {
@@ -321,6 +340,9 @@ func (ix *Index) patchOverridden(items []planned, overridden map[WorkloadID]bool
 // applyFile computes one pending file's change, plus the kustomization
 // change an overlay patch needs. A refusal leaves every file of it untouched.
 func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
+	if len(f.releases) > 0 {
+		return ix.applyRelease(f)
+	}
 	if f.patchRoot != "" {
 		return ix.applyPatchFile(f)
 	}

@@ -31,6 +31,9 @@ type Hints struct {
 	// Helm names the Helm release (or Argo CD Application with a chart
 	// source) that renders the workload; its YAML is not in Git.
 	Helm string
+	// Release is the Flux HelmRelease that renders the workload; its file
+	// gets the restart as a post-renderer patch.
+	Release *ReleaseRef
 	// Charts is set when the tracking object renders Helm charts besides
 	// the Paths (an Argo CD Application with several sources): a workload
 	// not found under the paths comes from a chart.
@@ -81,7 +84,7 @@ func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 			return Hints{}
 		}
 		h := workloadHints(set, w, sameRepo)
-		if h.Helm == "" && h.OtherRepo == "" {
+		if (h.Helm == "" || h.Release != nil) && h.OtherRepo == "" {
 			h.Applied, h.appliedByPath = applied, byPath
 		}
 		return h
@@ -123,7 +126,8 @@ func appliedPaths(set *objects.Set, sameRepo func(string) bool) []Applied {
 // workloadHints reads the tracking metadata of one workload.
 func workloadHints(set *objects.Set, w drift.Workload, sameRepo func(string) bool) Hints {
 	if name := w.Labels[fluxHelmNameLabel]; name != "" {
-		return Hints{Helm: "HelmRelease " + w.Labels[fluxHelmNamespaceLabel] + "/" + name}
+		ref := ReleaseRef{Namespace: w.Labels[fluxHelmNamespaceLabel], Name: name}
+		return Hints{Helm: ref.String(), Release: &ref}
 	}
 	if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
 		ns := w.Labels[fluxKustomizeNamespaceLabel]

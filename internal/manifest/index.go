@@ -79,6 +79,8 @@ type Object struct {
 	// GeneratedBy is set when a generator, not a file, produced the object;
 	// such objects cannot be edited.
 	GeneratedBy string
+	// Release is set for a Flux HelmRelease: what its post-renderers say.
+	Release *ReleaseRender
 }
 
 // Namespace is one Namespace object as deployed from the repository.
@@ -561,7 +563,7 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 			out.namespaces = append(out.namespaces, renderedNamespace(res.GetName(), res.GetLabels(), rootDir, originFile(repoRoot, kf.dir, res)))
 			continue
 		}
-		if !isWorkloadKind(res.GetApiVersion(), res.GetKind()) {
+		if !isIndexedKind(res.GetApiVersion(), res.GetKind()) {
 			continue
 		}
 		obj := Object{
@@ -570,6 +572,10 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 			Name:       res.GetName(),
 			Namespace:  res.GetNamespace(),
 			Root:       rootDir,
+		}
+		if isHelmReleaseKind(obj.APIVersion, obj.Kind) {
+			pr, _ := res.GetFieldValue("spec.postRenderers")
+			obj.Release = releaseRender(pr)
 		}
 		if m, err := res.GetFieldValue("spec.template.metadata.annotations"); err == nil {
 			if mm, ok := m.(map[string]interface{}); ok {
@@ -773,7 +779,7 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 		if isNamespaceKind(d.APIVersion, d.Kind) && d.Name != "" {
 			ix.namespaces = append(ix.namespaces, renderedNamespace(d.Name, d.Labels, "", rel))
 		}
-		if !isWorkloadKind(d.APIVersion, d.Kind) || d.Name == "" {
+		if !isIndexedKind(d.APIVersion, d.Kind) || d.Name == "" {
 			continue
 		}
 		ix.addObject(Object{
@@ -782,6 +788,7 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 			Name:                d.Name,
 			Namespace:           d.Namespace,
 			TemplateAnnotations: d.TemplateAnnotations,
+			Release:             d.Release,
 			Source: Source{
 				Path: rel, Document: d.Index, APIVersion: d.APIVersion,
 				Kind: d.Kind, Name: d.Name, Namespace: d.Namespace,

@@ -26,6 +26,8 @@ type Location struct {
 	TemplateAnnotations map[string]string
 	// hints are those the location was found with.
 	hints Hints
+	// release is set for a workload restarted through its HelmRelease.
+	release *releaseLocation
 }
 
 // Locations are where the workloads of a plan are defined, by workload.
@@ -57,6 +59,9 @@ func notFound(format string, args ...any) Location {
 }
 
 func (ix *Index) locate(w drift.Workload, hints Hints) Location {
+	if hints.Release != nil {
+		return ix.locateRelease(w, hints)
+	}
 	if hints.Helm != "" {
 		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Helm}}
 	}

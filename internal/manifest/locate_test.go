@@ -307,7 +307,8 @@ func TestHintsFor(t *testing.T) {
 			w: w(map[string]string{
 				"helm.toolkit.fluxcd.io/name": "cart", "helm.toolkit.fluxcd.io/namespace": "shop",
 			}, nil),
-			want: Hints{Helm: "HelmRelease shop/cart"},
+			// The release's file is searched for anywhere the cluster applies.
+			want: Hints{Helm: "HelmRelease shop/cart", Release: &ReleaseRef{Namespace: "shop", Name: "cart"}},
 		},
 		{
 			name: "Argo CD tracking id",
@@ -350,7 +351,7 @@ func TestHintsFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := hints(tt.w)
-			if tt.want.Helm == "" && tt.want.OtherRepo == "" {
+			if (tt.want.Helm == "" || tt.want.Release != nil) && tt.want.OtherRepo == "" {
 				assert.Equal(t, applied, got.Applied, "every path of this repository the cluster applies")
 			} else {
 				assert.Empty(t, got.Applied)

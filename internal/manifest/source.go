@@ -37,6 +37,8 @@ type document struct {
 	Labels map[string]string
 	// List is set for the items of a List document.
 	List bool
+	// Release is set for a Flux HelmRelease.
+	Release *ReleaseRender
 }
 
 // parseDocuments reads the identity of every object in a YAML (or JSON)
@@ -89,6 +91,14 @@ func describeDocument(index int, n *yaml.Node) document {
 		d.TemplateAnnotations = stringMapAt(n, "spec", "template", "metadata", "annotations")
 		if isNamespaceKind(d.APIVersion, d.Kind) {
 			d.Labels = stringMapAt(n, "metadata", "labels")
+		}
+		if isHelmReleaseKind(d.APIVersion, d.Kind) {
+			var pr any
+			if v := lookup(n, "spec", "postRenderers"); v != nil && v.Decode(&pr) == nil {
+				d.Release = releaseRender(pr)
+			} else {
+				d.Release = releaseRender(nil)
+			}
 		}
 	}
 	return d
