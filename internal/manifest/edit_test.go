@@ -45,6 +45,12 @@ func fluxApplied(w drift.Workload, name string) drift.Workload {
 	return labelled(w, "kustomize.toolkit.fluxcd.io/name="+name, "kustomize.toolkit.fluxcd.io/namespace=flux-system")
 }
 
+// helmRendered labels w as rendered by the Flux HelmRelease namespace/name,
+// as helm-controller labels what it installs.
+func helmRendered(w drift.Workload, namespace, name string) drift.Workload {
+	return labelled(w, "helm.toolkit.fluxcd.io/name="+name, "helm.toolkit.fluxcd.io/namespace="+namespace)
+}
+
 // argoTracked annotates w as tracked by the Argo CD Application app.
 func argoTracked(w drift.Workload, app string) drift.Workload {
 	return labelled(w, "argocd.argoproj.io/tracking-id="+app+":apps/"+w.Kind+":"+w.Namespace+"/"+w.Name)
@@ -252,6 +258,38 @@ var editCases = []editCase{
 			drifted("podinfo", "Deployment", "podinfo", istio125),
 		},
 		hints: map[string]Hints{"podinfo/podinfo": {Helm: "HelmRelease podinfo/podinfo"}},
+	},
+	{
+		repo: "helm-release", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-post-renderers", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-images", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-shared-base", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// team-b's podinfo runs the desired proxy: only team-a's restarts.
+			helmRendered(drifted("team-a", "Deployment", "podinfo", istio125), "team-a", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-two-workloads", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+			helmRendered(drifted("podinfo", "StatefulSet", "podinfo-redis", istio125), "podinfo", "podinfo"),
+		},
 	},
 	{
 		repo: "remote",
