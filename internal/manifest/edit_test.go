@@ -13,6 +13,7 @@ import (
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest/editcheck"
+	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
 var istio125 = drift.Desired{Revision: "1-25-0", Image: "docker.io/istio/proxyv2:1.25.0"}
@@ -292,6 +293,20 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// helm-release with its edit merged.
+		repo: "helm-rerun", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-later-target", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// Restarted for 1-24-0 before; the StatefulSet runs what is wanted.
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
 		repo: "remote",
 		workloads: []drift.Workload{
 			drifted("local", "Deployment", "local-app", istio125),
@@ -518,7 +533,10 @@ func TestEditsRefuseWhenNoOverlayIsSafe(t *testing.T) {
 // its entry in the overlay's kustomization.
 func TestEditsChangeOnlyRestartLines(t *testing.T) {
 	ann := Annotations{}.withDefaults()
-	rules := editcheck.Rules{AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{restartPatchFile("kustomization.yaml"), restartPatchFile("kustomization.yml")}}
+	rules := editcheck.Rules{
+		AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{restartPatchFile("kustomization.yaml"), restartPatchFile("kustomization.yml")},
+		PostRendererMarker: yamledit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
+	}
 	for _, c := range editCases {
 		t.Run(c.repo, func(t *testing.T) {
 			_, set := planEdits(t, c, fixtureRepo(c.repo))

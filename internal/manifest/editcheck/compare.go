@@ -121,6 +121,10 @@ func (c Check) compare(where string, before, after []*unstructured.Unstructured,
 		if reflect.DeepEqual(b.Object, a.Object) {
 			continue
 		}
+		if isHelmRelease(a) {
+			c.compareRelease(where, b, a, deployed, res)
+			continue
+		}
 		r := c.restartOn(a)
 		if r == nil {
 			problem("%s changed without carrying an intended restart", name(a))
