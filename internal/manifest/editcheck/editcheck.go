@@ -181,7 +181,7 @@ func isAnnotationLine(text string, keys []string) bool {
 // Helm release: its post-renderer entry, the postRenderers: key holding
 // only it, or the kustomization entry of its patch file with the target.
 func (rules Rules) releaseBlock(file string, added []string) bool {
-	if len(added) == 0 {
+	if len(added) == 0 || !oneNode(added) {
 		return false
 	}
 	var doc any
@@ -241,6 +241,24 @@ func isReleasePatchEntry(doc any, prefix string) bool {
 	p, _ := m["path"].(string)
 	t, _ := m["target"].(map[string]any)
 	return len(m) == 2 && strings.HasPrefix(path.Base(p), prefix) && t["kind"] == "HelmRelease" && len(t) == 2
+}
+
+// oneNode reports whether lines are one YAML node: every line after the
+// first is indented further, or is another item of the list the first line
+// starts. (A YAML parser may ignore what follows a node less indented.)
+func oneNode(lines []string) bool {
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	first := lines[0]
+	item := strings.HasPrefix(strings.TrimLeft(first, " "), "- ")
+	for _, l := range lines[1:] {
+		if strings.TrimSpace(l) == "" || indent(l) > indent(first) {
+			continue
+		}
+		if !item || indent(l) != indent(first) || !strings.HasPrefix(strings.TrimLeft(l, " "), "- ") {
+			return false
+		}
+	}
+	return true
 }
 
 // dedent joins lines with the indentation they share removed.
