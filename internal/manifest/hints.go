@@ -155,6 +155,11 @@ func workloadHints(set *objects.Set, w drift.Workload, sameRepo func(string) boo
 // Applier names the GitOps object that applies a workload, from its
 // tracking metadata alone; "" when it carries none.
 func Applier(w drift.Workload) string {
+	if name := w.Labels[fluxHelmNameLabel]; name != "" {
+		// The HelmRelease is what changes; helm-controller upgrades the
+		// release with it, which restarts the workload.
+		return "Flux helm-controller (upgrading HelmRelease " + w.Labels[fluxHelmNamespaceLabel] + "/" + name + ")"
+	}
 	if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
 		return "Flux Kustomization " + w.Labels[fluxKustomizeNamespaceLabel] + "/" + name
 	}
