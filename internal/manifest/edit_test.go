@@ -283,6 +283,8 @@ var editCases = []editCase{
 		workloads: []drift.Workload{
 			// team-b's podinfo runs the desired proxy: only team-a's restarts.
 			helmRendered(drifted("team-a", "Deployment", "podinfo", istio125), "team-a", "podinfo"),
+			// The cache release has no post-renderers of its own.
+			helmRendered(drifted("team-b", "Deployment", "cache", istio125), "team-b", "cache"),
 		},
 	},
 	{
