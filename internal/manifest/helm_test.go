@@ -1,0 +1,105 @@
+package manifest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+func writeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	return root
+}
+
+func helmRelease(name, namespace string) string {
+	out := "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: " + name + "\n"
+	if namespace != "" {
+		out += "  namespace: " + namespace + "\n"
+	}
+	return out + "spec:\n  interval: 5m\n  chart:\n    spec:\n      chart: podinfo\n      sourceRef:\n        kind: HelmRepository\n        name: podinfo\n"
+}
+
+// TestHelmReleaseOutcomes: a Helm-rendered workload is found through its
+// HelmRelease when kedge can edit it, and keeps the status helm, or another
+// status saying why, when it cannot.
+func TestHelmReleaseOutcomes(t *testing.T) {
+	podinfo := helmRendered(drifted("shop", "Deployment", "podinfo", istio125), "shop", "podinfo")
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  drift.Manifest
+	}{
+		{
+			name:  "a plain file",
+			files: map[string]string{"apps/release.yaml": helmRelease("podinfo", "shop")},
+			want:  drift.Manifest{Status: drift.ManifestFound, Path: "apps/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease shop/podinfo"},
+		},
+		{
+			name: "the namespace set by a kustomization",
+			files: map[string]string{
+				"apps/kustomization.yaml": "namespace: shop\nresources:\n  - release.yaml\n",
+				"apps/release.yaml":       helmRelease("podinfo", ""),
+			},
+			want: drift.Manifest{Status: drift.ManifestFound, Path: "apps/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease shop/podinfo"},
+		},
+		{
+			name:  "a release of another namespace only",
+			files: map[string]string{"apps/release.yaml": helmRelease("podinfo", "other")},
+			want: drift.Manifest{Status: drift.ManifestHelm,
+				Detail: "HelmRelease shop/podinfo renders it and is not in the repository (no HelmRelease shop/podinfo in the indexed paths)"},
+		},
+		{
+			name: "two files define the release",
+			files: map[string]string{
+				"a/release.yaml": helmRelease("podinfo", "shop"),
+				"b/release.yaml": helmRelease("podinfo", "shop"),
+			},
+			want: drift.Manifest{Status: drift.ManifestAmbiguous, Detail: "HelmRelease shop/podinfo renders it; 2 definitions match HelmRelease shop/podinfo",
+				Candidates: []string{"a/release.yaml", "b/release.yaml"}},
+		},
+		{
+			name: "a base no overlay renders for this namespace alone",
+			files: map[string]string{
+				"base/kustomization.yaml":  "resources:\n  - release.yaml\n",
+				"base/release.yaml":        helmRelease("podinfo", ""),
+				"shop/kustomization.yaml":  "namespace: shop\nresources:\n  - ../base\n  - ../other\n",
+				"other/kustomization.yaml": "namePrefix: x-\nresources:\n  - ../base\n",
+				"team/kustomization.yaml":  "namespace: team\nresources:\n  - ../base\n",
+			},
+			want: drift.Manifest{Status: drift.ManifestRefused, Path: "base/release.yaml",
+				Detail: "base/release.yaml is deployed as several workloads and no overlay renders it only as HelmRelease shop/podinfo"},
+		},
+		{
+			name:  "a file kedge cannot edit",
+			files: map[string]string{"apps/release.yaml": helmRelease("podinfo", "shop") + "  postRenderers: [{kustomize: {images: []}}]\n"},
+			want: drift.Manifest{Status: drift.ManifestRefused, Path: "apps/release.yaml",
+				Detail: "apps/release.yaml: spec.postRenderers is not a block list (line 14)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ix, err := BuildIndex(writeTree(t, tt.files), IndexOptions{})
+			require.NoError(t, err)
+			plan := &drift.Plan{Workloads: []drift.Workload{podinfo}}
+			plan, _ = locateAndEdit(ix, plan, HintsFor(&objects.Set{}), Annotations{})
+			assert.Equal(t, tt.want, plan.Workloads[0].Manifest)
+		})
+	}
+}
+
+func TestApplierOfHelmRenderedWorkloads(t *testing.T) {
+	w := helmRendered(drifted("shop", "Deployment", "podinfo", istio125), "flux-system", "podinfo")
+	assert.Equal(t, "Flux helm-controller (upgrading HelmRelease flux-system/podinfo)", Applier(w))
+}
