@@ -5,61 +5,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/mesh/meshtest"
-	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/testing/helmcluster"
 )
-
-const (
-	oldProxy = "docker.io/istio/proxyv2:1.24.0"
-	newProxy = "docker.io/istio/proxyv2:1.25.0"
-)
-
-// helmCluster is a cluster whose namespace ns moved to revision 1-25-0 while the
-// Deployment podinfo in namespace ns, installed by the Flux HelmRelease
-// release (in namespace releaseNS), still runs the 1.24 proxy.
-func helmCluster(ns, releaseNS, release string) *objects.Set {
-	set := &objects.Set{}
-	meshtest.Merge(meshtest.IstiodRevision("1-24-0", oldProxy), meshtest.IstiodRevision("1-25-0", newProxy)).AddTo(set)
-	set.Namespaces = append(set.Namespaces, meshtest.Namespace(ns, map[string]string{"istio.io/rev": "1-25-0"}))
-	labels := map[string]string{
-		"app.kubernetes.io/name":           "podinfo",
-		"app.kubernetes.io/managed-by":     "Helm",
-		"helm.toolkit.fluxcd.io/name":      release,
-		"helm.toolkit.fluxcd.io/namespace": releaseNS,
-	}
-	template := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": "podinfo"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "podinfo", Image: "ghcr.io/stefanprodan/podinfo:6.7.0"}}},
-	}
-	set.Deployments = append(set.Deployments, appsv1.Deployment{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: ns, UID: "deploy-uid", Labels: labels,
-			Annotations: map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns}},
-		Spec: appsv1.DeploymentSpec{Template: template},
-	})
-	set.ReplicaSets = append(set.ReplicaSets, appsv1.ReplicaSet{
-		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
-		ObjectMeta: metav1.ObjectMeta{Name: "podinfo-7d9f", Namespace: ns, UID: "rs-uid",
-			OwnerReferences: []metav1.OwnerReference{meshtest.ControllerRef("apps/v1", "Deployment", "podinfo", "deploy-uid")}},
-		Spec: appsv1.ReplicaSetSpec{Template: template},
-	})
-	pod := corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "podinfo-7d9f-x1", Namespace: ns, Labels: template.Labels,
-			OwnerReferences: []metav1.OwnerReference{meshtest.ControllerRef("apps/v1", "ReplicaSet", "podinfo-7d9f", "rs-uid")}},
-		Spec:   *template.Spec.DeepCopy(),
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-	meshtest.InjectPod(&pod, "1-24-0", oldProxy)
-	set.Pods = append(set.Pods, pod)
-	return set
-}
 
 // TestBuildRestartsHelmReleases: a workload rendered by a Flux HelmRelease
 // is found through the release's file and restarted by a post-renderer
@@ -97,11 +47,12 @@ func TestBuildRestartsHelmReleases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := plan.Build(helmCluster(tt.ns, tt.releaseNS, "podinfo"), plan.Options{RepoRoot: "../../testdata/manifest/" + tt.repo + "/repo"})
+			set := helmcluster.New(helmcluster.Release{Namespace: tt.ns, ReleaseNamespace: tt.releaseNS, ReleaseName: "podinfo", Deployment: "podinfo"})
+			res, err := plan.Build(set, plan.Options{RepoRoot: "../../testdata/manifest/" + tt.repo + "/repo"})
 			require.NoError(t, err)
 			require.Len(t, res.Plan.Workloads, 1)
 			w := res.Plan.Workloads[0]
-			assert.Equal(t, drift.Desired{Revision: "1-25-0", Image: newProxy}, w.Desired)
+			assert.Equal(t, drift.Desired{Revision: "1-25-0", Image: helmcluster.NewProxy}, w.Desired)
 			assert.Equal(t, tt.want, w.Manifest)
 			var files []string
 			for _, e := range res.Edits.Namespaces[tt.ns] {
