@@ -40,7 +40,15 @@ func (c Check) compareRelease(where string, before, after *unstructured.Unstruct
 	problem := func(format string, args ...any) {
 		res.Problems = append(res.Problems, where+": "+fmt.Sprintf(format, args...))
 	}
+	if !reflect.DeepEqual(withoutSpec(before, "postRenderers"), withoutSpec(after, "postRenderers")) {
+		problem("%s changed beyond its post-renderers", name(after))
+		return
+	}
 	b, err := installed(c.Before, before)
+	if errors.Is(err, errChartElsewhere) {
+		c.comparePostRenderers(where, before, after, deployed, res)
+		return
+	}
 	if err != nil {
 		problem("%s: rendering before the patch: %v", name(before), err)
 		return
@@ -50,11 +58,110 @@ func (c Check) compareRelease(where string, before, after *unstructured.Unstruct
 		problem("%s: rendering after the patch: %v", name(after), err)
 		return
 	}
-	if !reflect.DeepEqual(withoutSpec(before, "postRenderers"), withoutSpec(after, "postRenderers")) {
-		problem("%s changed beyond its post-renderers", name(after))
+	c.compare(where+" ("+name(after)+")", b, a, deployed, res)
+}
+
+// errChartElsewhere: the chart is not in the checkout (a HelmRepository,
+// an OCI repository), and these checks never reach the network.
+var errChartElsewhere = errors.New("the chart is not in the repository")
+
+// comparePostRenderers judges a release whose chart cannot be rendered
+// here by its post-renderers alone: the list after is the list before with
+// one entry added or one restart entry replaced, and that entry only sets
+// the annotations of intended restarts on the pod templates of the
+// workloads it targets, by kind and name, in the release's namespace.
+func (c Check) comparePostRenderers(where string, before, after *unstructured.Unstructured, deployed bool, res *Result) {
+	problem := func(format string, args ...any) {
+		res.Problems = append(res.Problems, where+": "+name(after)+": "+fmt.Sprintf(format, args...))
+	}
+	b, _, _ := unstructured.NestedSlice(before.Object, "spec", "postRenderers")
+	a, _, _ := unstructured.NestedSlice(after.Object, "spec", "postRenderers")
+	changed := -1
+	switch {
+	case len(a) == len(b)+1 && (len(b) == 0 || reflect.DeepEqual(a[:len(b)], b)):
+		changed = len(b)
+	case len(a) == len(b):
+		for i := range a {
+			if reflect.DeepEqual(a[i], b[i]) {
+				continue
+			}
+			if changed >= 0 || c.restartsOf(b[i], after) == nil {
+				problem("post-renderers changed beyond one restart entry")
+				return
+			}
+			changed = i
+		}
+	}
+	if changed < 0 {
+		problem("post-renderers changed beyond one restart entry")
 		return
 	}
-	c.compare(where+" ("+name(after)+")", b, a, deployed, res)
+	restarts := c.restartsOf(a[changed], after)
+	if restarts == nil {
+		problem("post-renderer %d does more than set intended restart annotations", changed)
+		return
+	}
+	if deployed {
+		for _, r := range restarts {
+			res.Restarted[r.String()] = true
+		}
+	}
+}
+
+// restartsOf returns the intended restarts a post-renderer entry carries,
+// or nil when it does anything else: images, a patch that is not a
+// strategic merge of pod template annotations, or annotations no intended
+// restart of the release's namespace has.
+func (c Check) restartsOf(entry any, release *unstructured.Unstructured) []Restart {
+	namespace := release.GetNamespace()
+	if t, _, _ := unstructured.NestedString(release.Object, "spec", "targetNamespace"); t != "" {
+		namespace = t
+	}
+	m, _ := entry.(map[string]any)
+	k, _ := m["kustomize"].(map[string]any)
+	patches, _ := k["patches"].([]any)
+	if len(m) != 1 || len(k) != 1 || len(patches) == 0 {
+		return nil
+	}
+	var out []Restart
+	for _, p := range patches {
+		pm, _ := p.(map[string]any)
+		target, _ := pm["target"].(map[string]any)
+		text, _ := pm["patch"].(string)
+		var body map[string]any
+		if yaml.Unmarshal([]byte(text), &body) != nil {
+			return nil
+		}
+		r := c.restartFor(namespace, target, body)
+		if r == nil {
+			return nil
+		}
+		out = append(out, *r)
+	}
+	return out
+}
+
+// restartFor finds the intended restart a patch of target is: its body
+// names the target and sets exactly that restart's annotations.
+func (c Check) restartFor(namespace string, target, body map[string]any) *Restart {
+	kind, _ := target["kind"].(string)
+	name, _ := target["name"].(string)
+	for k := range target {
+		if k != "kind" && k != "name" && k != "group" && k != "version" {
+			return nil
+		}
+	}
+	for i, r := range c.Restarts {
+		if r.Kind != kind || r.Name != name || r.Namespace != namespace {
+			continue
+		}
+		want := map[string]any{"apiVersion": body["apiVersion"], "kind": kind, "metadata": map[string]any{"name": name}}
+		restarted := restarted(&unstructured.Unstructured{Object: want}, &r)
+		if reflect.DeepEqual(restarted, body) {
+			return &c.Restarts[i]
+		}
+	}
+	return nil
 }
 
 // withoutSpec is a release's body without one spec field.
@@ -71,7 +178,7 @@ func installed(repo string, hr *unstructured.Unstructured) ([]*unstructured.Unst
 	chartPath, _, _ := unstructured.NestedString(hr.Object, "spec", "chart", "spec", "chart")
 	sourceKind, _, _ := unstructured.NestedString(hr.Object, "spec", "chart", "spec", "sourceRef", "kind")
 	if sourceKind != "GitRepository" || chartPath == "" {
-		return nil, fmt.Errorf("only charts from the repository itself are rendered, not %s %q", sourceKind, chartPath)
+		return nil, fmt.Errorf("%w: %s %q", errChartElsewhere, sourceKind, chartPath)
 	}
 	chrt, err := loader.Load(filepath.Join(repo, filepath.FromSlash(path.Clean(strings.TrimPrefix(chartPath, "./")))))
 	if err != nil {

@@ -94,3 +94,52 @@ func TestPatchLineViolationsOfHelmReleases(t *testing.T) {
 	assert.NotEmpty(t, PatchLineViolations(diff("overlays/a/kustomization.yaml", "+  - path: kedge-helm-shop.yaml", "+    target:",
 		"+      kind: Deployment", "+      name: shop"), helm))
 }
+
+// TestCompareReposJudgesPostRenderersOfChartsElsewhere: a chart from a
+// HelmRepository is not fetched; the release's change is then judged by its
+// post-renderers alone.
+func TestCompareReposJudgesPostRenderersOfChartsElsewhere(t *testing.T) {
+	release := "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: shop\n  namespace: shop\nspec:\n" +
+		"  chart:\n    spec:\n      chart: app\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n"
+	entry := func(name, extra string) string {
+		return "    - kustomize:\n        patches:\n          - target:\n              kind: Deployment\n              name: " + name + "\n" +
+			"            patch: |\n              apiVersion: apps/v1\n              kind: Deployment\n              metadata:\n                name: " + name + "\n" +
+			"              spec:\n" + extra + "                template:\n                  metadata:\n                    annotations:\n" +
+			"                      kedge.io/restartedAt: abc\n"
+	}
+	images := "    - kustomize:\n        images:\n          - name: web\n            newTag: \"2\"\n"
+	restart := Restart{Namespace: "shop", Kind: "Deployment", Name: "web", Annotations: map[string]string{"kedge.io/restartedAt": "abc"}}
+	tests := []struct {
+		name, before, after string
+		want                []string
+		restarted           bool
+	}{
+		{name: "entry added to a release without post-renderers", before: release, after: release + "  postRenderers:\n" + entry("web", ""), restarted: true},
+		{name: "entry added after the team's", before: release + "  postRenderers:\n" + images, after: release + "  postRenderers:\n" + images + entry("web", ""), restarted: true},
+		{
+			name: "the team's entry replaced", before: release + "  postRenderers:\n" + images, after: release + "  postRenderers:\n" + entry("web", ""),
+			want: []string{"apps/release.yaml: HelmRelease shop/shop: post-renderers changed beyond one restart entry"},
+		},
+		{
+			name: "a patch doing more", before: release, after: release + "  postRenderers:\n" + entry("web", "                replicas: 3\n"),
+			want: []string{"apps/release.yaml: HelmRelease shop/shop: post-renderer 0 does more than set intended restart annotations"},
+		},
+		{
+			name: "a workload not restarted", before: release, after: release + "  postRenderers:\n" + entry("api", ""),
+			want: []string{"apps/release.yaml: HelmRelease shop/shop: post-renderer 0 does more than set intended restart annotations"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, after := t.TempDir(), t.TempDir()
+			for repo, content := range map[string]string{before: tt.before, after: tt.after} {
+				require.NoError(t, os.MkdirAll(filepath.Join(repo, "apps"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(repo, "apps", "release.yaml"), []byte(content), 0o644))
+			}
+			res, err := CompareRepos(Check{Before: before, After: after, Changed: []string{"apps/release.yaml"}, Restarts: []Restart{restart}})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Problems)
+			assert.Equal(t, tt.restarted, res.Restarted[restart.String()])
+		})
+	}
+}
