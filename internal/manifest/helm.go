@@ -72,7 +72,7 @@ type releaseLocation struct {
 func (ix *Index) locateRelease(w drift.Workload, hints Hints) Location {
 	ref := *hints.Release
 	rw := drift.Workload{Namespace: ref.Namespace, Kind: "HelmRelease", Name: ref.Name, APIVersion: helmReleaseGroup + "/v2"}
-	found := ix.locate(rw, Hints{Applied: hints.Applied, appliedByPath: hints.appliedByPath})
+	found := ix.locate(rw, Hints{Paths: hints.Paths, Applied: hints.Applied, appliedByPath: hints.appliedByPath})
 	switch found.Manifest.Status {
 	case drift.ManifestFound:
 	case drift.ManifestAmbiguous:

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
@@ -84,11 +85,34 @@ func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 			return Hints{}
 		}
 		h := workloadHints(set, w, sameRepo)
+		if h.Release != nil {
+			h = releaseHints(set, h, applied)
+		}
 		if (h.Helm == "" || h.Release != nil) && h.OtherRepo == "" {
 			h.Applied, h.appliedByPath = applied, byPath
 		}
 		return h
 	}
+}
+
+// releaseHints narrows the search for a workload's HelmRelease to what the
+// cluster's GitOps objects apply from the indexed repository: a HelmRelease
+// of the same name elsewhere in it may be another cluster's. A cluster
+// without GitOps objects tells nothing, and the whole repository is
+// searched.
+func releaseHints(set *objects.Set, h Hints, applied []Applied) Hints {
+	if len(set.Kustomizations) == 0 && len(set.Applications) == 0 {
+		return h
+	}
+	for _, a := range applied {
+		if !slices.Contains(h.Paths, a.Path) {
+			h.Paths = append(h.Paths, a.Path)
+		}
+	}
+	if len(h.Paths) == 0 {
+		return Hints{Helm: h.Release.String() + " renders it; the cluster's Flux and Argo CD objects apply nothing from this repository"}
+	}
+	return h
 }
 
 // appliedPaths lists what the cluster's Flux Kustomizations and Argo CD

@@ -307,8 +307,9 @@ func TestHintsFor(t *testing.T) {
 			w: w(map[string]string{
 				"helm.toolkit.fluxcd.io/name": "cart", "helm.toolkit.fluxcd.io/namespace": "shop",
 			}, nil),
-			// The release's file is searched for anywhere the cluster applies.
-			want: Hints{Helm: "HelmRelease shop/cart", Release: &ReleaseRef{Namespace: "shop", Name: "cart"}},
+			// The release's file is searched for where the cluster applies this repository.
+			want: Hints{Helm: "HelmRelease shop/cart", Release: &ReleaseRef{Namespace: "shop", Name: "cart"},
+				Paths: []string{"clusters/prod/shop", "apps/guestbook", "apps/multi/one", "apps/multi/two"}},
 		},
 		{
 			name: "Argo CD tracking id",
@@ -367,6 +368,12 @@ func TestHintsFor(t *testing.T) {
 		assert.Len(t, got.Applied, 5)
 		got.Applied, got.appliedByPath = nil, nil
 		assert.Equal(t, Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor"}, got)
+	})
+	t.Run("a Helm release where the cluster applies nothing from this repository", func(t *testing.T) {
+		got := HintsFor(set, "https://github.com/someone/else")(w(map[string]string{
+			"helm.toolkit.fluxcd.io/name": "cart", "helm.toolkit.fluxcd.io/namespace": "shop",
+		}, nil))
+		assert.Equal(t, Hints{Helm: "HelmRelease shop/cart renders it; the cluster's Flux and Argo CD objects apply nothing from this repository"}, got)
 	})
 	t.Run("no cluster objects", func(t *testing.T) {
 		assert.Equal(t, Hints{}, HintsFor(nil)(w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil)))
