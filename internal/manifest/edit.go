@@ -340,15 +340,15 @@ func (ix *Index) patchOverridden(items []planned, overridden map[WorkloadID]bool
 // applyFile computes one pending file's change, plus the kustomization
 // change an overlay patch needs. A refusal leaves every file of it untouched.
 func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
-	if len(f.releases) > 0 {
-		return ix.applyRelease(f)
+	if f.patchRoot != "" && len(f.releases) > 0 {
+		return ix.applyReleasePatch(f)
 	}
 	if f.patchRoot != "" {
 		return ix.applyPatchFile(f)
 	}
 	before, err := ix.readInside(f.path)
 	if err != nil {
-		return nil, refusalFor(f.path, f.inPlace, err)
+		return nil, f.refusal(err)
 	}
 	after := before
 	var ids []WorkloadID
@@ -357,11 +357,18 @@ func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 		ids = append(ids, e.id)
 		out, changed, err := yamledit.SetPodTemplateAnnotations(after, e.target, e.set)
 		if err != nil {
-			return nil, refusalFor(f.path, f.inPlace, err)
+			return nil, f.refusal(err)
 		}
 		if changed {
 			after = out
 		}
+	}
+	after, err = setReleaseRestarts(after, f.releases)
+	if err != nil {
+		return nil, f.refusal(err)
+	}
+	for _, r := range f.releases {
+		ids = append(ids, r.id)
 	}
 	if bytes.Equal(before, after) {
 		return nil, nil
@@ -380,6 +387,15 @@ func (ix *Index) readInside(rel string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", rel, errOutsideRepo)
 	}
 	return readRegular(resolved)
+}
+
+// refusal is the file's refusal, naming every workload its edits restart.
+func (f *pendingFile) refusal(err error) *Refusal {
+	r := refusalFor(f.path, f.inPlace, err)
+	for _, rel := range f.releases {
+		r.Workloads = append(r.Workloads, rel.id)
+	}
+	return r
 }
 
 func refusalFor(p string, edits []podTemplateEdit, err error) *Refusal {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"sort"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/yamledit"
@@ -145,10 +146,35 @@ func releasePatchFile(root *Root, release string) string {
 const releasePatchHeader = "# A post-renderer by which kedge restarts workloads of this Helm release in this overlay,\n" +
 	"# written here because the file that defines the release is shared.\n"
 
-// applyRelease writes the restarts of one HelmRelease: kedge's entry in
-// its file, or kedge's patch file in the overlay with the kustomization
-// listing it.
-func (ix *Index) applyRelease(f *pendingFile) ([]FileEdit, *Refusal) {
+// setReleaseRestarts writes kedge's post-renderer entry into each
+// HelmRelease of a file that restarts workloads, in document order.
+func setReleaseRestarts(data []byte, restarts []releaseRestart) ([]byte, error) {
+	bySource := map[Source][]yamledit.RestartPatch{}
+	var sources []Source
+	for _, r := range restarts {
+		src := r.loc.Source
+		if _, ok := bySource[src]; !ok {
+			sources = append(sources, src)
+		}
+		bySource[src] = append(bySource[src], r.patch)
+	}
+	sort.Slice(sources, func(i, j int) bool { return sources[i].Document < sources[j].Document })
+	for _, src := range sources {
+		t := yamledit.Target{Kind: src.Kind, Name: src.Name, Namespace: src.Namespace, Document: src.Document}
+		out, changed, err := yamledit.SetReleaseRestarts(data, t, bySource[src])
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			data = out
+		}
+	}
+	return data, nil
+}
+
+// applyReleasePatch writes kedge's patch file of one HelmRelease in an
+// overlay, and the overlay's kustomization entry listing it.
+func (ix *Index) applyReleasePatch(f *pendingFile) ([]FileEdit, *Refusal) {
 	var patches []yamledit.RestartPatch
 	var ids []WorkloadID
 	for _, r := range f.releases {
@@ -156,30 +182,11 @@ func (ix *Index) applyRelease(f *pendingFile) ([]FileEdit, *Refusal) {
 		ids = append(ids, r.id)
 	}
 	fail := func(p string, err error) ([]FileEdit, *Refusal) {
-		r := &Refusal{Path: p, Reason: err.Error(), Workloads: ids}
-		var refused *yamledit.RefusedError
-		if errors.As(err, &refused) {
-			r.Reason = refused.Reason
-		}
+		r := f.refusal(err)
+		r.Path = p
 		return nil, r
 	}
 	first := f.releases[0].loc
-	if f.patchRoot == "" {
-		before, err := ix.readInside(f.path)
-		if err != nil {
-			return fail(f.path, err)
-		}
-		src := first.Source
-		after, changed, err := yamledit.SetReleaseRestarts(before, yamledit.Target{Kind: src.Kind, Name: src.Name, Namespace: src.Namespace, Document: src.Document}, patches)
-		if err != nil {
-			return fail(f.path, err)
-		}
-		if !changed {
-			return nil, nil
-		}
-		return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil
-	}
-
 	root := ix.roots[f.patchRoot]
 	before, err := ix.readInside(f.path)
 	created := errors.Is(err, os.ErrNotExist)

@@ -3,6 +3,7 @@ package manifest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -102,4 +103,29 @@ func TestHelmReleaseOutcomes(t *testing.T) {
 func TestApplierOfHelmRenderedWorkloads(t *testing.T) {
 	w := helmRendered(drifted("shop", "Deployment", "podinfo", istio125), "flux-system", "podinfo")
 	assert.Equal(t, "Flux helm-controller (upgrading HelmRelease flux-system/podinfo)", Applier(w))
+}
+
+// TestOneFileOfSeveralReleases: a file holding two HelmReleases and a
+// Deployment gets every restart in one edit, each release its own entry.
+func TestOneFileOfSeveralReleases(t *testing.T) {
+	web := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  template:\n    spec:\n      containers: []\n"
+	repo := writeTree(t, map[string]string{"apps/shop.yaml": helmRelease("a", "shop") + "---\n" + web + "---\n" + helmRelease("b", "shop")})
+	ix, err := BuildIndex(repo, IndexOptions{})
+	require.NoError(t, err)
+	plan := &drift.Plan{Workloads: []drift.Workload{
+		helmRendered(drifted("shop", "Deployment", "a", istio125), "shop", "a"),
+		helmRendered(drifted("shop", "StatefulSet", "b-db", istio125), "shop", "b"),
+		drifted("shop", "Deployment", "web", istio125),
+	}}
+	plan, set := locateAndEdit(ix, plan, HintsFor(&objects.Set{}), Annotations{})
+	for _, w := range plan.Workloads {
+		assert.Equal(t, drift.ManifestFound, w.Manifest.Status, "%s: %s", w.Name, w.Manifest.Detail)
+	}
+	require.Len(t, set.Namespaces["shop"], 1)
+	edit := set.Namespaces["shop"][0]
+	assert.Len(t, edit.Workloads, 3)
+	after := string(edit.After)
+	assert.Contains(t, after, "              kind: StatefulSet\n              name: b-db\n")
+	assert.Contains(t, after, "      kedge.io/restart-target: \"1-25-0@docker.io/istio/proxyv2:1.25.0\"\n")
+	assert.Equal(t, 2, strings.Count(after, "  postRenderers:\n"), "one entry per release")
 }
