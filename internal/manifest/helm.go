@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"reflect"
@@ -257,13 +258,22 @@ func releaseIntents(items []releaseRestart) []intent {
 // aside, is the render before, and whose kedge entry carries the intended
 // annotations for every intended workload.
 func compareRelease(beforeBody, afterBody map[string]any, in intent, id WorkloadID) error {
-	spec, _ := afterBody["spec"].(map[string]any)
-	got := yamledit.ReleaseRestarts(spec["postRenderers"])
+	restartsOf := func(body map[string]any) map[string]map[string]string {
+		spec, _ := body["spec"].(map[string]any)
+		return yamledit.ReleaseRestarts(spec["postRenderers"])
+	}
+	had, got := restartsOf(beforeBody), restartsOf(afterBody)
 	for key, want := range in.release {
 		for k, v := range want {
 			if got[key][k] != v {
 				return fmt.Errorf("%s: post-renderer patch of %s sets %s to %q, want %q", id, key, k, got[key][k], v)
 			}
+		}
+	}
+	// The patches of workloads restarted before stay as they were.
+	for key, ann := range got {
+		if _, intended := in.release[key]; !intended && !maps.Equal(ann, had[key]) {
+			return fmt.Errorf("%s: post-renderer patch of %s changes, which restarts it", id, key)
 		}
 	}
 	if !jsonEqual(withoutRestartEntry(beforeBody), withoutRestartEntry(afterBody)) {
