@@ -1,6 +1,7 @@
 package yamledit
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -183,4 +184,52 @@ func TestAddKustomizationTargetPatch(t *testing.T) {
 
 	_, _, err = AddKustomizationTargetPatch([]byte("resources: []\n"), "p.yaml", PatchTarget{Kind: "HelmRelease", Name: "Bad Name"})
 	assert.Error(t, err)
+}
+
+// FuzzSetReleaseRestarts: the edit never panics, and either refuses without output or returns a file whose
+// HelmRelease carries the restart in kedge's entry, that only inserts lines when the release had no entry of
+// kedge's before, keeps the byte order mark, and is left alone by a rerun.
+func FuzzSetReleaseRestarts(f *testing.F) {
+	seeds := []string{
+		releaseHead,
+		"# the release\n" + releaseHead + "  values:\n    a: 1 # one\n\n---\nkind: ConfigMap\n",
+		releaseHead + "  postRenderers:\n  # images first\n  - kustomize:\n      images:\n      - name: x\n        newTag: \"2\"\n  upgrade: {}\n",
+		releaseHead + "  postRenderers:\n" + kedgeEntry(4, "podinfo", "old") + "    # the team's\n    - kustomize:\n        images: []\n",
+		strings.ReplaceAll(releaseHead, "\n", "\r\n"),
+		releaseHead + "  postRenderers: []\n",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s), "podinfo", "Deployment", "web", "abc")
+	}
+	f.Fuzz(func(t *testing.T, src []byte, release, kind, name, value string) {
+		target := Target{Kind: "HelmRelease", Name: release, Document: AnyDocument}
+		patches := []RestartPatch{{APIVersion: "apps/v1", Kind: kind, Name: name, Annotations: map[string]string{"kedge.io/restartedAt": value}}}
+		out, changed, err := SetReleaseRestarts(src, target, patches)
+		if err != nil {
+			requireRefusal(t, out, changed, err)
+			return
+		}
+		s, err := load(out)
+		require.NoError(t, err)
+		obj, err := s.locate(target)
+		require.NoError(t, err)
+		var spec struct {
+			PostRenderers any `yaml:"postRenderers"`
+		}
+		require.NoError(t, lookupValue(obj.node, "spec").Decode(&spec))
+		require.Equal(t, value, ReleaseRestarts(spec.PostRenderers)[kind+"/"+name]["kedge.io/restartedAt"])
+		if !changed {
+			require.Equal(t, src, out)
+			return
+		}
+		require.Equal(t, bytes.HasPrefix(src, utf8BOM), bytes.HasPrefix(out, utf8BOM))
+		if !bytes.Contains(src, []byte(RestartMarker)) {
+			rewritten, _ := changedRegion(src, out)
+			require.Zero(t, rewritten, "an existing line rewritten:\n%s\n----\n%s", src, out)
+		}
+		again, changedAgain, err := SetReleaseRestarts(out, target, patches)
+		require.NoError(t, err)
+		require.False(t, changedAgain)
+		require.Equal(t, out, again)
+	})
 }
