@@ -8,6 +8,7 @@ import (
 	"path"
 	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/yamledit"
@@ -142,6 +143,26 @@ func releasePatchFile(root *Root, release string) string {
 		ext = ".yml"
 	}
 	return "kedge-helm-" + release + ext
+}
+
+// listedReleasePatches returns "HelmRelease/<name>" for every release
+// patch file of kedge's the kustomization lists: that overlay must stay the
+// place of the release's restarts, or its older entry, applied after an
+// edit elsewhere, would undo them.
+func listedReleasePatches(kf *kustomizationFile) map[string]bool {
+	var out map[string]bool
+	for _, f := range kf.files {
+		base := path.Base(f)
+		for _, ext := range []string{".yaml", ".yml"} {
+			if name, ok := strings.CutPrefix(strings.TrimSuffix(base, ext), "kedge-helm-"); ok && strings.HasSuffix(base, ext) && path.Dir(path.Clean(f)) == "." {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out["HelmRelease/"+name] = true
+			}
+		}
+	}
+	return out
 }
 
 const releasePatchHeader = "# A post-renderer by which kedge restarts workloads of this Helm release in this overlay,\n" +

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
 func writeTree(t *testing.T, files map[string]string) string {
@@ -180,4 +181,40 @@ func TestCompareRelease(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
 	}
+}
+
+// TestReleasePatchedInAnOverlayStaysThere: a release kedge restarted from
+// an overlay is restarted there again, even when its base is no longer
+// shared: its older entry, applied after one in the base, would undo it.
+func TestReleasePatchedInAnOverlayStaysThere(t *testing.T) {
+	old, err := yamledit.ReleasePatchFile{AddPath: yamledit.CreatePostRenderers}.Render(releasePatchHeader, []yamledit.RestartPatch{{
+		APIVersion: "apps/v1", Kind: "Deployment", Name: "podinfo", Annotations: map[string]string{"kedge.io/restart-target": "1-24-0", "kedge.io/restartedAt": "0123"},
+	}})
+	require.NoError(t, err)
+	repo := writeTree(t, map[string]string{
+		"base/kustomization.yaml":      "resources:\n  - release.yaml\n",
+		"base/release.yaml":            helmRelease("podinfo", ""),
+		"shop/kustomization.yaml":      "namespace: shop\nresources:\n  - ../base\npatches:\n  - path: kedge-helm-podinfo.yaml\n    target:\n      kind: HelmRelease\n      name: podinfo\n",
+		"shop/kedge-helm-podinfo.yaml": string(old),
+	})
+	ix, err := BuildIndex(repo, IndexOptions{})
+	require.NoError(t, err)
+	plan := &drift.Plan{Workloads: []drift.Workload{helmRendered(drifted("shop", "Deployment", "podinfo", istio125), "shop", "podinfo")}}
+	plan, set := locateAndEdit(ix, plan, HintsFor(&objects.Set{}), Annotations{})
+	assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: "base/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease shop/podinfo"}, plan.Workloads[0].Manifest)
+	require.Len(t, set.Namespaces["shop"], 1)
+	edit := set.Namespaces["shop"][0]
+	assert.Equal(t, "shop/kedge-helm-podinfo.yaml", edit.Path)
+	assert.Contains(t, string(edit.After), "path: /spec/postRenderers\n", "the file keeps creating the list")
+	assert.Contains(t, string(edit.After), `kedge.io/restart-target: "1-25-0@docker.io/istio/proxyv2:1.25.0"`)
+}
+
+func TestLaterRestartEntriesWin(t *testing.T) {
+	entry := func(value string) any {
+		return map[string]any{"kustomize": map[string]any{"patches": []any{map[string]any{
+			"target": map[string]any{"kind": "Deployment", "name": "web"},
+			"patch":  "# kedge: restart\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    metadata:\n      annotations:\n        a: " + value + "\n",
+		}}}}
+	}
+	assert.Equal(t, map[string]map[string]string{"Deployment/web": {"a": "2"}}, yamledit.ReleaseRestarts([]any{entry("1"), entry("2")}))
 }

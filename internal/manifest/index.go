@@ -717,19 +717,22 @@ func restartPatchFile(kustomization string) string {
 }
 
 func readRestartPatch(kf *kustomizationFile) map[string]bool {
+	out := listedReleasePatches(kf)
 	name := restartPatchFile(kf.name)
 	if !slices.Contains(kf.files, name) {
-		return nil
+		return out
 	}
 	data, err := readRegular(filepath.Join(kf.dir, name))
 	if err != nil {
-		return nil
+		return out
 	}
 	docs, err := parseDocuments(data)
 	if err != nil {
-		return nil
+		return out
 	}
-	out := map[string]bool{}
+	if out == nil {
+		out = map[string]bool{}
+	}
 	for _, d := range docs {
 		if d.Kind != "" {
 			out[d.Kind+"/"+d.Name] = true

@@ -29,20 +29,25 @@ type RestartPatch struct {
 // Key names the workload the patch targets.
 func (p RestartPatch) Key() string { return p.Kind + "/" + p.Name }
 
-// ReleaseRestarts reads kedge's entry from a HelmRelease's spec.postRenderers as decoded from JSON or YAML:
-// the pod template annotations it sets, by the Key of each workload. Nil when there is no such entry.
+// ReleaseRestarts reads kedge's entries from a HelmRelease's spec.postRenderers as decoded from JSON or YAML:
+// the pod template annotations they set, by the Key of each workload. Nil when there is no such entry. A
+// render may hold more than one (an overlay's patch adding one to a release that has its own): post-renderers
+// run in order, so a later entry's value is the one the workload gets.
 func ReleaseRestarts(postRenderers any) map[string]map[string]string {
 	items, _ := postRenderers.([]any)
+	var out map[string]map[string]string
 	for _, item := range items {
-		if patches := restartPatchesOf(item); patches != nil {
-			out := make(map[string]map[string]string, len(patches))
-			for _, p := range patches {
-				out[p.Key()] = p.Annotations
+		for _, p := range restartPatchesOf(item) {
+			if out == nil {
+				out = map[string]map[string]string{}
 			}
-			return out
+			if out[p.Key()] == nil {
+				out[p.Key()] = map[string]string{}
+			}
+			maps.Copy(out[p.Key()], p.Annotations)
 		}
 	}
-	return nil
+	return out
 }
 
 // IsRestartEntry tells whether a post-renderer entry, decoded from JSON or YAML, is kedge's.
