@@ -20,6 +20,7 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
+	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
 // repoCase is testdata/bad/repo/<case>/case.yaml: files/ is laid over a
@@ -179,6 +180,8 @@ func TestBadRepositoryInput(t *testing.T) {
 				assert.Empty(t, editcheck.PatchLineViolations(manifest.UnifiedDiff(res.Edits), editcheck.Rules{
 					AnnotationKeys: []string{cfg.Restart.Annotation, cfg.Restart.TargetAnnotation},
 					PatchFiles:     []string{"kedge-restart-patch.yaml", "kedge-restart-patch.yml"},
+					// The demo's HelmRelease gets kedge's post-renderer entry.
+					PostRendererMarker: yamledit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
 				}))
 			}
 			assertRendersSame(t, repo, set.Kustomizations, res, cfg)

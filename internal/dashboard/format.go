@@ -139,9 +139,10 @@ var manifestMeaning = map[string]string{
 }
 
 var editMeaning = map[string]string{
-	drift.EditInPlace:       "annotation in place",
-	drift.EditOverlayPatch:  "patch in the namespace's overlay",
-	drift.EditAlreadyBumped: "already bumped, waiting for the rollout",
+	drift.EditInPlace:          "annotation in place",
+	drift.EditOverlayPatch:     "patch in the namespace's overlay",
+	drift.EditAlreadyBumped:    "already bumped, waiting for the rollout",
+	drift.EditHelmPostRenderer: "post-renderer patch in its HelmRelease; helm-controller upgrades the release",
 }
 
 var fateMeaning = map[Fate]string{

@@ -72,5 +72,6 @@ func TestMeaningShowsUnknownCodes(t *testing.T) {
 	assert.Equal(t, "opted out by annotation", meaning(drift.SkipOptedOut))
 	assert.Equal(t, "several files could define it", meaning(drift.ManifestAmbiguous))
 	assert.Equal(t, "patch in the namespace's overlay", meaning(drift.EditOverlayPatch))
+	assert.Equal(t, "post-renderer patch in its HelmRelease; helm-controller upgrades the release", meaning(drift.EditHelmPostRenderer))
 	assert.Equal(t, "brand-new", meaning(drift.Reason("brand-new")))
 }

@@ -43,6 +43,10 @@ const (
 	EditInPlace       = "in-place"
 	EditOverlayPatch  = "overlay-patch"
 	EditAlreadyBumped = "already-bumped"
+	// EditHelmPostRenderer is a kustomize patch in a Flux HelmRelease's
+	// spec.postRenderers (or an overlay's patch adding it there), which
+	// helm-controller applies to what the chart renders.
+	EditHelmPostRenderer = "helm-post-renderer"
 )
 
 // Plan is what kedge would do for one cluster. Its JSON form is a contract.

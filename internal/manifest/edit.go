@@ -131,6 +131,8 @@ type pendingFile struct {
 	// flux are the patches that go in the Flux Kustomizations of this
 	// file.
 	flux []fluxEdit
+	// releases are restarts through one HelmRelease's post-renderer.
+	releases []releaseRestart
 }
 
 // planned is one workload's restart, before it is written.
@@ -172,14 +174,18 @@ func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotatio
 			outcomes[id] = withEdit(loc.Manifest, drift.EditAlreadyBumped)
 			continue
 		}
-		if loc.Manifest.Edit == drift.EditOverlayPatch && loc.Root == "" && loc.flux == nil {
+		if (loc.Manifest.Edit == drift.EditOverlayPatch || loc.release != nil && loc.release.overlay) && loc.Root == "" && loc.flux == nil {
 			set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
 			continue
+		}
+		apiVersion := loc.Source.APIVersion
+		if loc.release != nil {
+			apiVersion = workloadAPIVersion(w)
 		}
 		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], planned{loc: loc, edit: podTemplateEdit{
 			set:        map[string]string{ann.Restart: RestartValue(w, target), ann.Target: target},
 			id:         id,
-			apiVersion: loc.Source.APIVersion,
+			apiVersion: apiVersion,
 		}})
 	}
 
@@ -270,8 +276,20 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 		return pending[p]
 	}
 	var intended []intent
+	var releases []releaseRestart
 	for _, it := range items {
 		e, loc := it.edit, it.loc
+		if loc.release != nil {
+			r := releaseRestart{id: e.id, loc: loc, patch: yamledit.RestartPatch{APIVersion: e.apiVersion, Kind: e.id.Kind, Name: e.id.Name, Annotations: e.set}}
+			releases = append(releases, r)
+			f := add(loc.Source.Path)
+			if loc.release.overlay {
+				f = add(path.Join(loc.Root, releasePatchFile(ix.roots[loc.Root], loc.Source.Name)))
+				f.patchRoot = loc.Root
+			}
+			f.releases = append(f.releases, r)
+			continue
+		}
 		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, hints: loc.hints})
 		if loc.flux != nil {
 			f := add(loc.flux.manifest.File)
@@ -290,6 +308,7 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 			f.patches = append(f.patches, e)
 		}
 	}
+	intended = append(intended, releaseIntents(releases)...)
 	var edits []FileEdit
 	var refused []Refusal
 	for _, p := range sortedKeys(pending) {
@@ -329,6 +348,9 @@ func (ix *Index) patchOverridden(items []planned, overridden map[WorkloadID]bool
 // applyFile computes one pending file's change, plus the kustomization
 // change an overlay patch needs. A refusal leaves every file of it untouched.
 func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
+	if f.patchRoot != "" && len(f.releases) > 0 {
+		return ix.applyReleasePatch(f)
+	}
 	if f.patchRoot != "" {
 		return ix.applyPatchFile(f)
 	}
@@ -337,7 +359,7 @@ func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	}
 	before, err := ix.readInside(f.path)
 	if err != nil {
-		return nil, refusalFor(f.path, f.inPlace, err)
+		return nil, f.refusal(err)
 	}
 	after := before
 	var ids []WorkloadID
@@ -346,11 +368,18 @@ func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 		ids = append(ids, e.id)
 		out, changed, err := yamledit.SetPodTemplateAnnotations(after, e.target, e.set)
 		if err != nil {
-			return nil, refusalFor(f.path, f.inPlace, err)
+			return nil, f.refusal(err)
 		}
 		if changed {
 			after = out
 		}
+	}
+	after, err = setReleaseRestarts(after, f.releases)
+	if err != nil {
+		return nil, f.refusal(err)
+	}
+	for _, r := range f.releases {
+		ids = append(ids, r.id)
 	}
 	if bytes.Equal(before, after) {
 		return nil, nil
@@ -369,6 +398,15 @@ func (ix *Index) readInside(rel string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", rel, errOutsideRepo)
 	}
 	return readRegular(resolved)
+}
+
+// refusal is the file's refusal, naming every workload its edits restart.
+func (f *pendingFile) refusal(err error) *Refusal {
+	r := refusalFor(f.path, f.inPlace, err)
+	for _, rel := range f.releases {
+		r.Workloads = append(r.Workloads, rel.id)
+	}
+	return r
 }
 
 func refusalFor(p string, edits []podTemplateEdit, err error) *Refusal {

@@ -14,6 +14,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest/editcheck"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
 var istio125 = drift.Desired{Revision: "1-25-0", Image: "docker.io/istio/proxyv2:1.25.0"}
@@ -44,6 +45,12 @@ func labelled(w drift.Workload, pairs ...string) drift.Workload {
 // fluxApplied labels w as applied by the Flux Kustomization flux-system/name.
 func fluxApplied(w drift.Workload, name string) drift.Workload {
 	return labelled(w, "kustomize.toolkit.fluxcd.io/name="+name, "kustomize.toolkit.fluxcd.io/namespace=flux-system")
+}
+
+// helmRendered labels w as rendered by the Flux HelmRelease namespace/name,
+// as helm-controller labels what it installs.
+func helmRendered(w drift.Workload, namespace, name string) drift.Workload {
+	return labelled(w, "helm.toolkit.fluxcd.io/name="+name, "helm.toolkit.fluxcd.io/namespace="+namespace)
 }
 
 // argoTracked annotates w as tracked by the Argo CD Application app.
@@ -291,6 +298,54 @@ var editCases = []editCase{
 			drifted("podinfo", "Deployment", "podinfo", istio125),
 		},
 		hints: map[string]Hints{"podinfo/podinfo": {Helm: "HelmRelease podinfo/podinfo"}},
+	},
+	{
+		repo: "helm-release", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-post-renderers", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-images", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-shared-base", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// team-b's podinfo runs the desired proxy: only team-a's restarts.
+			helmRendered(drifted("team-a", "Deployment", "podinfo", istio125), "team-a", "podinfo"),
+			// The cache release has no post-renderers of its own.
+			helmRendered(drifted("team-b", "Deployment", "cache", istio125), "team-b", "cache"),
+		},
+	},
+	{
+		repo: "helm-two-workloads", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+			helmRendered(drifted("podinfo", "StatefulSet", "podinfo-redis", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		// helm-release with its edit merged.
+		repo: "helm-rerun", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		repo: "helm-later-target", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			// Restarted for 1-24-0 before; the StatefulSet runs what is wanted.
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+		},
 	},
 	{
 		repo: "remote",
@@ -595,7 +650,10 @@ func TestEditsRefuseWhenNoOverlayIsSafe(t *testing.T) {
 // its entry in the overlay's kustomization.
 func TestEditsChangeOnlyRestartLines(t *testing.T) {
 	ann := Annotations{}.withDefaults()
-	rules := editcheck.Rules{AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{restartPatchFile("kustomization.yaml"), restartPatchFile("kustomization.yml")}}
+	rules := editcheck.Rules{
+		AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{restartPatchFile("kustomization.yaml"), restartPatchFile("kustomization.yml")},
+		PostRendererMarker: yamledit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
+	}
 	for _, c := range editCases {
 		t.Run(c.repo, func(t *testing.T) {
 			_, set := planEdits(t, c, fixtureRepo(c.repo))

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
@@ -31,6 +32,9 @@ type Hints struct {
 	// Helm names the Helm release (or Argo CD Application with a chart
 	// source) that renders the workload; its YAML is not in Git.
 	Helm string
+	// Release is the Flux HelmRelease that renders the workload; its file
+	// gets the restart as a post-renderer patch.
+	Release *ReleaseRef
 	// Charts is set when the tracking object renders Helm charts besides
 	// the Paths (an Argo CD Application with several sources): a workload
 	// not found under the paths comes from a chart.
@@ -91,11 +95,34 @@ func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 			return Hints{}
 		}
 		h := workloadHints(set, w, sameRepo)
-		if h.Helm == "" && h.OtherRepo == "" {
+		if h.Release != nil {
+			h = releaseHints(set, h, applied)
+		}
+		if (h.Helm == "" || h.Release != nil) && h.OtherRepo == "" {
 			h.Applied, h.appliedByPath = applied, byPath
 		}
 		return h
 	}
+}
+
+// releaseHints narrows the search for a workload's HelmRelease to what the
+// cluster's GitOps objects apply from the indexed repository: a HelmRelease
+// of the same name elsewhere in it may be another cluster's. A cluster
+// without GitOps objects tells nothing, and the whole repository is
+// searched.
+func releaseHints(set *objects.Set, h Hints, applied []Applied) Hints {
+	if len(set.Kustomizations) == 0 && len(set.Applications) == 0 {
+		return h
+	}
+	for _, a := range applied {
+		if !slices.Contains(h.Paths, a.Path) {
+			h.Paths = append(h.Paths, a.Path)
+		}
+	}
+	if len(h.Paths) == 0 {
+		return Hints{Helm: h.Release.String() + " renders it; the cluster's Flux and Argo CD objects apply nothing from this repository"}
+	}
+	return h
 }
 
 // appliedPaths lists what the cluster's Flux Kustomizations and Argo CD
@@ -133,7 +160,8 @@ func appliedPaths(set *objects.Set, sameRepo func(string) bool) []Applied {
 // workloadHints reads the tracking metadata of one workload.
 func workloadHints(set *objects.Set, w drift.Workload, sameRepo func(string) bool) Hints {
 	if name := w.Labels[fluxHelmNameLabel]; name != "" {
-		return Hints{Helm: "HelmRelease " + w.Labels[fluxHelmNamespaceLabel] + "/" + name}
+		ref := ReleaseRef{Namespace: w.Labels[fluxHelmNamespaceLabel], Name: name}
+		return Hints{Helm: ref.String(), Release: &ref}
 	}
 	if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
 		ns := w.Labels[fluxKustomizeNamespaceLabel]
@@ -162,6 +190,11 @@ func workloadHints(set *objects.Set, w drift.Workload, sameRepo func(string) boo
 // Applier names the GitOps object that applies a workload, from its
 // tracking metadata alone; "" when it carries none.
 func Applier(w drift.Workload) string {
+	if name := w.Labels[fluxHelmNameLabel]; name != "" {
+		// The HelmRelease is what changes; helm-controller upgrades the
+		// release with it, which restarts the workload.
+		return "Flux helm-controller (upgrading HelmRelease " + w.Labels[fluxHelmNamespaceLabel] + "/" + name + ")"
+	}
 	if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
 		return "Flux Kustomization " + w.Labels[fluxKustomizeNamespaceLabel] + "/" + name
 	}

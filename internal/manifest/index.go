@@ -83,6 +83,8 @@ type Object struct {
 	// SubstituteDisabled is set when the object opts out of Flux's
 	// post-build substitution: its ${...} are meant literally.
 	SubstituteDisabled bool
+	// Release is set for a Flux HelmRelease: what its post-renderers say.
+	Release *ReleaseRender
 }
 
 // Namespace is one Namespace object as deployed from the repository.
@@ -584,7 +586,7 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 			}
 			continue
 		}
-		if !isWorkloadKind(res.GetApiVersion(), res.GetKind()) {
+		if !isIndexedKind(res.GetApiVersion(), res.GetKind()) {
 			continue
 		}
 		obj := Object{
@@ -594,6 +596,10 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 			Namespace:          res.GetNamespace(),
 			Root:               rootDir,
 			SubstituteDisabled: substituteDisabled(res.GetLabels(), res.GetAnnotations()),
+		}
+		if isHelmReleaseKind(obj.APIVersion, obj.Kind) {
+			pr, _ := res.GetFieldValue("spec.postRenderers")
+			obj.Release = releaseRender(pr)
 		}
 		if m, err := res.GetFieldValue("spec.template.metadata.annotations"); err == nil {
 			if mm, ok := m.(map[string]interface{}); ok {
@@ -737,19 +743,22 @@ func restartPatchFile(kustomization string) string {
 }
 
 func readRestartPatch(kf *kustomizationFile) map[string]bool {
+	out := listedReleasePatches(kf)
 	name := restartPatchFile(kf.name)
 	if !slices.Contains(kf.files, name) {
-		return nil
+		return out
 	}
 	data, err := readRegular(filepath.Join(kf.dir, name))
 	if err != nil {
-		return nil
+		return out
 	}
 	docs, err := parseDocuments(data)
 	if err != nil {
-		return nil
+		return out
 	}
-	out := map[string]bool{}
+	if out == nil {
+		out = map[string]bool{}
+	}
 	for _, d := range docs {
 		if d.Kind != "" {
 			out[d.Kind+"/"+d.Name] = true
@@ -801,7 +810,7 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 		if isNamespaceKind(d.APIVersion, d.Kind) && d.Name != "" {
 			ix.namespaces = append(ix.namespaces, renderedNamespace(d.Name, d.Labels, "", rel))
 		}
-		if !isWorkloadKind(d.APIVersion, d.Kind) || d.Name == "" {
+		if !isIndexedKind(d.APIVersion, d.Kind) || d.Name == "" {
 			continue
 		}
 		ix.addObject(Object{
@@ -811,6 +820,7 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 			Namespace:           d.Namespace,
 			TemplateAnnotations: d.TemplateAnnotations,
 			SubstituteDisabled:  d.SubstituteDisabled,
+			Release:             d.Release,
 			Source: Source{
 				Path: rel, Document: d.Index, APIVersion: d.APIVersion,
 				Kind: d.Kind, Name: d.Name, Namespace: d.Namespace,

@@ -29,6 +29,8 @@ type Location struct {
 	// flux is set for an overlay-patch edit that goes in a Flux
 	// Kustomization's spec.patches (Root is then empty).
 	flux *fluxSite
+	// release is set for a workload restarted through its HelmRelease.
+	release *releaseLocation
 }
 
 // Locations are where the workloads of a plan are defined, by workload.
@@ -60,6 +62,9 @@ func notFound(format string, args ...any) Location {
 }
 
 func (ix *Index) locate(w drift.Workload, hints Hints) Location {
+	if hints.Release != nil {
+		return ix.locateRelease(w, hints)
+	}
 	if hints.Helm != "" {
 		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Helm}}
 	}

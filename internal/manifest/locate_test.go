@@ -314,7 +314,9 @@ func TestHintsFor(t *testing.T) {
 			w: w(map[string]string{
 				"helm.toolkit.fluxcd.io/name": "cart", "helm.toolkit.fluxcd.io/namespace": "shop",
 			}, nil),
-			want: Hints{Helm: "HelmRelease shop/cart"},
+			// The release's file is searched for where the cluster applies this repository.
+			want: Hints{Helm: "HelmRelease shop/cart", Release: &ReleaseRef{Namespace: "shop", Name: "cart"},
+				Paths: []string{"clusters/prod/shop", "apps/guestbook", "apps/multi/one", "apps/multi/two"}},
 		},
 		{
 			name: "Argo CD tracking id",
@@ -357,7 +359,7 @@ func TestHintsFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := hints(tt.w)
-			if tt.want.Helm == "" && tt.want.OtherRepo == "" {
+			if (tt.want.Helm == "" || tt.want.Release != nil) && tt.want.OtherRepo == "" {
 				assert.Equal(t, applied, got.Applied, "every path of this repository the cluster applies")
 			} else {
 				assert.Empty(t, got.Applied)
@@ -374,6 +376,12 @@ func TestHintsFor(t *testing.T) {
 		got.Applied, got.appliedByPath = nil, nil
 		assert.Equal(t, Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor",
 			Flux: &FluxKustomization{Namespace: "flux-system", Name: "vendor", Path: "deploy"}}, got)
+	})
+	t.Run("a Helm release where the cluster applies nothing from this repository", func(t *testing.T) {
+		got := HintsFor(set, "https://github.com/someone/else")(w(map[string]string{
+			"helm.toolkit.fluxcd.io/name": "cart", "helm.toolkit.fluxcd.io/namespace": "shop",
+		}, nil))
+		assert.Equal(t, Hints{Helm: "HelmRelease shop/cart renders it; the cluster's Flux and Argo CD objects apply nothing from this repository"}, got)
 	})
 	t.Run("no cluster objects", func(t *testing.T) {
 		assert.Equal(t, Hints{}, HintsFor(nil)(w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil)))

@@ -146,12 +146,12 @@ func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, rep
 					out.namespaces = append(out.namespaces, renderedNamespace(d.Name, d.Labels, rootDir, rel))
 					continue
 				}
-				if !isWorkloadKind(d.APIVersion, d.Kind) {
+				if !isIndexedKind(d.APIVersion, d.Kind) {
 					continue
 				}
 				out.objects = append(out.objects, Object{
 					APIVersion: d.APIVersion, Kind: d.Kind, Name: d.Name, Namespace: ns,
-					TemplateAnnotations: d.TemplateAnnotations, Root: rootDir,
+					TemplateAnnotations: d.TemplateAnnotations, Release: d.Release, Root: rootDir,
 					SubstituteDisabled: d.SubstituteDisabled,
 					Source: Source{
 						Path: rel, Document: d.Index, APIVersion: d.APIVersion,

@@ -40,6 +40,8 @@ type document struct {
 	// SubstituteDisabled is set when the object opts out of Flux's
 	// post-build substitution.
 	SubstituteDisabled bool
+	// Release is set for a Flux HelmRelease.
+	Release *ReleaseRender
 }
 
 // parseDocuments reads the identity of every object in a YAML (or JSON)
@@ -94,6 +96,14 @@ func describeDocument(index int, n *yaml.Node) document {
 			d.Labels = stringMapAt(n, "metadata", "labels")
 		}
 		d.SubstituteDisabled = substituteDisabled(stringMapAt(n, "metadata", "labels"), stringMapAt(n, "metadata", "annotations"))
+		if isHelmReleaseKind(d.APIVersion, d.Kind) {
+			var pr any
+			if v := lookup(n, "spec", "postRenderers"); v != nil && v.Decode(&pr) == nil {
+				d.Release = releaseRender(pr)
+			} else {
+				d.Release = releaseRender(nil)
+			}
+		}
 	}
 	return d
 }

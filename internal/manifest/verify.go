@@ -96,6 +96,11 @@ func (v *verifier) checkPlain(root string, replace map[string][]byte, intended m
 	if !renderPlainKustomizations {
 		return false, nil
 	}
+	for _, in := range intended {
+		if in.release != nil {
+			return false, nil // only kustomize's render holds the release's post-renderers
+		}
+	}
 	r := v.ix.roots[root]
 	kf := &kustomizationFile{dir: v.ix.abs(r.Dir), name: r.File}
 	before, ok := renderPlainWith(kf, v.ix.root, v.docs, nil)
@@ -152,6 +157,9 @@ type intent struct {
 	flux *fluxSite
 	// hints are those the workload was located with.
 	hints Hints
+	// release is set for a HelmRelease: the annotations kedge's
+	// post-renderer entry must set, by "Kind/name" of the workload.
+	release map[string]map[string]string
 }
 
 // check returns the edits that verify, refusals for the others, and the
@@ -286,6 +294,16 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]intent) 
 			}
 			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) {
 				return fmt.Errorf("%s changes beyond the restart annotations", a.id)
+			}
+			continue
+		}
+		if in.release != nil {
+			var beforeBody map[string]any
+			if err := json.Unmarshal(b.json, &beforeBody); err != nil {
+				return err
+			}
+			if err := compareRelease(beforeBody, a.body, in, a.id); err != nil {
+				return err
 			}
 			continue
 		}

@@ -6,12 +6,29 @@ import (
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // AddKustomizationPatch makes sure the kustomization lists patchPath under `patches:` as `- path: <path>`,
 // adding the `patches:` key at the end when it is missing. Nothing changes when the file is already listed
 // there or under the deprecated `patchesStrategicMerge:`.
 func AddKustomizationPatch(src []byte, patchPath string) (out []byte, changed bool, err error) {
+	return addKustomizationPatch(src, patchPath, nil)
+}
+
+// PatchTarget selects the objects a patch file applies to, by kind and name.
+type PatchTarget struct{ Kind, Name string }
+
+// AddKustomizationTargetPatch is AddKustomizationPatch for a patch that needs a target (a JSON 6902 patch):
+// the entry is `- path: <path>` with `target:` naming the kind and name.
+func AddKustomizationTargetPatch(src []byte, patchPath string, t PatchTarget) (out []byte, changed bool, err error) {
+	if validation.IsDNS1123Subdomain(t.Name) != nil || validation.IsQualifiedName(t.Kind) != nil || strings.Contains(t.Kind, "/") {
+		return nil, false, refuse(CodeInvalidInput, "patch target %s/%s is not a kind and name", t.Kind, t.Name)
+	}
+	return addKustomizationPatch(src, patchPath, &t)
+}
+
+func addKustomizationPatch(src []byte, patchPath string, target *PatchTarget) (out []byte, changed bool, err error) {
 	if strings.TrimSpace(patchPath) == "" || strings.ContainsAny(patchPath, "\r\n") || !utf8.ValidString(patchPath) || strings.Contains(patchPath, "{{") {
 		return nil, false, refuse(CodeInvalidInput, "patch path %q is not a file path", patchPath)
 	}
@@ -26,11 +43,16 @@ func AddKustomizationPatch(src []byte, patchPath string) (out []byte, changed bo
 	if listsPatch(root, patchPath) {
 		return s.original(), false, nil
 	}
-	sp, err := s.planAppendPatch(root, patchPath)
+	e := patchEntry{path: patchPath, target: target}
+	sp, err := s.planAppendPatch(root, e)
 	if err != nil {
 		return nil, false, err
 	}
 	item := &cnode{kind: yaml.MappingNode, tag: "!!map", content: []*cnode{str("path"), str(patchPath)}}
+	if target != nil {
+		item.content = append(item.content, str("target"), &cnode{kind: yaml.MappingNode, tag: "!!map",
+			content: []*cnode{str("kind"), str(target.Kind), str("name"), str(target.Name)}})
+	}
 	out, err = s.commit(doc, sp, func(r *cnode) error { return expectAppend(r, nil, "patches", item, sp.first) })
 	if err != nil {
 		return nil, false, err
@@ -139,7 +161,7 @@ func listsPatch(root *yaml.Node, p string) bool {
 }
 
 // planAppendPatch appends `- path: p` to `patches:`, writing the new item like the file's existing items.
-func (s *source) planAppendPatch(root *yaml.Node, p string) (*splice, error) {
+func (s *source) planAppendPatch(root *yaml.Node, p patchEntry) (*splice, error) {
 	if err := s.checkCollection(root, nil); err != nil {
 		return nil, err
 	}
@@ -150,17 +172,14 @@ func (s *source) planAppendPatch(root *yaml.Node, p string) (*splice, error) {
 	at := keys("patches")
 	if k == nil {
 		if root.Style&yaml.FlowStyle != 0 {
-			return s.flowInsert(root, nil, writeScalar("patches", keyQuoting(root))+": [{"+s.patchEntry(p, keyQuoting(root))+"}]")
+			return s.flowInsert(root, nil, writeScalar("patches", keyQuoting(root))+": [{"+p.flow(keyQuoting(root))+"}]")
 		}
 		if err := s.simpleKeys(root); err != nil {
 			return nil, err
 		}
 		offset, content := sequenceStyle(root)
 		indent := root.Content[0].Column - 1
-		lines := []string{
-			strings.Repeat(" ", indent) + "patches:",
-			seqItem(indent+offset, content, s.patchEntry(p, plainIfSafe)),
-		}
+		lines := append([]string{strings.Repeat(" ", indent) + "patches:"}, p.block(indent+offset, content)...)
 		// Adding after a last line without a line break would rewrite it.
 		if end := s.endLine(root, indent); !s.endsWithoutBreak(end) || !s.startsLine(root.Content[0]) {
 			return s.insertAfter(end, "", lines)
@@ -172,13 +191,13 @@ func (s *source) planAppendPatch(root *yaml.Node, p string) (*splice, error) {
 	}
 	switch {
 	case v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle != 0 && (len(v.Content) > 0 || v.Line != k.Line || root.Style&yaml.FlowStyle != 0):
-		return s.flowInsert(v, at, "{"+s.patchEntry(p, itemQuoting(v))+"}")
+		return s.flowInsert(v, at, "{"+p.flow(itemQuoting(v))+"}")
 	case v.Kind == yaml.SequenceNode && v.Style&yaml.FlowStyle == 0:
 		content := 2
 		if first := v.Content[0]; first.Line == v.Line {
 			content = first.Column - v.Column
 		}
-		item := []string{seqItem(v.Column-1, content, s.patchEntry(p, plainIfSafe))}
+		item := p.block(v.Column-1, content)
 		// Adding after a last line without a line break would rewrite it; the patch goes first instead,
 		// which kustomize applies just as well since it only adds kedge's own annotations.
 		if end := s.endLine(v, v.Column-1); !s.endsWithoutBreak(end) || !s.startsLine(v) {
@@ -200,13 +219,36 @@ func (s *source) planAppendPatch(root *yaml.Node, p string) (*splice, error) {
 			head += " " + comment
 		}
 		offset, content := sequenceStyle(root)
-		return s.insertAfter(k.Line, head, []string{seqItem(k.Column-1+offset, content, s.patchEntry(p, plainIfSafe))})
+		return s.insertAfter(k.Line, head, p.block(k.Column-1+offset, content))
 	}
 	return nil, refuse(CodeUnsupported, "patches is not a list (line %d)", v.Line)
 }
 
-func (s *source) patchEntry(p string, q quoting) string {
-	return writeScalar("path", q) + ": " + writeScalar(p, q)
+// patchEntry is one `patches:` item of a kustomization: a file, and the target when the patch needs one.
+type patchEntry struct {
+	path   string
+	target *PatchTarget
+}
+
+func (e patchEntry) flow(q quoting) string {
+	out := writeScalar("path", q) + ": " + writeScalar(e.path, q)
+	if e.target != nil {
+		out += ", " + writeScalar("target", q) + ": {" + writeScalar("kind", q) + ": " + writeScalar(e.target.Kind, q) +
+			", " + writeScalar("name", q) + ": " + writeScalar(e.target.Name, q) + "}"
+	}
+	return out
+}
+
+// block writes the item as lines of a block list whose dash sits at column dashIndent.
+func (e patchEntry) block(dashIndent, content int) []string {
+	lines := []string{seqItem(dashIndent, content, writeScalar("path", plainIfSafe)+": "+writeScalar(e.path, plainIfSafe))}
+	if e.target != nil {
+		pad := strings.Repeat(" ", dashIndent+max(content, 2))
+		lines = append(lines, pad+"target:",
+			pad+"  kind: "+writeScalar(e.target.Kind, plainIfSafe),
+			pad+"  name: "+writeScalar(e.target.Name, plainIfSafe))
+	}
+	return lines
 }
 
 // itemQuoting follows the keys of the first mapping item of a flow sequence.

@@ -128,6 +128,10 @@ func (c Check) compare(where string, before, after []*unstructured.Unstructured,
 			c.compareFlux(where, b, a, res)
 			continue
 		}
+		if isHelmRelease(a) {
+			c.compareRelease(where, b, a, deployed, res)
+			continue
+		}
 		r := c.restartOn(a)
 		if r == nil {
 			problem("%s changed without carrying an intended restart", name(a))

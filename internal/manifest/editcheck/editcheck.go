@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Rules name what a patch may add.
@@ -21,6 +23,15 @@ type Rules struct {
 	// PatchFiles are the base names the strategic-merge patch file kedge
 	// writes in an overlay may have; any line of it is allowed.
 	PatchFiles []string
+	// PostRendererMarker is the first line of every patch of kedge's
+	// post-renderer entry in a Flux HelmRelease: a block of added lines
+	// that is such an entry (or the postRenderers: key holding it) is
+	// allowed.
+	PostRendererMarker string
+	// ReleasePatchPrefix starts the base name of kedge's JSON 6902 patch
+	// of a HelmRelease in an overlay; any line of it is allowed, and so is
+	// its entry, with its target, in the overlay's kustomization.
+	ReleasePatchPrefix string
 }
 
 var kustomizationNames = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}
@@ -49,7 +60,7 @@ func PatchLineViolations(patch string, rules Rules) []string {
 	file := ""
 	var removed, added []string
 	flush := func() {
-		if len(removed) == 0 && isFluxRestartEntry(added, rules.AnnotationKeys) {
+		if len(removed) == 0 && isFluxRestartEntry(added, rules.AnnotationKeys) || rules.releaseBlock(file, added) {
 			added = nil
 		}
 		for _, r := range removed {
@@ -139,6 +150,8 @@ func allowed(file string, text string, rules Rules) bool {
 	switch {
 	case slices.Contains(rules.PatchFiles, base), isAnnotationLine(text, rules.AnnotationKeys), holderLine.MatchString(text):
 		return true
+	case rules.ReleasePatchPrefix != "" && strings.HasPrefix(base, rules.ReleasePatchPrefix):
+		return true
 	case kustomizationNames[base]:
 		return patchesLine.MatchString(text) || slices.ContainsFunc(rules.PatchFiles, func(name string) bool { return isPatchEntry(text, name) })
 	}
@@ -164,4 +177,109 @@ func isAnnotationLine(text string, keys []string) bool {
 		}
 	}
 	return false
+}
+
+// releaseBlock reports whether a block of added lines is all kedge's for a
+// Helm release: its post-renderer entry, the postRenderers: key holding
+// only it, or the kustomization entry of its patch file with the target.
+func (rules Rules) releaseBlock(file string, added []string) bool {
+	if len(added) == 0 || !oneNode(added) {
+		return false
+	}
+	var doc any
+	if yaml.Unmarshal([]byte(dedent(added)), &doc) != nil {
+		return false
+	}
+	if kustomizationNames[path.Base(file)] {
+		if m, ok := doc.(map[string]any); ok && len(m) == 1 {
+			doc = m["patches"]
+		}
+		return rules.ReleasePatchPrefix != "" && isReleasePatchEntry(doc, rules.ReleasePatchPrefix)
+	}
+	if rules.PostRendererMarker == "" {
+		return false
+	}
+	if m, ok := doc.(map[string]any); ok && len(m) == 1 {
+		doc = m["postRenderers"]
+	}
+	list, _ := doc.([]any)
+	if len(list) == 0 {
+		return false
+	}
+	for _, entry := range list {
+		if !isRestartEntry(entry, rules.PostRendererMarker) {
+			return false
+		}
+	}
+	return true
+}
+
+// isRestartEntry reports whether a post-renderer entry holds only patches
+// headed by the marker.
+func isRestartEntry(entry any, marker string) bool {
+	m, _ := entry.(map[string]any)
+	k, _ := m["kustomize"].(map[string]any)
+	patches, _ := k["patches"].([]any)
+	if len(m) != 1 || len(k) != 1 || len(patches) == 0 {
+		return false
+	}
+	for _, p := range patches {
+		text, _ := p.(map[string]any)["patch"].(string)
+		if !strings.HasPrefix(text, marker+"\n") {
+			return false
+		}
+	}
+	return true
+}
+
+// isReleasePatchEntry reports whether a kustomization block is one patches
+// item naming a release patch file and a HelmRelease target.
+func isReleasePatchEntry(doc any, prefix string) bool {
+	list, _ := doc.([]any)
+	if len(list) != 1 {
+		return false
+	}
+	m, _ := list[0].(map[string]any)
+	p, _ := m["path"].(string)
+	t, _ := m["target"].(map[string]any)
+	return len(m) == 2 && strings.HasPrefix(path.Base(p), prefix) && t["kind"] == "HelmRelease" && len(t) == 2
+}
+
+// oneNode reports whether lines are one YAML node: every line after the
+// first is indented further, or is another item of the list the first line
+// starts. (A YAML parser may ignore what follows a node less indented.)
+func oneNode(lines []string) bool {
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	first := lines[0]
+	item := strings.HasPrefix(strings.TrimLeft(first, " "), "- ")
+	for _, l := range lines[1:] {
+		if strings.TrimSpace(l) == "" || indent(l) > indent(first) {
+			continue
+		}
+		if !item || indent(l) != indent(first) || !strings.HasPrefix(strings.TrimLeft(l, " "), "- ") {
+			return false
+		}
+	}
+	return true
+}
+
+// dedent joins lines with the indentation they share removed.
+func dedent(lines []string) string {
+	least := -1
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if n := len(l) - len(strings.TrimLeft(l, " ")); least < 0 || n < least {
+			least = n
+		}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		if len(l) >= least && least > 0 {
+			l = l[least:]
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
 }

@@ -242,28 +242,6 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// dedent removes the indentation every non-blank line shares.
-func dedent(lines []string) string {
-	least := -1
-	for _, l := range lines {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		if n := len(l) - len(strings.TrimLeft(l, " ")); least < 0 || n < least {
-			least = n
-		}
-	}
-	var b strings.Builder
-	for _, l := range lines {
-		if len(l) >= least && least > 0 {
-			l = l[least:]
-		}
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 // FluxApply is what a Flux Kustomization does to the identity of what it
 // applies after the build: its name prefix and suffix, and the variables
 // its post-build substitution sets (nil: none runs).

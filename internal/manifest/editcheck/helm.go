@@ -1,0 +1,296 @@
+package editcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// A HelmRelease's change is proven by what helm-controller would install:
+// the chart rendered with the release's values, then each post-renderer
+// applied in turn, as a kustomization whose only resource is the previous
+// output (https://fluxcd.io/flux/components/helm/helmreleases/#post-renderers).
+// The workloads of the render before and after the change must then differ
+// by the restart annotations alone, like the objects of a kustomize root.
+
+func isHelmRelease(o *unstructured.Unstructured) bool {
+	return o.GetKind() == "HelmRelease" && strings.HasPrefix(o.GetAPIVersion(), "helm.toolkit.fluxcd.io/")
+}
+
+// compareRelease renders a changed HelmRelease before and after and
+// compares what it installs.
+func (c Check) compareRelease(where string, before, after *unstructured.Unstructured, deployed bool, res *Result) {
+	problem := func(format string, args ...any) {
+		res.Problems = append(res.Problems, where+": "+fmt.Sprintf(format, args...))
+	}
+	if !reflect.DeepEqual(withoutSpec(before, "postRenderers"), withoutSpec(after, "postRenderers")) {
+		problem("%s changed beyond its post-renderers", name(after))
+		return
+	}
+	b, err := installed(c.Before, before)
+	if errors.Is(err, errChartElsewhere) {
+		c.comparePostRenderers(where, before, after, deployed, res)
+		return
+	}
+	if err != nil {
+		problem("%s: rendering before the patch: %v", name(before), err)
+		return
+	}
+	a, err := installed(c.After, after)
+	if err != nil {
+		problem("%s: rendering after the patch: %v", name(after), err)
+		return
+	}
+	c.compare(where+" ("+name(after)+")", b, a, deployed, res)
+}
+
+// errChartElsewhere: the chart is not in the checkout (a HelmRepository,
+// an OCI repository), and these checks never reach the network.
+var errChartElsewhere = errors.New("the chart is not in the repository")
+
+// comparePostRenderers judges a release whose chart cannot be rendered
+// here by its post-renderers alone: the list after is the list before with
+// one entry added or one restart entry replaced, and that entry only sets
+// the annotations of intended restarts on the pod templates of the
+// workloads it targets, by kind and name, in the release's namespace.
+func (c Check) comparePostRenderers(where string, before, after *unstructured.Unstructured, deployed bool, res *Result) {
+	problem := func(format string, args ...any) {
+		res.Problems = append(res.Problems, where+": "+name(after)+": "+fmt.Sprintf(format, args...))
+	}
+	b, _, _ := unstructured.NestedSlice(before.Object, "spec", "postRenderers")
+	a, _, _ := unstructured.NestedSlice(after.Object, "spec", "postRenderers")
+	changed := -1
+	switch {
+	case len(a) == len(b)+1 && (len(b) == 0 || reflect.DeepEqual(a[:len(b)], b)):
+		changed = len(b)
+	case len(a) == len(b):
+		for i := range a {
+			if reflect.DeepEqual(a[i], b[i]) {
+				continue
+			}
+			if changed >= 0 || c.restartsOf(b[i], after) == nil {
+				problem("post-renderers changed beyond one restart entry")
+				return
+			}
+			changed = i
+		}
+	}
+	if changed < 0 {
+		problem("post-renderers changed beyond one restart entry")
+		return
+	}
+	restarts := c.restartsOf(a[changed], after)
+	if restarts == nil {
+		problem("post-renderer %d does more than set intended restart annotations", changed)
+		return
+	}
+	if deployed {
+		for _, r := range restarts {
+			res.Restarted[r.String()] = true
+		}
+	}
+}
+
+// restartsOf returns the intended restarts a post-renderer entry carries,
+// or nil when it does anything else: images, a patch that is not a
+// strategic merge of pod template annotations, or annotations no intended
+// restart of the release's namespace has.
+func (c Check) restartsOf(entry any, release *unstructured.Unstructured) []Restart {
+	namespace := release.GetNamespace()
+	if t, _, _ := unstructured.NestedString(release.Object, "spec", "targetNamespace"); t != "" {
+		namespace = t
+	}
+	m, _ := entry.(map[string]any)
+	k, _ := m["kustomize"].(map[string]any)
+	patches, _ := k["patches"].([]any)
+	if len(m) != 1 || len(k) != 1 || len(patches) == 0 {
+		return nil
+	}
+	var out []Restart
+	for _, p := range patches {
+		pm, _ := p.(map[string]any)
+		target, _ := pm["target"].(map[string]any)
+		text, _ := pm["patch"].(string)
+		var body map[string]any
+		if yaml.Unmarshal([]byte(text), &body) != nil {
+			return nil
+		}
+		r := c.restartFor(namespace, target, body)
+		if r == nil {
+			return nil
+		}
+		out = append(out, *r)
+	}
+	return out
+}
+
+// restartFor finds the intended restart a patch of target is: its body
+// names the target and sets exactly that restart's annotations.
+func (c Check) restartFor(namespace string, target, body map[string]any) *Restart {
+	kind, _ := target["kind"].(string)
+	name, _ := target["name"].(string)
+	for k := range target {
+		if k != "kind" && k != "name" && k != "group" && k != "version" {
+			return nil
+		}
+	}
+	for i, r := range c.Restarts {
+		if r.Kind != kind || r.Name != name || r.Namespace != namespace {
+			continue
+		}
+		want := map[string]any{"apiVersion": body["apiVersion"], "kind": kind, "metadata": map[string]any{"name": name}}
+		restarted := restarted(&unstructured.Unstructured{Object: want}, &r)
+		if reflect.DeepEqual(restarted, body) {
+			return &c.Restarts[i]
+		}
+	}
+	return nil
+}
+
+// withoutSpec is a release's body without one spec field.
+func withoutSpec(o *unstructured.Unstructured, field string) map[string]any {
+	out := o.DeepCopy()
+	unstructured.RemoveNestedField(out.Object, "spec", field)
+	return out.Object
+}
+
+// installed renders what helm-controller installs for a HelmRelease of the
+// checkout at repo: a chart the repository holds (a GitRepository source),
+// with the release's inline values, and its post-renderers.
+func installed(repo string, hr *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	chartPath, _, _ := unstructured.NestedString(hr.Object, "spec", "chart", "spec", "chart")
+	sourceKind, _, _ := unstructured.NestedString(hr.Object, "spec", "chart", "spec", "sourceRef", "kind")
+	if sourceKind != "GitRepository" || chartPath == "" {
+		return nil, fmt.Errorf("%w: %s %q", errChartElsewhere, sourceKind, chartPath)
+	}
+	chrt, err := loader.Load(filepath.Join(repo, filepath.FromSlash(path.Clean(strings.TrimPrefix(chartPath, "./")))))
+	if err != nil {
+		return nil, err
+	}
+	values, _, _ := unstructured.NestedMap(hr.Object, "spec", "values")
+	namespace := hr.GetNamespace()
+	if t, _, _ := unstructured.NestedString(hr.Object, "spec", "targetNamespace"); t != "" {
+		namespace = t
+	}
+	release := releaseName(hr)
+	top, err := chartutil.ToRenderValues(chrt, values, chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(chrt, top)
+	if err != nil {
+		return nil, err
+	}
+	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	var stream bytes.Buffer
+	for _, m := range manifests {
+		fmt.Fprintf(&stream, "---\n%s\n", m.Content)
+	}
+	rendered := stream.Bytes()
+	postRenderers, _, _ := unstructured.NestedSlice(hr.Object, "spec", "postRenderers")
+	for i, pr := range postRenderers {
+		k, _ := pr.(map[string]any)["kustomize"].(map[string]any)
+		if k == nil {
+			continue
+		}
+		if rendered, err = postRender(rendered, k); err != nil {
+			return nil, fmt.Errorf("post-renderer %d: %w", i, err)
+		}
+	}
+	objs, err := decodeStream(rendered)
+	if err != nil {
+		return nil, err
+	}
+	// Helm installs an object that names no namespace in the release's.
+	for _, o := range objs {
+		if o.GetNamespace() == "" {
+			o.SetNamespace(namespace)
+		}
+	}
+	return objs, nil
+}
+
+// releaseName is Flux's default: the release's name, prefixed with its
+// target namespace when it has one, unless spec.releaseName says otherwise.
+func releaseName(hr *unstructured.Unstructured) string {
+	if n, _, _ := unstructured.NestedString(hr.Object, "spec", "releaseName"); n != "" {
+		return n
+	}
+	if t, _, _ := unstructured.NestedString(hr.Object, "spec", "targetNamespace"); t != "" {
+		return t + "-" + hr.GetName()
+	}
+	return hr.GetName()
+}
+
+// postRender applies one kustomize post-renderer the way helm-controller
+// does: a kustomization in memory whose resource is the rendered stream,
+// with the entry's patches and images, built with plugins off.
+func postRender(manifests []byte, spec map[string]any) ([]byte, error) {
+	var entry struct {
+		Patches []types.Patch `json:"patches"`
+		Images  []types.Image `json:"images"`
+	}
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &entry); err != nil {
+		return nil, err
+	}
+	fs := filesys.MakeFsInMemory()
+	if err := fs.WriteFile("helm-output.yaml", manifests); err != nil {
+		return nil, err
+	}
+	k := types.Kustomization{Resources: []string{"helm-output.yaml"}, Patches: entry.Patches, Images: entry.Images}
+	k.APIVersion, k.Kind = types.KustomizationVersion, types.KustomizationKind
+	kdata, err := yaml.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.WriteFile("kustomization.yaml", kdata); err != nil {
+		return nil, err
+	}
+	opts := &krusty.Options{LoadRestrictions: types.LoadRestrictionsNone, PluginConfig: types.DisabledPluginConfig()}
+	rm, err := krusty.MakeKustomizer(opts).Run(fs, ".")
+	if err != nil {
+		return nil, err
+	}
+	return rm.AsYaml()
+}
+
+// decodeStream decodes every object of a YAML stream.
+func decodeStream(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
