@@ -131,6 +131,9 @@ type pendingFile struct {
 	// flux are the patches that go in the Flux Kustomizations of this
 	// file.
 	flux []fluxEdit
+	// argo are the patches that go in the Argo CD Applications of this
+	// file.
+	argo []argoEdit
 }
 
 // planned is one workload's restart, before it is written.
@@ -172,7 +175,7 @@ func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotatio
 			outcomes[id] = withEdit(loc.Manifest, drift.EditAlreadyBumped)
 			continue
 		}
-		if loc.Manifest.Edit == drift.EditOverlayPatch && loc.Root == "" && loc.flux == nil {
+		if loc.Manifest.Edit == drift.EditOverlayPatch && loc.Root == "" && loc.flux == nil && loc.argo == nil {
 			set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
 			continue
 		}
@@ -272,7 +275,12 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 	var intended []intent
 	for _, it := range items {
 		e, loc := it.edit, it.loc
-		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, hints: loc.hints})
+		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, argo: loc.argo, hints: loc.hints})
+		if loc.argo != nil {
+			f := add(loc.argo.manifest.File)
+			f.argo = append(f.argo, argoEdit{site: loc.argo, edit: e})
+			continue
+		}
 		if loc.flux != nil {
 			f := add(loc.flux.manifest.File)
 			f.flux = append(f.flux, fluxEdit{site: loc.flux, edit: e})
@@ -331,6 +339,9 @@ func (ix *Index) patchOverridden(items []planned, overridden map[WorkloadID]bool
 func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	if f.patchRoot != "" {
 		return ix.applyPatchFile(f)
+	}
+	if len(f.argo) > 0 {
+		return ix.applyArgoPatches(f)
 	}
 	if len(f.flux) > 0 {
 		return ix.applyFluxPatches(f)
