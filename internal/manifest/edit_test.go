@@ -349,6 +349,36 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// namePrefix, nameSuffix and namespace of an Application's kustomize
+		// block replace the kustomization's own.
+		repo: "argo-kustomize-names", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("shop", "Deployment", "prod-cart", istio125), "cart"),
+			argoTracked(drifted("shop", "Deployment", "api-v2", istio125), "api"),
+			argoTracked(drifted("payments", "StatefulSet", "ledger", istio125), "ledger"),
+			// A kustomize block on a directory without kustomization:
+			// Argo CD cannot build it.
+			argoTracked(drifted("tools", "Deployment", "probe", istio125), "probe"),
+		},
+	},
+	{
+		// A root two Applications deploy into two namespaces: the restart
+		// goes in each Application's kustomize.patches.
+		repo: "argo-kustomize-patches", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("team-a", "Deployment", "podinfo", istio125), "podinfo-a"),
+			// kedge's entry for an older target is updated in place.
+			argoTracked(drifted("team-b", "Deployment", "podinfo", istio125), "podinfo-b"),
+		},
+	},
+	{
+		// The patch goes in the kustomize block of the right source.
+		repo: "argo-kustomize-multi-source", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("web", "Deployment", "blue-web", istio125), "web-blue"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			drifted("vault", "Deployment", "good", istio125),
