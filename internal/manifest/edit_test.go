@@ -369,6 +369,8 @@ var editCases = []editCase{
 			argoTracked(drifted("team-a", "Deployment", "podinfo", istio125), "podinfo-a"),
 			// kedge's entry for an older target is updated in place.
 			argoTracked(drifted("team-b", "Deployment", "podinfo", istio125), "podinfo-b"),
+			// No kustomize block yet: it gets one.
+			argoTracked(drifted("team-c", "Deployment", "podinfo", istio125), "podinfo-c"),
 		},
 	},
 	{
@@ -449,6 +451,21 @@ func (c editCase) fluxApplied(t *testing.T) map[string]editcheck.FluxApply {
 	return out
 }
 
+// argoApplied are the directories the case's workloads are applied from by
+// Argo CD Applications whose kustomize block renames what they render.
+func (c editCase) argoApplied(t *testing.T) map[string]editcheck.ArgoApply {
+	out := map[string]editcheck.ArgoApply{}
+	hints := c.hintsFunc(t)
+	for _, w := range c.workloads {
+		for _, d := range hints(w).Directories {
+			if k := d.Kustomize; k != nil {
+				out[d.Path] = editcheck.ArgoApply{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace}
+			}
+		}
+	}
+	return out
+}
+
 // planEdits indexes repo and computes the case's edits.
 func planEdits(t *testing.T, c editCase, repo string) (*drift.Plan, EditSet) {
 	t.Helper()
@@ -514,7 +531,7 @@ func TestEditsApplyAndRender(t *testing.T) {
 					after := copyCase(t, c.repo)
 					gitApply(t, after, UnifiedDiff(set.Namespaces[ns]))
 					checkApplied(t, editcheck.Check{
-						Before: fixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t),
+						Before: fixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t), Argo: c.argoApplied(t),
 					}, c.plan(), set.Namespaces[ns])
 				})
 			}
