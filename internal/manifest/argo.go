@@ -167,7 +167,7 @@ func (h Hints) argoDirectoryAt(p string) *ArgoDirectory {
 // directory rules keep. Argo CD reads no kustomization below a directory
 // source, so what roots below it render is not its.
 func (ix *Index) argoApplies(d ArgoDirectory, o *Object) bool {
-	if ix.argoKustomizes(d) {
+	if _, isRoot := ix.roots[d.Path]; isRoot {
 		return o.Root == d.Path
 	}
 	if d.Kustomize != nil {

@@ -26,10 +26,11 @@ import (
 )
 
 // argoKustomizes reports whether Argo CD builds the source's path with
-// kustomize: the path holds a kustomization file and no directory block
-// makes it a plain directory source. A kustomize block on a path without
-// one does not make it build: `kustomize edit` and the build both need the
-// file (https://argo-cd.readthedocs.io/en/stable/user-guide/kustomize/).
+// kustomize options of its own: the path holds a kustomization file and no
+// directory block stands beside them (both make Argo CD refuse the source).
+// A kustomize block on a path without the file does not make it build:
+// `kustomize edit` and the build both need it
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/kustomize/).
 func (ix *Index) argoKustomizes(d ArgoDirectory) bool {
 	_, isRoot := ix.roots[d.Path]
 	return isRoot && !d.directory
