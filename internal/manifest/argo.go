@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -28,15 +29,58 @@ type ArgoDirectory struct {
 	// to Path: a file is applied when it matches Include (if set) and does
 	// not match Exclude (if set).
 	Include, Exclude string
+	// Kustomize is the source's kustomize block: what Argo CD writes into
+	// the path's kustomization before building it.
+	Kustomize *objects.ApplicationSourceKustomize
+	// Source is the Application and the source within it, for finding the
+	// Application's copy in the repository.
+	Source ArgoSourceRef
+	// directory is set when the source has a directory block: Argo CD then
+	// reads plain files even where a kustomization file is.
+	directory bool
+}
+
+// ArgoSourceRef names one source of an Application: At is the path of the
+// source in the Application ("spec.source", "spec.sources[1]").
+type ArgoSourceRef struct {
+	Namespace, Name string
+	At              string
+}
+
+// argoSource is one source of an Application and where it sits in it.
+type argoSource struct {
+	at  string
+	src objects.ApplicationSource
+}
+
+// argoSources lists the sources Argo CD reads: spec.sources when it has
+// items (spec.source is then ignored), else spec.source
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/multiple_sources/).
+func argoSources(app *objects.Application) []argoSource {
+	if len(app.Spec.Sources) > 0 {
+		out := make([]argoSource, len(app.Spec.Sources))
+		for i, s := range app.Spec.Sources {
+			out[i] = argoSource{at: fmt.Sprintf("spec.sources[%d]", i), src: s}
+		}
+		return out
+	}
+	if app.Spec.Source != nil {
+		return []argoSource{{at: "spec.source", src: *app.Spec.Source}}
+	}
+	return nil
 }
 
 // argoDirectoryOf reads how an Application applies one of its paths. Every
 // Argo CD path gets one, with or without a directory block: the default
 // (top directory only) differs from Flux's, which applies the whole tree.
-func argoDirectoryOf(s objects.ApplicationSource) *ArgoDirectory {
-	d := &ArgoDirectory{Path: cleanRepoPath(s.Path)}
-	if s.Directory != nil {
-		d.Recurse, d.Include, d.Exclude = s.Directory.Recurse, s.Directory.Include, s.Directory.Exclude
+func argoDirectoryOf(app *objects.Application, s argoSource) *ArgoDirectory {
+	d := &ArgoDirectory{
+		Path: cleanRepoPath(s.src.Path), Kustomize: s.src.Kustomize,
+		Source: ArgoSourceRef{Namespace: app.Namespace, Name: app.Name, At: s.at},
+	}
+	if s.src.Directory != nil {
+		d.Recurse, d.Include, d.Exclude = s.src.Directory.Recurse, s.src.Directory.Include, s.src.Directory.Exclude
+		d.directory = true
 	}
 	return d
 }
@@ -125,6 +169,11 @@ func (h Hints) argoDirectoryAt(p string) *ArgoDirectory {
 func (ix *Index) argoApplies(d ArgoDirectory, o *Object) bool {
 	if _, isRoot := ix.roots[d.Path]; isRoot {
 		return o.Root == d.Path
+	}
+	if d.Kustomize != nil {
+		// A kustomize block makes the source a kustomize one; without a
+		// kustomization file Argo CD's build fails and applies nothing.
+		return false
 	}
 	return o.Root == "" && d.reads(o.Source.Path)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/kustomize/api/types"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -107,6 +108,27 @@ func TestArgoDirectoryFilesSharedByTwoApplications(t *testing.T) {
 			assert.Equal(t, drift.ManifestFound, loc.Manifest.Status)
 			assert.Equal(t, kube+"/bookinfo.yaml", loc.Manifest.Path)
 			assert.Equal(t, tt.want, loc.Manifest.Edit)
+		})
+	}
+}
+
+// TestParseImageArg reads `kustomize edit set image` arguments as an
+// Application's kustomize.images writes them.
+func TestParseImageArg(t *testing.T) {
+	tests := []struct {
+		arg  string
+		want types.Image
+	}{
+		{"nginx:1.27", types.Image{Name: "nginx", NewTag: "1.27"}},
+		{"ghcr.io/acme/web@sha256:abc", types.Image{Name: "ghcr.io/acme/web", Digest: "sha256:abc"}},
+		{"web=ghcr.io/acme/web:2.0", types.Image{Name: "web", NewName: "ghcr.io/acme/web", NewTag: "2.0"}},
+		{"registry:5000/web=registry:5000/web-fips", types.Image{Name: "registry:5000/web", NewName: "registry:5000/web-fips"}},
+		{"web=*:3.1", types.Image{Name: "web", NewTag: "3.1"}},
+		{"localhost:5000/app", types.Image{Name: "localhost:5000/app"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.arg, func(t *testing.T) {
+			assert.Equal(t, tt.want, parseImageArg(tt.arg))
 		})
 	}
 }

@@ -133,6 +133,9 @@ type pendingFile struct {
 	flux []fluxEdit
 	// releases are restarts through one HelmRelease's post-renderer.
 	releases []releaseRestart
+	// argo are the patches that go in the Argo CD Applications of this
+	// file.
+	argo []argoEdit
 }
 
 // planned is one workload's restart, before it is written.
@@ -174,7 +177,7 @@ func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotatio
 			outcomes[id] = withEdit(loc.Manifest, drift.EditAlreadyBumped)
 			continue
 		}
-		if (loc.Manifest.Edit == drift.EditOverlayPatch || loc.release != nil && loc.release.overlay) && loc.Root == "" && loc.flux == nil {
+		if (loc.Manifest.Edit == drift.EditOverlayPatch || loc.release != nil && loc.release.overlay) && loc.Root == "" && loc.flux == nil && loc.argo == nil {
 			set.Refused = append(set.Refused, Refusal{Namespace: w.Namespace, Path: loc.Source.Path, Reason: loc.Manifest.Detail, Workloads: []WorkloadID{id}})
 			continue
 		}
@@ -290,7 +293,12 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 			f.releases = append(f.releases, r)
 			continue
 		}
-		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, hints: loc.hints})
+		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, argo: loc.argo, hints: loc.hints})
+		if loc.argo != nil {
+			f := add(loc.argo.manifest.File)
+			f.argo = append(f.argo, argoEdit{site: loc.argo, edit: e})
+			continue
+		}
 		if loc.flux != nil {
 			f := add(loc.flux.manifest.File)
 			f.flux = append(f.flux, fluxEdit{site: loc.flux, edit: e})
@@ -353,6 +361,9 @@ func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	}
 	if f.patchRoot != "" {
 		return ix.applyPatchFile(f)
+	}
+	if len(f.argo) > 0 {
+		return ix.applyArgoPatches(f)
 	}
 	if len(f.flux) > 0 {
 		return ix.applyFluxPatches(f)

@@ -404,6 +404,38 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// namePrefix, nameSuffix and namespace of an Application's kustomize
+		// block replace the kustomization's own.
+		repo: "argo-kustomize-names", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("shop", "Deployment", "prod-cart", istio125), "cart"),
+			argoTracked(drifted("shop", "Deployment", "api-v2", istio125), "api"),
+			argoTracked(drifted("payments", "StatefulSet", "ledger", istio125), "ledger"),
+			// A kustomize block on a directory without kustomization:
+			// Argo CD cannot build it.
+			argoTracked(drifted("tools", "Deployment", "probe", istio125), "probe"),
+		},
+	},
+	{
+		// A root two Applications deploy into two namespaces: the restart
+		// goes in each Application's kustomize.patches.
+		repo: "argo-kustomize-patches", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("team-a", "Deployment", "podinfo", istio125), "podinfo-a"),
+			// kedge's entry for an older target is updated in place.
+			argoTracked(drifted("team-b", "Deployment", "podinfo", istio125), "podinfo-b"),
+			// No kustomize block yet: it gets one.
+			argoTracked(drifted("team-c", "Deployment", "podinfo", istio125), "podinfo-c"),
+		},
+	},
+	{
+		// The patch goes in the kustomize block of the right source.
+		repo: "argo-kustomize-multi-source", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("web", "Deployment", "blue-web", istio125), "web-blue"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			drifted("vault", "Deployment", "good", istio125),
@@ -474,6 +506,21 @@ func (c editCase) fluxApplied(t *testing.T) map[string]editcheck.FluxApply {
 	return out
 }
 
+// argoApplied are the directories the case's workloads are applied from by
+// Argo CD Applications whose kustomize block renames what they render.
+func (c editCase) argoApplied(t *testing.T) map[string]editcheck.ArgoApply {
+	out := map[string]editcheck.ArgoApply{}
+	hints := c.hintsFunc(t)
+	for _, w := range c.workloads {
+		for _, d := range hints(w).Directories {
+			if k := d.Kustomize; k != nil {
+				out[d.Path] = editcheck.ArgoApply{NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix, Namespace: k.Namespace}
+			}
+		}
+	}
+	return out
+}
+
 // planEdits indexes repo and computes the case's edits.
 func planEdits(t *testing.T, c editCase, repo string) (*drift.Plan, EditSet) {
 	t.Helper()
@@ -539,7 +586,7 @@ func TestEditsApplyAndRender(t *testing.T) {
 					after := copyCase(t, c.repo)
 					gitApply(t, after, UnifiedDiff(set.Namespaces[ns]))
 					checkApplied(t, editcheck.Check{
-						Before: fixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t),
+						Before: fixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t), Argo: c.argoApplied(t),
 					}, c.plan(), set.Namespaces[ns])
 				})
 			}

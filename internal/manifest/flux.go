@@ -328,6 +328,9 @@ func (ix *Index) fluxRenames(f *FluxKustomization) bool {
 func (ix *Index) candidates(w drift.Workload, hints Hints) []int {
 	f := hints.Flux
 	if !ix.fluxRenames(f) {
+		if ix.argoRenames(hints) {
+			return ix.argoCandidates(w, hints)
+		}
 		return ix.byKindName[w.Kind+"/"+w.Name]
 	}
 	sub := ix.substitutionFor(f)
@@ -367,6 +370,9 @@ func (ix *Index) candidates(w drift.Workload, hints Hints) []int {
 // namespaceFor is the namespace o has once Flux applied it for w: the one
 // written or rendered, or w's when Flux's substitution turns it into w's.
 func (ix *Index) namespaceFor(o *Object, w drift.Workload, hints Hints) string {
+	if ns, ok := ix.argoNamespaceFor(o, hints); ok {
+		return ns
+	}
 	if o.SubstituteDisabled || !strings.Contains(o.Namespace, "$") {
 		return o.Namespace
 	}

@@ -141,15 +141,11 @@ func appliedPaths(set *objects.Set, sameRepo func(string) bool) []Applied {
 		}
 	}
 	for _, app := range set.Applications {
-		sources := app.Spec.Sources
-		if app.Spec.Source != nil {
-			sources = append([]objects.ApplicationSource{*app.Spec.Source}, sources...)
-		}
-		for _, s := range sources {
-			if s.Chart == "" && s.Path != "" && sameRepo(s.RepoURL) {
+		for _, s := range argoSources(&app) {
+			if s.src.Chart == "" && s.src.Path != "" && sameRepo(s.src.RepoURL) {
 				out = append(out, Applied{
-					Path: cleanRepoPath(s.Path), Namespace: app.Spec.Destination.Namespace,
-					Via: argoVia(&app), Directory: argoDirectoryOf(s),
+					Path: cleanRepoPath(s.src.Path), Namespace: app.Spec.Destination.Namespace,
+					Via: argoVia(&app), Directory: argoDirectoryOf(&app, s),
 				})
 			}
 		}
@@ -273,13 +269,10 @@ func findApplication(set *objects.Set, instance string) *objects.Application {
 
 func applicationHints(app *objects.Application, sameRepo func(string) bool) Hints {
 	via := argoVia(app)
-	sources := app.Spec.Sources
-	if app.Spec.Source != nil {
-		sources = append([]objects.ApplicationSource{*app.Spec.Source}, sources...)
-	}
 	h := Hints{Via: via}
 	var charts, others []string
-	for _, s := range sources {
+	for _, as := range argoSources(app) {
+		s := as.src
 		switch {
 		case s.Chart != "":
 			charts = append(charts, s.Chart)
@@ -287,7 +280,7 @@ func applicationHints(app *objects.Application, sameRepo func(string) bool) Hint
 			others = append(others, s.RepoURL)
 		case s.Path != "":
 			h.Paths = append(h.Paths, cleanRepoPath(s.Path))
-			h.Directories = append(h.Directories, *argoDirectoryOf(s))
+			h.Directories = append(h.Directories, *argoDirectoryOf(app, as))
 		}
 	}
 	if len(h.Paths) > 0 {

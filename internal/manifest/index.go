@@ -146,6 +146,8 @@ type Index struct {
 	substituted []int
 	// flux are the Flux objects the repository writes.
 	flux *fluxSources
+	// argo are the Argo CD Application documents the repository writes.
+	argo []argoManifest
 }
 
 // Root returns the absolute path of the indexed checkout.
@@ -286,6 +288,7 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		ix.addPlainFile(plain[i], f)
 	}
 	ix.flux = readFluxSources(ix.root, scan.yamlFiles)
+	ix.argo = readArgoApplications(ix.root, scan.yamlFiles)
 	ix.finish()
 	return ix, nil
 }

@@ -31,6 +31,9 @@ type Location struct {
 	flux *fluxSite
 	// release is set for a workload restarted through its HelmRelease.
 	release *releaseLocation
+	// argo is set for an overlay-patch edit that goes in an Argo CD
+	// Application source's kustomize.patches (Root is then empty).
+	argo *argoSite
 }
 
 // Locations are where the workloads of a plan are defined, by workload.
@@ -149,6 +152,9 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 		// workload renders as, though the index renders the path alone.
 		loc.TemplateAnnotations = loc.flux.annotationsOver(loc.TemplateAnnotations, src.Kind)
 	}
+	if loc.argo != nil {
+		loc.TemplateAnnotations = loc.argo.annotationsOver(loc.TemplateAnnotations, src.Kind)
+	}
 	return loc
 }
 
@@ -156,6 +162,9 @@ func (ix *Index) notFoundDetail(w drift.Workload, hints Hints) Location {
 	if hints.Charts != "" {
 		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm,
 			Detail: fmt.Sprintf("%s; no %s %s/%s under %s", hints.Charts, w.Kind, w.Namespace, w.Name, strings.Join(hints.Paths, ", "))}}
+	}
+	if detail := ix.argoUnbuildable(hints); detail != "" {
+		return notFound("%s", detail)
 	}
 	for _, p := range hints.Paths {
 		if r := ix.roots[p]; r != nil && r.Problem != nil {
@@ -242,6 +251,10 @@ func (ix *Index) chooseEdit(w drift.Workload, hints Hints, src Source, matches [
 	if site != nil && site.hasRestart(src.Kind) {
 		return ix.inFluxPatch(loc, site)
 	}
+	argo := ix.argoPatchSite(w, hints, src)
+	if argo != nil && argo.hasRestart(src.Kind) {
+		return ix.inArgoPatch(loc, argo)
+	}
 	if !shared {
 		return loc
 	}
@@ -254,6 +267,9 @@ func (ix *Index) chooseEdit(w drift.Workload, hints Hints, src Source, matches [
 	}
 	if site != nil {
 		return ix.inFluxPatch(loc, site)
+	}
+	if argo != nil {
+		return ix.inArgoPatch(loc, argo)
 	}
 	loc.Root = ""
 	loc.Manifest.Detail = fmt.Sprintf("%s is deployed as several workloads and no overlay renders it only as %s %s/%s",
@@ -287,10 +303,14 @@ func (ix *Index) deployedAs(o *Object, hints Hints) []deployment {
 			continue
 		}
 		ns := o.Namespace
+		name, argoNS, forced := ix.argoDeployed(a, o)
+		if forced {
+			ns = argoNS
+		}
 		if a.Namespace != "" && (a.Force || ns == "") {
 			ns = a.Namespace
 		}
-		out = append(out, deployment{ns, o.Name})
+		out = append(out, deployment{ns, name})
 	}
 	if len(out) > 0 {
 		return out

@@ -270,9 +270,10 @@ func TestHintsFor(t *testing.T) {
 	}
 	// Every Argo CD path is read as Argo CD reads it: by default the top
 	// directory only.
-	guestbookDir := ArgoDirectory{Path: "apps/guestbook"}
-	multiOne := ArgoDirectory{Path: "apps/multi/one"}
-	multiTwo := ArgoDirectory{Path: "apps/multi/two", Recurse: true, Include: "*.yaml"}
+	guestbookDir := ArgoDirectory{Path: "apps/guestbook", Source: ArgoSourceRef{Namespace: "argocd", Name: "guestbook", At: "spec.source"}}
+	multiOne := ArgoDirectory{Path: "apps/multi/one", Source: ArgoSourceRef{Namespace: "team-a", Name: "multi", At: "spec.sources[0]"}}
+	multiTwo := ArgoDirectory{Path: "apps/multi/two", Recurse: true, Include: "*.yaml", directory: true,
+		Source: ArgoSourceRef{Namespace: "team-a", Name: "multi", At: "spec.sources[1]"}}
 	w := func(labels, annotations map[string]string) drift.Workload {
 		x := workload("shop", "Deployment", "cart")
 		x.Labels, x.Annotations = labels, annotations

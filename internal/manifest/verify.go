@@ -155,6 +155,8 @@ type intent struct {
 	source Source
 	// flux is set when the restart is a patch in a Flux Kustomization.
 	flux *fluxSite
+	// argo is set when the restart is a patch in an Argo CD Application.
+	argo *argoSite
 	// hints are those the workload was located with.
 	hints Hints
 	// release is set for a HelmRelease: the annotations kedge's
@@ -212,6 +214,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 		}
 	}
 	v.checkFlux(edits, intended, failed)
+	v.checkArgo(edits, intended, failed)
 	if len(failed) == 0 {
 		return edits, nil, overridden
 	}
@@ -247,7 +250,7 @@ func (ix *Index) intendedIn(root string, intended []intent) map[WorkloadID]inten
 				continue
 			}
 			self := o.Kind == in.id.Kind && o.Name == in.id.Name && (o.Namespace == in.id.Namespace || o.Namespace == "") ||
-				ix.fluxRendersAs(o, in)
+				ix.fluxRendersAs(o, in) || ix.argoRendersAs(o, in)
 			if self || included {
 				out[WorkloadID{Namespace: o.Namespace, Kind: o.Kind, Name: o.Name}] = in
 			}
@@ -292,7 +295,7 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]intent) 
 			if err != nil {
 				return err
 			}
-			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) {
+			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) && !argoPatchesOnly(b.json, a.body) {
 				return fmt.Errorf("%s changes beyond the restart annotations", a.id)
 			}
 			continue

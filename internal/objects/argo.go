@@ -9,3 +9,32 @@ type ApplicationSourceDirectory struct {
 	Include string `json:"include,omitempty"`
 	Exclude string `json:"exclude,omitempty"`
 }
+
+// ApplicationSourceKustomize holds what Argo CD writes into the kustomization
+// of a kustomize source's path before it builds it
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/kustomize/): the name
+// prefix, suffix and namespace replace the kustomization's own; labels,
+// images, patches and components are added to it.
+type ApplicationSourceKustomize struct {
+	NamePrefix   string            `json:"namePrefix,omitempty"`
+	NameSuffix   string            `json:"nameSuffix,omitempty"`
+	Namespace    string            `json:"namespace,omitempty"`
+	CommonLabels map[string]string `json:"commonLabels,omitempty"`
+	// ForceCommonLabels lets commonLabels replace labels the kustomization
+	// sets already.
+	ForceCommonLabels bool `json:"forceCommonLabels,omitempty"`
+	// Images are `kustomize edit set image` arguments.
+	Images     []string         `json:"images,omitempty"`
+	Patches    []KustomizePatch `json:"patches,omitempty"`
+	Components []string         `json:"components,omitempty"`
+	// IgnoreMissingComponents skips components whose directory is missing.
+	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
+}
+
+// KustomizePatch is one patch an Application adds to its kustomization.
+type KustomizePatch struct {
+	Path    string            `json:"path,omitempty"`
+	Patch   string            `json:"patch,omitempty"`
+	Target  map[string]string `json:"target,omitempty"`
+	Options map[string]bool   `json:"options,omitempty"`
+}

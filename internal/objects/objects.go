@@ -78,6 +78,9 @@ type ApplicationSource struct {
 	Chart          string `json:"chart,omitempty"`
 	// Directory configures a source of plain manifests.
 	Directory *ApplicationSourceDirectory `json:"directory,omitempty"`
+	// Kustomize configures a kustomize source; set, it makes the source
+	// one even without a kustomization file.
+	Kustomize *ApplicationSourceKustomize `json:"kustomize,omitempty"`
 }
 
 // ApplicationDestination is where an Application deploys.

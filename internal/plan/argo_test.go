@@ -198,3 +198,79 @@ func addArgoWorkload(set *objects.Set, w argoWorkload) {
 	meshtest.InjectPod(&pod, "1-24-0", proxy124)
 	set.Pods = append(set.Pods, pod)
 }
+
+// TestArgoKustomizeOverridesEndToEnd plans the fixtures whose Applications
+// carry a kustomize block: live names and namespaces are matched through
+// it, and a root several Applications deploy gets the restart in the
+// Application source's kustomize.patches, the Application file written.
+func TestArgoKustomizeOverridesEndToEnd(t *testing.T) {
+	tests := []struct {
+		name      string
+		repo      string
+		workloads []argoWorkload
+		want      map[string]want
+		// written are the files the edits write.
+		written []string
+	}{
+		{
+			name: "namePrefix, nameSuffix and namespace rename", repo: "argo-kustomize-names",
+			workloads: []argoWorkload{
+				{"shop", "Deployment", "prod-cart", "cart", false},
+				{"shop", "Deployment", "api-v2", "api", false},
+				{"payments", "StatefulSet", "ledger", "ledger", false},
+				{"tools", "Deployment", "probe", "probe", false},
+			},
+			want: map[string]want{
+				"shop/prod-cart":  {"found", "in-place", "apps/cart/deployment.yaml"},
+				"shop/api-v2":     {"found", "in-place", "apps/api/api.yaml"},
+				"payments/ledger": {"found", "in-place", "apps/ledger/statefulset.yaml"},
+				"tools/probe":     {"not-found", "", ""},
+			},
+			written: []string{"apps/api/api.yaml", "apps/cart/deployment.yaml", "apps/ledger/statefulset.yaml"},
+		},
+		{
+			name: "a shared root is patched in each Application", repo: "argo-kustomize-patches",
+			workloads: []argoWorkload{
+				{"team-a", "Deployment", "podinfo", "podinfo-a", false},
+				{"team-b", "Deployment", "podinfo", "podinfo-b", false},
+				{"team-c", "Deployment", "podinfo", "podinfo-c", false},
+			},
+			want: map[string]want{
+				"team-a/podinfo": {"found", "overlay-patch", "apps/podinfo/deployment.yaml"},
+				"team-b/podinfo": {"found", "overlay-patch", "apps/podinfo/deployment.yaml"},
+				"team-c/podinfo": {"found", "overlay-patch", "apps/podinfo/deployment.yaml"},
+			},
+			written: []string{"argocd/podinfo-a.yaml", "argocd/podinfo-b.yaml", "argocd/podinfo-c.yaml"},
+		},
+		{
+			name: "the patch goes in the source that renames", repo: "argo-kustomize-multi-source",
+			workloads: []argoWorkload{{"web", "Deployment", "blue-web", "web-blue", false}},
+			want: map[string]want{
+				"web/blue-web": {"found", "overlay-patch", "apps/web/web.yaml"},
+			},
+			written: []string{"argocd/web.yaml"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := filepath.Join(manifestFixtures, tt.repo, "repo")
+			set := argoCluster(t, tt.workloads)
+			snap, err := cluster.ReadSnapshot(filepath.Join(repo, "argocd"))
+			require.NoError(t, err)
+			set.Applications = snap.Applications
+			res, err := plan.Build(set, plan.Options{RepoRoot: repo, RepoURLs: []string{fleetURL}})
+			require.NoError(t, err)
+			got := map[string]want{}
+			for _, w := range res.Plan.Workloads {
+				got[w.Namespace+"/"+w.Name] = want{w.Manifest.Status, w.Manifest.Edit, w.Manifest.Path}
+			}
+			assert.Equal(t, tt.want, got)
+			var written []string
+			for _, f := range res.Edits.All() {
+				written = append(written, f.Path)
+			}
+			assert.ElementsMatch(t, tt.written, written)
+			assert.Empty(t, res.Edits.Refused)
+		})
+	}
+}

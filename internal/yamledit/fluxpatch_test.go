@@ -87,3 +87,55 @@ func TestSetFluxKustomizationPatchRefusesPatchesABlockScalarCannotHold(t *testin
 		assert.Equal(t, CodeInvalidInput, refused.Code)
 	}
 }
+
+// TestSetPatchEntryInApplicationSources writes the entry into an Argo CD
+// Application's source, creating the kustomize mapping a source without
+// one lacks, and into the right item of spec.sources.
+func TestSetPatchEntryInApplicationSources(t *testing.T) {
+	entry := PatchEntry{Patch: "kind: Deployment\nmetadata:\n  name: web\n", Kind: "Deployment", Name: "web"}
+	owns := func(_ string, target map[string]string) bool { return target["name"] == "web" }
+	lines := func(indent string) string {
+		return indent + "- patch: |\n" + indent + "    kind: Deployment\n" + indent + "    metadata:\n" + indent + "      name: web\n" +
+			indent + "  target:\n" + indent + "    kind: Deployment\n" + indent + "    name: web\n"
+	}
+	head := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web\nspec:\n"
+	single := head + "  source:\n    repoURL: https://example.com/r.git\n    path: apps/web # shared\n  destination:\n    namespace: a\n"
+	multi := head + "  sources:\n    - repoURL: https://example.com/r.git\n      path: apps/api\n    - repoURL: https://example.com/r.git\n      path: apps/web\n      kustomize:\n        namePrefix: a-\n\n  destination:\n    namespace: a\n"
+	tests := []struct {
+		name, at, src, want string
+		code                RefusalCode
+	}{
+		{
+			name: "a source without kustomize gets one",
+			at:   "spec.source.kustomize", src: single,
+			want: head + "  source:\n    repoURL: https://example.com/r.git\n    path: apps/web # shared\n    kustomize:\n      patches:\n" + lines("      ") + "  destination:\n    namespace: a\n",
+		},
+		{
+			name: "the second source's kustomize gets patches",
+			at:   "spec.sources[1].kustomize", src: multi,
+			want: head + "  sources:\n    - repoURL: https://example.com/r.git\n      path: apps/api\n    - repoURL: https://example.com/r.git\n      path: apps/web\n      kustomize:\n        namePrefix: a-\n        patches:\n" + lines("        ") + "\n  destination:\n    namespace: a\n",
+		},
+		{name: "no such source", at: "spec.sources[2].kustomize", src: multi, code: CodeNotFound},
+		{name: "a list is missing on the way", at: "spec.sources[0].kustomize", src: single, code: CodeNotFound},
+		{name: "kustomize written in flow style", at: "spec.source.kustomize", src: strings.Replace(single, "    path: apps/web # shared\n", "    path: apps/web\n    kustomize: {namePrefix: a-}\n", 1), code: CodeUnsupported},
+		{name: "bad path", at: "spec.sources[x]", src: multi, code: CodeInvalidInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, changed, err := SetPatchEntry([]byte(tt.src), 0, PatchList{Kind: "Application", At: tt.at}, entry, owns)
+			if tt.code != "" {
+				var refused *RefusedError
+				require.ErrorAs(t, err, &refused)
+				assert.Equal(t, tt.code, refused.Code, refused.Reason)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(out))
+			assert.True(t, changed)
+			again, changed, err := SetPatchEntry(out, 0, PatchList{Kind: "Application", At: tt.at}, entry, owns)
+			require.NoError(t, err)
+			assert.False(t, changed)
+			assert.Equal(t, string(out), string(again))
+		})
+	}
+}

@@ -48,6 +48,9 @@ type Check struct {
 	// Flux maps repo-relative directories to how a Flux Kustomization
 	// applying them renames what they render.
 	Flux map[string]FluxApply
+	// Argo maps repo-relative directories to how an Argo CD Application's
+	// kustomize block renames what they render.
+	Argo map[string]ArgoApply
 }
 
 // Result is what comparing a checkout before and after a patch found.
@@ -132,6 +135,10 @@ func (c Check) compare(where string, before, after []*unstructured.Unstructured,
 			c.compareRelease(where, b, a, deployed, res)
 			continue
 		}
+		if isArgoApplication(a) {
+			c.compareArgo(where, b, a, res)
+			continue
+		}
 		r := c.restartOn(a)
 		if r == nil {
 			problem("%s changed without carrying an intended restart", name(a))
@@ -175,6 +182,9 @@ func (c Check) restarts(o *unstructured.Unstructured, where string, r *Restart) 
 	ns, name := o.GetNamespace(), o.GetName()
 	if f, ok := c.fluxApplying(where); ok {
 		ns, name = f.identity(o, kustomizationIn(filepath.Join(c.Before, filepath.FromSlash(where))))
+	}
+	if a, ok := c.argoApplying(where); ok {
+		ns, name = a.identity(o, kustomizationIn(filepath.Join(c.Before, filepath.FromSlash(where))))
 	}
 	if forced := c.forcedNamespace(where); forced != "" {
 		ns = forced

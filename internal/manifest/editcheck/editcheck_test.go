@@ -170,3 +170,54 @@ func fluxEntry(key string) []string {
 		"+      target:", "+        kind: Deployment", "+        name: web",
 	}
 }
+
+// TestCompareReposBuildsArgoSources: an Application may change in its
+// source's kustomize.patches only, and the build of the source with the
+// patch must restart the intended workload and nothing else.
+func TestCompareReposBuildsArgoSources(t *testing.T) {
+	const app = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: web-a\n  namespace: argocd\nspec:\n" +
+		"  source:\n    path: apps/web\n    kustomize:\n      namePrefix: a-\n"
+	entry := func(key string) string {
+		return "      patches:\n        - patch: |\n            apiVersion: apps/v1\n            kind: Deployment\n            metadata:\n              name: web\n" +
+			"            spec:\n              template:\n                metadata:\n                  annotations:\n                    " + key + ": abc\n" +
+			"          target:\n            kind: Deployment\n            name: web\n"
+	}
+	restart := Restart{Namespace: "", Kind: "Deployment", Name: "a-web", Annotations: map[string]string{"kedge.io/restartedAt": "abc"}}
+	tests := []struct {
+		name, after string
+		want        []string
+		restarted   bool
+	}{
+		{name: "the restart entry", after: app + entry("kedge.io/restartedAt"), restarted: true},
+		{
+			name: "a prefix changed too", after: strings.Replace(app, "a-", "b-", 1) + entry("kedge.io/restartedAt"),
+			want: []string{"argocd/web-a.yaml: Argo CD Application argocd/web-a: changes beyond the sources' kustomize.patches"},
+		},
+		{
+			name: "an entry setting another annotation", after: app + entry("example.com/other"),
+			want: []string{"argocd/web-a.yaml (Argo CD Application argocd/web-a, source 0): Deployment /a-web changed without carrying an intended restart"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, after := t.TempDir(), t.TempDir()
+			for _, repo := range []string{before, after} {
+				for p, content := range map[string]string{
+					"apps/web/kustomization.yaml": "resources:\n  - web.yaml\n",
+					"apps/web/web.yaml":           "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec: {}\n",
+				} {
+					require.NoError(t, os.MkdirAll(filepath.Join(repo, filepath.Dir(p)), 0o755))
+					require.NoError(t, os.WriteFile(filepath.Join(repo, p), []byte(content), 0o644))
+				}
+				require.NoError(t, os.MkdirAll(filepath.Join(repo, "argocd"), 0o755))
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(before, "argocd", "web-a.yaml"), []byte(app), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(after, "argocd", "web-a.yaml"), []byte(tt.after), 0o644))
+
+			res, err := CompareRepos(Check{Before: before, After: after, Changed: []string{"argocd/web-a.yaml"}, Restarts: []Restart{restart}})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, res.Problems)
+			assert.Equal(t, tt.restarted, res.Restarted[restart.String()])
+		})
+	}
+}

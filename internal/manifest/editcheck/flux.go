@@ -195,6 +195,7 @@ func isFluxRestartEntry(lines []string, keys []string) bool {
 	if yaml.Unmarshal([]byte(dedent(lines)), &doc) != nil {
 		return false
 	}
+	doc = unwrapKustomize(doc)
 	if m, ok := doc.(map[string]any); ok && len(m) == 1 {
 		doc = m["patches"]
 	}
