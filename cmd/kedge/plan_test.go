@@ -76,7 +76,7 @@ func readPlan(t *testing.T, data []byte) drift.Plan {
 func TestPlanMatchesTheHandDerivedDemoPlan(t *testing.T) {
 	raw, err := os.ReadFile(demoExpected)
 	require.NoError(t, err)
-	want := withHelmReleaseEdits(readPlan(t, raw))
+	want := readPlan(t, raw)
 	got := readPlan(t, []byte(planRun(t, "json")))
 
 	assert.Equal(t, want.Cluster, got.Cluster)
@@ -87,19 +87,6 @@ func TestPlanMatchesTheHandDerivedDemoPlan(t *testing.T) {
 			assert.Empty(t, w.Manifest.Detail, "%s %s/%s is found but its edit is not made", w.Kind, w.Namespace, w.Name)
 		}
 	}
-}
-
-// withHelmReleaseEdits is the demo plan now that kedge restarts workloads
-// of a Flux HelmRelease through its post-renderers: shop/podinfo, which
-// expected.json still lists as helm, is found in its HelmRelease's file.
-// expected.json moves to this when the demo shows the edit.
-func withHelmReleaseEdits(p drift.Plan) drift.Plan {
-	for i, w := range p.Workloads {
-		if w.Namespace == "shop" && w.Kind == "Deployment" && w.Name == "podinfo" && w.Manifest.Status == drift.ManifestHelm {
-			p.Workloads[i].Manifest = drift.Manifest{Status: drift.ManifestFound, Path: "apps/prod-eu-1/shop/podinfo.yaml", Edit: drift.EditHelmPostRenderer}
-		}
-	}
-	return p
 }
 
 var diffHeader = regexp.MustCompile(`(?m)^diff --git a/(\S+) b/`)

@@ -455,8 +455,15 @@ func TestExpectedManifestsMatchTheRepository(t *testing.T) {
 			o := findObject(objs, w.Namespace, w.Kind, w.Name)
 			require.NotNil(t, o, "workload is in the snapshot")
 			file, inGit := origin[w.Namespace+"/"+w.Kind+"/"+w.Name]
-			switch w.Manifest.Status {
-			case drift.ManifestFound:
+			switch {
+			case w.Manifest.Edit == drift.EditHelmPostRenderer:
+				// Installed by helm-controller: the file is its HelmRelease's.
+				assert.False(t, inGit)
+				release := nestedString(o, "metadata", "labels", "helm.toolkit.fluxcd.io/namespace") + "/HelmRelease/" +
+					nestedString(o, "metadata", "labels", "helm.toolkit.fluxcd.io/name")
+				require.Contains(t, origin, release, "its HelmRelease is rendered from the repository")
+				assert.Equal(t, origin[release], w.Manifest.Path)
+			case w.Manifest.Status == drift.ManifestFound:
 				require.True(t, inGit, "rendered from the repository")
 				assert.Equal(t, file, w.Manifest.Path)
 				assert.FileExists(t, filepath.Join(demoDir, "gitops", filepath.FromSlash(file)))
@@ -465,11 +472,11 @@ func TestExpectedManifestsMatchTheRepository(t *testing.T) {
 					want = drift.EditOverlayPatch
 				}
 				assert.Equal(t, want, w.Manifest.Edit)
-			case drift.ManifestHelm:
+			case w.Manifest.Status == drift.ManifestHelm:
 				assert.False(t, inGit)
 				assert.NotEmpty(t, nestedString(o, "metadata", "labels", "helm.toolkit.fluxcd.io/name"))
 				assert.Empty(t, w.Manifest.Path)
-			case drift.ManifestNotFound:
+			case w.Manifest.Status == drift.ManifestNotFound:
 				assert.False(t, inGit)
 				assert.Empty(t, nestedString(o, "metadata", "labels", meshtest.FluxNameLabel))
 				assert.Empty(t, nestedString(o, "metadata", "labels", "helm.toolkit.fluxcd.io/name"))
