@@ -14,11 +14,16 @@ import (
 const zwsp = "&#8203;"
 
 // cleanText makes s valid UTF-8 with every control character (newlines,
-// tabs, NUL, Unicode line separators) turned into a space, trimmed.
+// tabs, NUL, Unicode line separators) turned into a space, trimmed. Zero-width
+// spaces are dropped: they are the escapes' own mark, and a text made of
+// nothing else would render as an empty cell instead of "–".
 func cleanText(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+		switch {
+		case r == '\u200b':
+			return -1
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
 			return ' '
 		}
 		return r
