@@ -45,6 +45,7 @@ type Config struct {
 	Cycle      CycleConfig      `mapstructure:"cycle"`
 	Rollout    RolloutConfig    `mapstructure:"rollout"`
 	Migrations []Migration      `mapstructure:"migrations"`
+	Waves      []Wave           `mapstructure:"waves"`
 }
 
 type RepoConfig struct {
@@ -129,6 +130,27 @@ type RolloutConfig struct {
 	// Grace is how long after a merge workloads may still drift before
 	// kedge says which ones did not roll out.
 	Grace time.Duration `mapstructure:"grace"`
+	// ResumeLabel, set on a namespace to the target id the dashboard
+	// shows, lets a rollout blocked by that namespace's unhealthy
+	// workloads go on.
+	ResumeLabel string `mapstructure:"resumeLabel"`
+}
+
+// Wave is one step of a progressive rollout: the namespaces it selects get
+// their PRs for a new target only once every earlier wave is merged and
+// healthy for its soak time.
+type Wave struct {
+	Name string `mapstructure:"name"`
+	// Namespaces are name globs; NamespaceSelector labels that must all
+	// match. A wave with neither selects every namespace left.
+	Namespaces        []string          `mapstructure:"namespaces"`
+	NamespaceSelector map[string]string `mapstructure:"namespaceSelector"`
+	Soak              time.Duration     `mapstructure:"soak"`
+	// MaxUnhealthy workloads are tolerated before the wave blocks.
+	MaxUnhealthy int `mapstructure:"maxUnhealthy"`
+	// MaxProxyRestarts is how often an istio-proxy container may have
+	// restarted before its workload counts as unhealthy.
+	MaxProxyRestarts int32 `mapstructure:"maxProxyRestarts"`
 }
 
 // Migration moves namespaces from one revision (or tag) to another.
@@ -181,6 +203,7 @@ var defaults = map[string]any{
 	"cycle.debounce":             10 * time.Second,
 	"cycle.resync":               10 * time.Minute,
 	"rollout.grace":              30 * time.Minute,
+	"rollout.resumeLabel":        "kedge.io/resume-rollout",
 }
 
 // Keys lists every configuration key, sorted.
@@ -189,7 +212,7 @@ func Keys() []string {
 	for k := range defaults {
 		keys = append(keys, k)
 	}
-	keys = append(keys, "migrations")
+	keys = append(keys, "migrations", "waves")
 	sort.Strings(keys)
 	return keys
 }
@@ -259,7 +282,7 @@ func unknownKeys(v *viper.Viper) error {
 		known[strings.ToLower(k)] = true
 	}
 	for _, k := range v.AllKeys() {
-		if known[k] || strings.HasPrefix(k, "reviewers.bynamespace.") || strings.HasPrefix(k, "migrations") {
+		if known[k] || strings.HasPrefix(k, "reviewers.bynamespace.") || strings.HasPrefix(k, "migrations") || strings.HasPrefix(k, "waves") {
 			continue
 		}
 		return &Error{Key: k, Msg: "unknown key (see config/kedge.example.yaml)"}
@@ -325,6 +348,15 @@ func (c *Config) Validate(mode Mode) error {
 		if m.From == "" || m.To == "" {
 			return &Error{Key: fmt.Sprintf("migrations[%d]", i), Msg: "from and to are required"}
 		}
+	}
+	if err := validWaves(c.Waves); err != nil {
+		return err
+	}
+	if c.Rollout.ResumeLabel == "" {
+		return &Error{Key: "rollout.resumeLabel", Msg: "required"}
+	}
+	if err := validAnnotationKey("rollout.resumeLabel", c.Rollout.ResumeLabel); err != nil {
+		return err
 	}
 	if mode == ModePlan {
 		return nil
@@ -403,4 +435,32 @@ func validBranchPart(s string) bool {
 		}
 	}
 	return true
+}
+
+// validWaves checks each wave on its own and that names, which PR bodies
+// and the dashboard show, tell the waves apart.
+func validWaves(waves []Wave) error {
+	seen := map[string]bool{}
+	for i, w := range waves {
+		key := fmt.Sprintf("waves[%d]", i)
+		switch {
+		case w.Name == "":
+			return &Error{Key: key + ".name", Msg: "required"}
+		case seen[w.Name]:
+			return &Error{Key: key + ".name", Msg: fmt.Sprintf("%q names another wave too", w.Name)}
+		case w.Soak < 0:
+			return &Error{Key: key + ".soak", Msg: "must be >= 0"}
+		case w.MaxUnhealthy < 0:
+			return &Error{Key: key + ".maxUnhealthy", Msg: "must be >= 0"}
+		case w.MaxProxyRestarts < 0:
+			return &Error{Key: key + ".maxProxyRestarts", Msg: "must be >= 0"}
+		}
+		seen[w.Name] = true
+		for _, g := range w.Namespaces {
+			if _, err := path.Match(g, ""); err != nil {
+				return &Error{Key: key + ".namespaces", Msg: fmt.Sprintf("bad glob %q", g)}
+			}
+		}
+	}
+	return nil
 }

@@ -101,6 +101,14 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"bad api url", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {token: t, apiURL: 'ftp://x'}\n", ModeRun, "github.apiURL"},
 		{"negative limit", validRun + "limits: {maxOpenPRs: -1}\n", ModeRun, "limits.maxOpenPRs"},
 		{"migration without target", "migrations: [{from: default}]\n", ModePlan, "migrations[0]"},
+		{"wave without name", "waves: [{soak: 1m}]\n", ModePlan, "waves[0].name"},
+		{"waves with one name", "waves: [{name: a}, {name: a}]\n", ModePlan, "waves[1].name"},
+		{"negative soak", "waves: [{name: a, soak: -1m}]\n", ModePlan, "waves[0].soak"},
+		{"bad soak", "waves: [{name: a, soak: soon}]\n", ModePlan, "waves[0].soak"},
+		{"negative maxUnhealthy", "waves: [{name: a, maxUnhealthy: -1}]\n", ModePlan, "waves[0].maxUnhealthy"},
+		{"negative maxProxyRestarts", "waves: [{name: a, maxProxyRestarts: -2}]\n", ModePlan, "waves[0].maxProxyRestarts"},
+		{"bad wave glob", "waves: [{name: a, namespaces: ['[']}]\n", ModePlan, "waves[0].namespaces"},
+		{"bad resume label", "rollout: {resumeLabel: 'a b'}\n", ModePlan, "rollout.resumeLabel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
