@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // Names kedge reads on pods and injector objects. They are Istio's, not
@@ -157,11 +158,39 @@ func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
 		out.StartTime = *in.Status.StartTime
 	}
 	if image, ok := proxyImage(in.Spec.Containers, false); ok {
-		out.Proxy = &trimmedProxy{Image: t.strings.get(image)}
+		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Restarts: proxyRestarts(in.Status.ContainerStatuses)}
 	} else if image, ok := proxyImage(in.Spec.InitContainers, true); ok {
-		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Native: true}
+		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Native: true, Restarts: proxyRestarts(in.Status.InitContainerStatuses)}
 	}
+	for _, c := range in.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Ready, out.ReadySince = c.Status, c.LastTransitionTime
+		}
+	}
+	out.Stuck = t.stuckContainer(in.Status)
 	return out
+}
+
+func proxyRestarts(statuses []corev1.ContainerStatus) int32 {
+	for _, s := range statuses {
+		if s.Name == proxyContainerName {
+			return s.RestartCount
+		}
+	}
+	return 0
+}
+
+// stuckContainer finds the first container, regular then init, waiting
+// for a reason a wave's health gate counts as unhealthy.
+func (t *trimmer) stuckContainer(status corev1.PodStatus) *trimmedWaiting {
+	for _, statuses := range [][]corev1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses} {
+		for _, s := range statuses {
+			if w := s.State.Waiting; w != nil && waves.StuckReason(w.Reason) {
+				return &trimmedWaiting{Container: t.strings.get(s.Name), Reason: t.strings.get(w.Reason)}
+			}
+		}
+	}
+	return nil
 }
 
 // internMap copies the entries of in accepted by keep (all when nil) into a

@@ -20,6 +20,10 @@ var stuckReasons = map[string]bool{
 	"CreateContainerError":       true,
 }
 
+// StuckReason tells a container waiting reason that makes a pod unhealthy
+// at once.
+func StuckReason(reason string) bool { return stuckReasons[reason] }
+
 // Read collects what the gate reads of one workload from the cluster's
 // objects. drifted says whether the plan still lists it.
 func Read(set *objects.Set, namespace, kind, name string, drifted bool) Workload {
@@ -119,7 +123,7 @@ func podOf(p *corev1.Pod) Pod {
 	}
 	for _, statuses := range [][]corev1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
 		for _, cs := range statuses {
-			if cs.Name == proxyContainer {
+			if cs.Name == proxyContainer && cs.RestartCount > out.ProxyRestarts {
 				out.ProxyRestarts = cs.RestartCount
 			}
 			if w := cs.State.Waiting; w != nil && stuckReasons[w.Reason] && out.Waiting == "" {
