@@ -37,6 +37,7 @@ func (r *Reconciler) namespacePR(set *objects.Set, res *plan.Result, st *nsState
 		Applier:           res.Namespaces[st.name].Applier,
 		OptOutAnnotation:  r.settings.Plan.Drift.OptOutAnnotation,
 		RestartAnnotation: r.settings.Plan.Annotations.Restart,
+		Wave:              r.waveRef(set, st.name),
 	}
 	if issue != nil {
 		pr.DashboardURL = issue.HTMLURL
