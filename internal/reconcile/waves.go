@@ -196,14 +196,14 @@ func (r *Reconciler) holdForWave(st *nsState, rollout waves.Rollout) {
 	}
 	st.decision.action = ActNone
 	st.decision.superseded = nil
-	wave := rollout.Waves[rollout.Active]
-	why := "waiting: wave " + wave.Name + " is " + string(wave.State)
-	if wave.State == waves.StateBlocked {
+	active := rollout.Waves[rollout.Active]
+	why := string(active.State)
+	if active.State == waves.StateBlocked {
 		var names []string
-		for _, b := range wave.Blocking {
+		for _, b := range active.Blocking {
 			names = append(names, b.Namespace+"/"+b.Kind+"/"+b.Name)
 		}
-		why = "waiting: wave " + wave.Name + " is blocked by " + strings.Join(names, ", ")
+		why = "blocked by " + strings.Join(names, ", ")
 	}
-	st.outcome.Detail = why + " (target " + rollout.Target + ")"
+	st.outcome.Detail = "wave " + active.Name + " comes first, " + why
 }
