@@ -34,7 +34,7 @@ type WaveRow struct {
 func rolloutViews(rollouts []waves.Rollout, now time.Time, resumeLabel string) []RolloutView {
 	out := make([]RolloutView, 0, len(rollouts))
 	for _, r := range rollouts {
-		v := RolloutView{Target: r.Target}
+		v := RolloutView{Target: targetLabel(r.Target)}
 		for _, w := range r.Waves {
 			row := WaveRow{Number: fmt.Sprint(w.Index + 1), Name: w.Name, Namespaces: w.Namespaces, Status: waveStatus(w, now), Blocking: w.Blocking}
 			if w.Name == waves.RestName {
@@ -49,6 +49,15 @@ func rolloutViews(rollouts []waves.Rollout, now time.Time, resumeLabel string) [
 		out = append(out, v)
 	}
 	return out
+}
+
+// targetLabel shows a target key; the target of workloads that should
+// lose their sidecar has neither revision nor image.
+func targetLabel(key string) string {
+	if key == waves.TargetKey("", "") {
+		return "no sidecar"
+	}
+	return key
 }
 
 func waveStatus(w waves.Status, now time.Time) string {
