@@ -54,6 +54,10 @@ func (c goldenCase) run(src []byte) ([]byte, bool, error) {
 		return SetMetadataLabel(src, c.target(), c.Key, c.Value)
 	case "set-kustomization-label":
 		return SetKustomizationLabel(src, c.Key, c.Value)
+	case "remove-metadata-label":
+		return RemoveMetadataLabel(src, c.target(), c.Key)
+	case "remove-kustomization-label":
+		return RemoveKustomizationLabel(src, c.Key)
 	}
 	panic("unknown op " + c.Op)
 }
@@ -64,6 +68,10 @@ func (c goldenCase) run(src []byte) ([]byte, bool, error) {
 func (c goldenCase) touched() int {
 	if len(c.Set) > 0 {
 		return len(c.Set)
+	}
+	if c.Op == "remove-kustomization-label" {
+		// The label's line and its holder's, in each of two places.
+		return 4
 	}
 	return 2
 }
@@ -189,6 +197,9 @@ func linesWithBreaks(b []byte) []string {
 // rewrite when they hold an empty or flow value.
 var holderLine = regexp.MustCompile(`^\s*"?(metadata|annotations)"?\s*:`)
 
+// labelHolderLine is a key holding labels, which becomes `key: {}` when its last label is removed.
+var labelHolderLine = regexp.MustCompile(`^\s*(-\s+)?"?(labels|commonLabels|pairs)"?\s*:`)
+
 // patchesLine is a kustomization's patches: key, which listing a patch may add or rewrite.
 var patchesLine = regexp.MustCompile(`^\s*"?patches"?\s*:`)
 
@@ -227,6 +238,8 @@ func TestGoldenChangesOnlyItsOwnLines(t *testing.T) {
 				return holderLine.MatchString(l)
 			case "add-kustomization-patch":
 				return strings.Contains(l, c.Path) || patchesLine.MatchString(l)
+			case "remove-metadata-label", "remove-kustomization-label":
+				return strings.Contains(l, c.Key) || labelHolderLine.MatchString(l)
 			}
 			return true
 		}
