@@ -336,7 +336,7 @@ func migration() fixture {
 			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/web/api.yaml", drift.EditInPlace), ago(30*24*time.Hour)),
 	}
 	pr := prFor("web", ws, map[string]int{"1.23.2": 5})
-	pr.Migration = &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "namespaces/web.yaml"}
+	pr.Migration = &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "namespaces/web.yaml", RemovedLabels: []string{"istio-injection"}}
 	return fixture{
 		pr: pr,
 		dashboard: ClusterDashboard{

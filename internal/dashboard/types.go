@@ -36,6 +36,9 @@ type Migration struct {
 	// NamespacePath is the repository file that defines the namespace and
 	// carries the label the PR changes.
 	NamespacePath string
+	// RemovedLabels are labels the PR takes off the namespace with the
+	// move (istio-injection).
+	RemovedLabels []string
 }
 
 // NamespacePR is everything the pull request of one namespace shows.

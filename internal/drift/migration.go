@@ -13,6 +13,10 @@ type Migration struct {
 	// Revision is the revision whose injector answers the namespace once it
 	// carries To; "" when no single revision would.
 	Revision string `json:"revision"`
+	// RemoveLabels are labels the move takes off the namespace besides
+	// setting To: istio-injection=enabled, which would otherwise keep the
+	// default revision injecting it.
+	RemoveLabels []string `json:"removeLabels,omitempty"`
 	// Manifest is where the label is set in the GitOps repository. Edit is
 	// EditInPlace (the Namespace document's own labels),
 	// EditKustomizeLabels (a kustomization's labels or commonLabels) or
@@ -44,7 +48,8 @@ const (
 	// or its injector ConfigMap.
 	BlockTargetNotReady MigrationBlock = "target-not-ready"
 	// BlockIstioInjection: the namespace's istio-injection label wins over
-	// istio.io/rev, so relabelling alone would not move it.
+	// istio.io/rev, and removing it would not move the namespace either
+	// (istio-injection=disabled is a choice kedge does not undo).
 	BlockIstioInjection MigrationBlock = "istio-injection"
 	// BlockNotInjected: with the new label, the target revision's webhooks
 	// would still not (or not alone) answer the namespace.

@@ -212,3 +212,58 @@ func changedLines(a, b []byte) int {
 	}
 	return n
 }
+
+// injectionCase is testdata/migrate/injection/<case>/case.yaml: a move
+// that takes istio-injection off the namespace, and either the edited file
+// (compared with after.yaml) or why it is refused.
+type injectionCase struct {
+	Namespace    string   `yaml:"namespace"`
+	From         string   `yaml:"from"`
+	To           string   `yaml:"to"`
+	RemoveLabels []string `yaml:"removeLabels"`
+	Path         string   `yaml:"path"`
+	Blocked      string   `yaml:"blocked"`
+	Detail       string   `yaml:"detail"`
+}
+
+func TestLocateTakesIstioInjectionOff(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(migrateRoot, "injection", "*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs)
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var c injectionCase
+			readYAML(t, filepath.Join(dir, "case.yaml"), &c)
+			repo := copyRepo(t, filepath.Join(dir, "repo"))
+			m := drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To, RemoveLabels: c.RemoveLabels}
+			edit := checkoutOf(t, repo).Locate(&m, manifest.Hints{})
+			if c.Blocked != "" {
+				assert.Nil(t, edit, "nothing is written")
+				assert.Equal(t, drift.MigrationBlock(c.Blocked), m.Blocked)
+				assert.Equal(t, c.Detail, m.Detail)
+				assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: c.Path, Detail: c.Detail}, m.Manifest)
+				return
+			}
+			require.Empty(t, m.Blocked, m.Detail)
+			require.NotNil(t, edit)
+			if *update {
+				writeFile(t, filepath.Join(dir, "after.yaml"), edit.After)
+			}
+			after, err := os.ReadFile(filepath.Join(dir, "after.yaml"))
+			require.NoError(t, err)
+			assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: c.Path, Edit: drift.EditInPlace}, m.Manifest)
+			assert.Equal(t, c.Path, edit.Path)
+			assert.Equal(t, string(after), string(edit.After))
+
+			again, err := edit.Onto(edit.After)
+			require.NoError(t, err)
+			assert.Equal(t, string(edit.After), string(again), "applying the edit twice changes nothing more")
+
+			// With the edit in place, Git says the target: nothing more to write.
+			writeFile(t, filepath.Join(repo, c.Path), edit.After)
+			m2 := drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To, RemoveLabels: c.RemoveLabels}
+			assert.Nil(t, checkoutOf(t, repo).Locate(&m2, manifest.Hints{}))
+			assert.Equal(t, drift.EditLabelAlreadySet, m2.Manifest.Edit)
+		})
+	}
+}

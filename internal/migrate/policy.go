@@ -8,7 +8,8 @@
 // Everything but the checkout reading is pure. The rules follow Istio's
 // webhooks as the mesh model evaluates them: a namespace moves only when,
 // with the new label, the target revision's webhook alone would answer it
-// (istio-injection=enabled still wins over istio.io/rev).
+// (istio-injection=enabled, which wins over istio.io/rev, is taken off in
+// the same edit).
 package migrate
 
 import (
@@ -26,7 +27,7 @@ type Policy struct {
 	Key string
 	// From is the label value namespaces carry now. "default" also selects
 	// namespaces the default revision injects through istio-injection=enabled,
-	// so that they are reported as blocked rather than silently left out.
+	// which move by losing that label.
 	From string
 	// To is a revision or a revision tag.
 	To string

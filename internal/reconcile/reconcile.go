@@ -276,7 +276,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, prs []forge.PR, 
 	for _, st := range byName {
 		st.pr = r.namespacePR(set, res, st, issue)
 		if m, ok := migrate.For(res.Plan, st.name); ok && m.Relabels() {
-			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path}
+			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels}
 		}
 		out = append(out, st)
 	}

@@ -1,0 +1,131 @@
+package migrate
+
+import (
+	"bytes"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/yamledit"
+)
+
+// locateInDocument moves a namespace whose move also takes labels off it
+// (istio-injection=enabled): both the removals and istio.io/rev are edited
+// in the Namespace document, in one file, so the change is one exact edit.
+// A label written elsewhere (a kustomization's labels, a patch) blocks the
+// move with the file to change by hand.
+func (c *Checkout) locateInDocument(m *drift.Migration, d deployment) *LabelEdit {
+	if edit, done := c.alreadyMoved(m, d); done {
+		return edit
+	}
+	doc, blockedBy := c.documentOf(d)
+	if blockedBy != "" {
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Detail: blockedBy})
+	}
+	changes := []labelChange{}
+	for _, key := range m.RemoveLabels {
+		value, set := d.labels[key]
+		if !set {
+			continue
+		}
+		if doc.labels[key] != value {
+			return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
+				Detail: key + "=" + value + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"})
+		}
+		changes = append(changes, labelChange{key: key, from: value, remove: true})
+	}
+	rev, revSet := d.labels[mesh.LabelRev]
+	switch {
+	case revSet && rev != m.From:
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
+			Detail: "Git sets " + mesh.LabelRev + "=" + rev + " on Namespace " + m.Namespace + ", the cluster has " + m.From})
+	case revSet && doc.labels[mesh.LabelRev] != rev:
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
+			Detail: mesh.LabelRev + "=" + rev + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"})
+	}
+	changes = append(changes, labelChange{key: mesh.LabelRev, from: rev, to: m.To})
+	return c.tryDocument(m, doc, d.root != nil, changes)
+}
+
+// alreadyMoved tells a namespace Git has moved already: no label to remove,
+// istio.io/rev at the target.
+func (c *Checkout) alreadyMoved(m *drift.Migration, d deployment) (*LabelEdit, bool) {
+	for _, key := range m.RemoveLabels {
+		if _, set := d.labels[key]; set {
+			return nil, false
+		}
+	}
+	if d.labels[mesh.LabelRev] != m.To {
+		return nil, false
+	}
+	m.Manifest = drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Edit: drift.EditLabelAlreadySet}
+	return nil, true
+}
+
+// documentOf is the Namespace document of a deployment, or why kedge will
+// not edit it.
+func (c *Checkout) documentOf(d deployment) (namespaceDoc, string) {
+	if d.doc != nil {
+		return *d.doc, ""
+	}
+	if d.origin == "" {
+		return namespaceDoc{}, "Namespace " + d.name + " is generated in " + d.where + ", not written in a file"
+	}
+	doc, err := c.namespaceDocIn(d.origin, d.name)
+	if err != nil {
+		return namespaceDoc{}, err.Error()
+	}
+	return doc, ""
+}
+
+// labelChange is one label of a namespace edit: from its value before
+// ("" when absent) to its value after, or removed.
+type labelChange struct {
+	key, from, to string
+	remove        bool
+}
+
+func (l labelChange) String() string {
+	if l.remove {
+		return "remove " + l.key + "=" + l.from
+	}
+	return l.key + "=" + l.to
+}
+
+// tryDocument edits the Namespace document and, when kustomize roots read
+// it, verifies the edit by rendering them.
+func (c *Checkout) tryDocument(m *drift.Migration, doc namespaceDoc, rendered bool, changes []labelChange) *LabelEdit {
+	target := yamledit.Target{Kind: "Namespace", Name: doc.name, Document: yamledit.AnyDocument}
+	apply := func(src []byte) ([]byte, bool, error) {
+		out := src
+		for _, ch := range changes {
+			var err error
+			if ch.remove {
+				out, _, err = yamledit.RemoveMetadataLabel(out, target, ch.key)
+			} else {
+				out, _, err = yamledit.SetMetadataLabel(out, target, ch.key, ch.to)
+			}
+			if err != nil {
+				return nil, false, err
+			}
+		}
+		return out, !bytes.Equal(out, src), nil
+	}
+	refused := func(reason string) *LabelEdit {
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: doc.path, Detail: "edit refused: " + doc.path + ": " + reason})
+	}
+	before, err := c.ix.ReadFile(doc.path)
+	if err != nil {
+		return refused(err.Error())
+	}
+	after, _, err := apply(before)
+	if err != nil {
+		return refused(refusalText(err))
+	}
+	if rendered {
+		if err := c.verifyChanges(doc.path, after, m.Namespace, changes); err != nil {
+			return refused(err.Error())
+		}
+	}
+	m.Manifest = drift.Manifest{Status: drift.ManifestFound, Path: doc.path, Edit: drift.EditInPlace}
+	return &LabelEdit{Namespace: m.Namespace, Path: doc.path, Before: before, After: after, apply: apply}
+}
