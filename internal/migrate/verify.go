@@ -108,7 +108,7 @@ func compare(before, after map[objectID]map[string]any, namespace string, change
 				b = withChange(b, ch)
 			}
 		}
-	if !equalJSON(a, b) {
+		if !equalJSON(a, b) {
 			changed = append(changed, id.String())
 		}
 	}
