@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -21,13 +22,14 @@ import (
 const (
 	proxyContainerName = "istio-proxy"
 
-	annotationSidecarStatus  = "sidecar.istio.io/status"
-	annotationProxyImage     = "sidecar.istio.io/proxyImage"
-	annotationProxyImageType = "sidecar.istio.io/proxyImageType"
-	annotationProxyConfig    = "proxy.istio.io/config"
-	annotationProxyOverrides = "proxy.istio.io/overrides"
-	labelSidecarInject       = "sidecar.istio.io/inject"
-	labelIstioRev            = "istio.io/rev"
+	annotationSidecarStatus      = "sidecar.istio.io/status"
+	annotationProxyImage         = "sidecar.istio.io/proxyImage"
+	annotationProxyImageType     = "sidecar.istio.io/proxyImageType"
+	annotationProxyConfig        = "proxy.istio.io/config"
+	annotationProxyOverrides     = "proxy.istio.io/overrides"
+	annotationAmbientRedirection = "ambient.istio.io/redirection"
+	labelSidecarInject           = "sidecar.istio.io/inject"
+	labelIstioRev                = "istio.io/rev"
 
 	injectorConfigMapPrefix = "istio-sidecar-injector"
 	injectorWebhookSuffix   = "sidecar-injector.istio.io"
@@ -52,6 +54,9 @@ var podAnnotationsKept = map[string]bool{
 	annotationProxyImageType: true,
 	annotationProxyConfig:    true,
 	annotationProxyOverrides: true,
+	// Written by istio-cni on a pod ztunnel captures: how kedge follows an
+	// ambient migration.
+	annotationAmbientRedirection: true,
 }
 
 // trimmer is the transform every informer runs before an object reaches
@@ -73,6 +78,8 @@ func (t *trimmer) transform(obj any) (any, error) {
 		return o, nil
 	case *appsv1.ReplicaSet:
 		return t.trimReplicaSet(o), nil
+	case *corev1.Node:
+		return trimNode(o), nil
 	case *corev1.Namespace:
 		trimMeta(&o.ObjectMeta)
 		// Finalizers and conditions say nothing about injection.
@@ -251,6 +258,27 @@ func proxyImage(containers []corev1.Container, init bool) (string, bool) {
 	return "", false
 }
 
+// trimNode keeps the node's identity: kedge only counts nodes, to tell
+// whether ztunnel runs on each.
+func trimNode(in *corev1.Node) *corev1.Node {
+	return &corev1.Node{
+		TypeMeta: in.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: in.Name, UID: in.UID, ResourceVersion: in.ResourceVersion,
+			CreationTimestamp: in.CreationTimestamp, DeletionTimestamp: in.DeletionTimestamp,
+		},
+	}
+}
+
+// decodeNode reads a node from a snapshot as the cache keeps it.
+func decodeNode(raw []byte, _ *trimmer) (corev1.Node, error) {
+	var n corev1.Node
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return corev1.Node{}, err
+	}
+	return *trimNode(&n), nil
+}
+
 // trimReplicaSet keeps identity and ownership: a ReplicaSet is only the
 // link from a pod to its Deployment (or Rollout).
 func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) *appsv1.ReplicaSet {
@@ -304,6 +332,10 @@ func trimUnstructured(u *unstructured.Unstructured) (*unstructured.Unstructured,
 		typed = &objects.GitRepository{}
 	case kindProxyConfig:
 		typed = &objects.ProxyConfig{}
+	case kindAuthorizationPolicy:
+		typed = &objects.AuthorizationPolicy{}
+	case kindGateway:
+		typed = &objects.Gateway{}
 	default:
 		return u, nil
 	}
@@ -330,6 +362,10 @@ func typedMeta(typed any) *metav1.ObjectMeta {
 	case *objects.GitRepository:
 		return &t.ObjectMeta
 	case *objects.ProxyConfig:
+		return &t.ObjectMeta
+	case *objects.AuthorizationPolicy:
+		return &t.ObjectMeta
+	case *objects.Gateway:
 		return &t.ObjectMeta
 	}
 	return &metav1.ObjectMeta{}
