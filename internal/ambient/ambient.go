@@ -78,6 +78,11 @@ func ztunnelProblem(set *objects.Set) (Problem, bool) {
 		return Problem{Field: "DaemonSet ztunnel", Detail: "no ztunnel DaemonSet: ambient mode is not installed"}, false
 	}
 	nodes := int32(len(set.Nodes))
+	if nodes == 0 {
+		// A snapshot taken without Nodes: the DaemonSet's own count of the
+		// nodes it should run on is all there is.
+		nodes = max(ds.Status.DesiredNumberScheduled, 1)
+	}
 	if ds.Status.NumberReady < nodes || ds.Status.DesiredNumberScheduled < nodes {
 		return Problem{Field: "DaemonSet ztunnel status.numberReady, Nodes", Detail: fmt.Sprintf("ztunnel %s/%s is ready on %d of %d nodes", ds.Namespace, ds.Name, ds.Status.NumberReady, nodes)}, false
 	}

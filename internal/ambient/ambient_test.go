@@ -68,6 +68,17 @@ func TestClusterProblems(t *testing.T) {
 	}
 }
 
+// Without a Node list (a snapshot that has none), the DaemonSet's own
+// status.desiredNumberScheduled stands for the nodes.
+func TestClusterProblemsWithoutNodes(t *testing.T) {
+	ready := &objects.Set{DaemonSets: []appsv1.DaemonSet{ztunnel(2, 2)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
+	assert.Empty(t, ClusterProblems(ready))
+	partly := &objects.Set{DaemonSets: []appsv1.DaemonSet{ztunnel(2, 1)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
+	assert.Equal(t, []Problem{{Field: "DaemonSet ztunnel status.numberReady, Nodes", Detail: "ztunnel istio-system/ztunnel is ready on 1 of 2 nodes"}}, ClusterProblems(partly))
+	nowhere := &objects.Set{DaemonSets: []appsv1.DaemonSet{ztunnel(0, 0)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
+	assert.Len(t, ClusterProblems(nowhere), 1, "scheduled on no node")
+}
+
 func policy(name string, rule objects.AuthorizationRule) objects.AuthorizationPolicy {
 	return objects.AuthorizationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: objects.AuthorizationPolicySpec{Rules: []objects.AuthorizationRule{rule}}}
 }

@@ -83,7 +83,7 @@ func MigrationPolicies(cfg *config.Config) []migrate.Policy {
 	for i, m := range cfg.Migrations {
 		out = append(out, migrate.Policy{
 			Key: fmt.Sprintf("migrations[%d]", i), From: m.From, To: m.To,
-			NamespaceSelector: m.Namespaces, OptOutLabel: m.OptOutLabel,
+			NamespaceSelector: m.Namespaces, OptOutLabel: m.OptOutLabel, Waypoint: m.Waypoint,
 		})
 	}
 	return out

@@ -159,6 +159,9 @@ type Migration struct {
 	To          string            `mapstructure:"to"`
 	Namespaces  map[string]string `mapstructure:"namespaceSelector"`
 	OptOutLabel string            `mapstructure:"optOutLabel"`
+	// Waypoint, with to: ambient, names the waypoint the namespace uses
+	// (istio.io/use-waypoint).
+	Waypoint string `mapstructure:"waypoint"`
 }
 
 // defaults are the values a key takes when nothing sets it. Every key that
@@ -347,6 +350,9 @@ func (c *Config) Validate(mode Mode) error {
 	for i, m := range c.Migrations {
 		if m.From == "" || m.To == "" {
 			return &Error{Key: fmt.Sprintf("migrations[%d]", i), Msg: "from and to are required"}
+		}
+		if m.Waypoint != "" && m.To != "ambient" {
+			return &Error{Key: fmt.Sprintf("migrations[%d].waypoint", i), Msg: "only a migration to: ambient uses a waypoint"}
 		}
 	}
 	if err := validWaves(c.Waves); err != nil {

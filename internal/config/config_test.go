@@ -101,6 +101,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"bad api url", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {token: t, apiURL: 'ftp://x'}\n", ModeRun, "github.apiURL"},
 		{"negative limit", validRun + "limits: {maxOpenPRs: -1}\n", ModeRun, "limits.maxOpenPRs"},
 		{"migration without target", "migrations: [{from: default}]\n", ModePlan, "migrations[0]"},
+		{"waypoint without ambient", "migrations: [{from: default, to: stable, waypoint: wp}]\n", ModePlan, "migrations[0].waypoint"},
 		{"wave without name", "waves: [{soak: 1m}]\n", ModePlan, "waves[0].name"},
 		{"waves with one name", "waves: [{name: a}, {name: a}]\n", ModePlan, "waves[1].name"},
 		{"negative soak", "waves: [{name: a, soak: -1m}]\n", ModePlan, "waves[0].soak"},

@@ -213,29 +213,39 @@ func changedLines(a, b []byte) int {
 	return n
 }
 
-// injectionCase is testdata/migrate/injection/<case>/case.yaml: a move
-// that takes istio-injection off the namespace, and either the edited file
-// (compared with after.yaml) or why it is refused.
-type injectionCase struct {
-	Namespace    string   `yaml:"namespace"`
-	From         string   `yaml:"from"`
-	To           string   `yaml:"to"`
-	RemoveLabels []string `yaml:"removeLabels"`
-	Path         string   `yaml:"path"`
-	Blocked      string   `yaml:"blocked"`
-	Detail       string   `yaml:"detail"`
+// documentCase is testdata/migrate/{injection,ambient}/<case>/case.yaml: a
+// move that takes labels off the namespace (istio-injection, or the
+// injection labels of a move to ambient) and sets others, and either the
+// edited file (compared with after.yaml) or why it is refused.
+type documentCase struct {
+	Namespace    string            `yaml:"namespace"`
+	From         string            `yaml:"from"`
+	To           string            `yaml:"to"`
+	RemoveLabels []string          `yaml:"removeLabels"`
+	SetLabels    map[string]string `yaml:"setLabels"`
+	Path         string            `yaml:"path"`
+	Blocked      string            `yaml:"blocked"`
+	Detail       string            `yaml:"detail"`
 }
 
-func TestLocateTakesIstioInjectionOff(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join(migrateRoot, "injection", "*"))
-	require.NoError(t, err)
-	require.NotEmpty(t, dirs)
+func (c documentCase) migration() drift.Migration {
+	return drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To, RemoveLabels: c.RemoveLabels, SetLabels: c.SetLabels}
+}
+
+func TestLocateRemovesAndSetsLabelsInTheDocument(t *testing.T) {
+	var dirs []string
+	for _, kind := range []string{"injection", "ambient"} {
+		found, err := filepath.Glob(filepath.Join(migrateRoot, kind, "*"))
+		require.NoError(t, err)
+		require.NotEmpty(t, found, kind)
+		dirs = append(dirs, found...)
+	}
 	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			var c injectionCase
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
+			var c documentCase
 			readYAML(t, filepath.Join(dir, "case.yaml"), &c)
 			repo := copyRepo(t, filepath.Join(dir, "repo"))
-			m := drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To, RemoveLabels: c.RemoveLabels}
+			m := c.migration()
 			edit := checkoutOf(t, repo).Locate(&m, manifest.Hints{})
 			if c.Blocked != "" {
 				assert.Nil(t, edit, "nothing is written")
@@ -261,7 +271,7 @@ func TestLocateTakesIstioInjectionOff(t *testing.T) {
 
 			// With the edit in place, Git says the target: nothing more to write.
 			writeFile(t, filepath.Join(repo, c.Path), edit.After)
-			m2 := drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To, RemoveLabels: c.RemoveLabels}
+			m2 := c.migration()
 			assert.Nil(t, checkoutOf(t, repo).Locate(&m2, manifest.Hints{}))
 			assert.Equal(t, drift.EditLabelAlreadySet, m2.Manifest.Edit)
 		})

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"bytes"
+	"sort"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
@@ -9,8 +10,9 @@ import (
 )
 
 // locateInDocument moves a namespace whose move also takes labels off it
-// (istio-injection=enabled): both the removals and istio.io/rev are edited
-// in the Namespace document, in one file, so the change is one exact edit.
+// (istio-injection=enabled, or the injection labels of a move to ambient):
+// the removals and the labels set are edited in the Namespace document, in
+// one file, so the change is one exact edit.
 // A label written elsewhere (a kustomization's labels, a patch) blocks the
 // move with the file to change by hand.
 func (c *Checkout) locateInDocument(m *drift.Migration, d deployment) *LabelEdit {
@@ -24,26 +26,55 @@ func (c *Checkout) locateInDocument(m *drift.Migration, d deployment) *LabelEdit
 	changes := []labelChange{}
 	for _, key := range m.RemoveLabels {
 		value, set := d.labels[key]
-		if !set {
-			continue
-		}
-		if doc.labels[key] != value {
+		switch {
+		case !set:
+			return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
+				Detail: "Git does not set " + key + " on Namespace " + m.Namespace + ", the cluster has it: it is set outside Git"})
+		case doc.labels[key] != value:
 			return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
 				Detail: key + "=" + value + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"})
 		}
 		changes = append(changes, labelChange{key: key, from: value, remove: true})
 	}
+	sets, why := c.setChanges(m, d, doc)
+	if why != "" {
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Detail: why})
+	}
+	return c.tryDocument(m, doc, d.root != nil, append(changes, sets...))
+}
+
+// setChanges are the labels the move sets in the document: istio.io/rev to
+// To, or the ambient labels. A label Git sets elsewhere than the document,
+// or to another value than the cluster's, is why it cannot.
+func (c *Checkout) setChanges(m *drift.Migration, d deployment, doc namespaceDoc) ([]labelChange, string) {
+	if m.ToAmbient() {
+		var out []labelChange
+		for _, key := range sortedKeys(m.SetLabels) {
+			value, set := d.labels[key]
+			if set && doc.labels[key] != value {
+				return nil, key + "=" + value + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"
+			}
+			out = append(out, labelChange{key: key, from: value, to: m.SetLabels[key]})
+		}
+		return out, ""
+	}
 	rev, revSet := d.labels[mesh.LabelRev]
 	switch {
 	case revSet && rev != m.From:
-		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
-			Detail: "Git sets " + mesh.LabelRev + "=" + rev + " on Namespace " + m.Namespace + ", the cluster has " + m.From})
+		return nil, "Git sets " + mesh.LabelRev + "=" + rev + " on Namespace " + m.Namespace + ", the cluster has " + m.From
 	case revSet && doc.labels[mesh.LabelRev] != rev:
-		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
-			Detail: mesh.LabelRev + "=" + rev + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"})
+		return nil, mesh.LabelRev + "=" + rev + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"
 	}
-	changes = append(changes, labelChange{key: mesh.LabelRev, from: rev, to: m.To})
-	return c.tryDocument(m, doc, d.root != nil, changes)
+	return []labelChange{{key: mesh.LabelRev, from: rev, to: m.To}}, ""
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // alreadyMoved tells a namespace Git has moved already: no label to remove,
@@ -54,7 +85,13 @@ func (c *Checkout) alreadyMoved(m *drift.Migration, d deployment) (*LabelEdit, b
 			return nil, false
 		}
 	}
-	if d.labels[mesh.LabelRev] != m.To {
+	if m.ToAmbient() {
+		for k, v := range m.SetLabels {
+			if got, set := d.labels[k]; !set || got != v {
+				return nil, false
+			}
+		}
+	} else if d.labels[mesh.LabelRev] != m.To {
 		return nil, false
 	}
 	m.Manifest = drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Edit: drift.EditLabelAlreadySet}

@@ -64,7 +64,11 @@ func Select(set *objects.Set, model *mesh.Model, policies []Policy, scope Scope)
 			if !selects(p, ns) {
 				continue
 			}
-			out = append(out, decide(model, p, ns))
+			if p.To == drift.Ambient {
+				out = append(out, decideAmbient(set, p, ns))
+			} else {
+				out = append(out, decide(model, p, ns))
+			}
 			break
 		}
 	}
@@ -157,6 +161,24 @@ func blocked(m drift.Migration, why drift.MigrationBlock, detail string) drift.M
 	return m
 }
 
+// movedLabels is the namespace's labels once the migration moved it.
+func movedLabels(labels map[string]string, m drift.Migration) map[string]string {
+	if !m.ToAmbient() {
+		return relabelled(labels, m.To, m.RemoveLabels)
+	}
+	out := make(map[string]string, len(labels)+len(m.SetLabels))
+	for k, v := range labels {
+		out[k] = v
+	}
+	for _, k := range m.RemoveLabels {
+		delete(out, k)
+	}
+	for k, v := range m.SetLabels {
+		out[k] = v
+	}
+	return out
+}
+
 // relabelled is the namespace's labels once moved: istio.io/rev set to
 // value, and the labels in remove gone.
 func relabelled(labels map[string]string, value string, remove []string) map[string]string {
@@ -189,7 +211,7 @@ func Relabel(set *objects.Set, migrations []drift.Migration) *objects.Set {
 	for i := range set.Namespaces {
 		ns := set.Namespaces[i]
 		if m, ok := to[ns.Name]; ok {
-			ns.Labels = relabelled(ns.Labels, m.To, m.RemoveLabels)
+			ns.Labels = movedLabels(ns.Labels, m)
 		}
 		out.Namespaces[i] = ns
 	}
