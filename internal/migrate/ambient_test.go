@@ -77,7 +77,9 @@ func TestSelectToAmbient(t *testing.T) {
 			[]Policy{{From: "1-23-2", To: "ambient", Waypoint: "waypoint"}},
 			[]drift.Migration{toAmbient("web", "1-23-2", []string{"istio.io/rev"}, map[string]string{"istio.io/dataplane-mode": "ambient", "istio.io/use-waypoint": "waypoint"})}},
 		{"opted out", "the policy's optOutLabel", true,
-			func(s *objects.Set) { s.Namespaces[0].Labels = map[string]string{"istio.io/rev": "1-23-2", "stay": "true"} },
+			func(s *objects.Set) {
+				s.Namespaces[0].Labels = map[string]string{"istio.io/rev": "1-23-2", "stay": "true"}
+			},
 			[]Policy{{From: "1-23-2", To: "ambient", OptOutLabel: "stay"}},
 			[]drift.Migration{block(moving("web", "1-23-2", "ambient", ""), drift.BlockOptedOut, "label stay=true")}},
 	}
