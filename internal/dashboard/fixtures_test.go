@@ -392,6 +392,29 @@ func rolloutWaves() fixture {
 	return f
 }
 
+// toAmbient moves a namespace out of sidecars: the PR sets the ambient
+// labels, removes the injection label and restarts the workloads onto no
+// sidecar.
+func toAmbient() fixture {
+	ws := []drift.Workload{
+		workload("web", "Deployment", "frontend", []drift.Reason{drift.ReasonUnwantedSidecar}, 3, 3,
+			[]string{"1-24-0"}, []string{img1240}, "", "", found("apps/web/frontend.yaml", drift.EditInPlace), ago(30*24*time.Hour)),
+	}
+	pr := prFor("web", ws, map[string]int{"1.24.0": 3})
+	pr.Migration = &Migration{From: "1-24-0", To: "ambient", NamespacePath: "namespaces/web.yaml",
+		RemovedLabels: []string{"istio.io/rev"}, SetLabels: []string{"istio.io/dataplane-mode=ambient", "istio.io/use-waypoint=waypoint"}}
+	return fixture{
+		pr: pr,
+		dashboard: ClusterDashboard{
+			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
+			LastCycle:  now, LastCycleDuration: 2 * time.Second,
+		},
+		comments: commentsFor(pr, ws),
+		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now},
+	}
+}
+
 var cases = []struct {
 	name    string
 	fixture func() fixture
@@ -404,6 +427,7 @@ var cases = []struct {
 	{"migration", migration},
 	{"relabel-only", relabelOnly},
 	{"waves", rolloutWaves},
+	{"to-ambient", toAmbient},
 }
 
 // policyOf allows links to every file the fixture's workloads, migration

@@ -39,6 +39,9 @@ type Migration struct {
 	// RemovedLabels are labels the PR takes off the namespace with the
 	// move (istio-injection).
 	RemovedLabels []string
+	// SetLabels ("key=value") are what a move to ambient mode sets; To is
+	// then "ambient".
+	SetLabels []string
 }
 
 // NamespacePR is everything the pull request of one namespace shows.

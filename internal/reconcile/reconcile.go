@@ -276,11 +276,21 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, prs []forge.PR, 
 	for _, st := range byName {
 		st.pr = r.namespacePR(set, res, st, issue)
 		if m, ok := migrate.For(res.Plan, st.name); ok && m.Relabels() {
-			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels}
+			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels, SetLabels: labelList(m.SetLabels)}
 		}
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// labelList writes labels as sorted key=value entries.
+func labelList(labels map[string]string) []string {
+	out := make([]string, 0, len(labels))
+	for k, v := range labels {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
 	return out
 }
 
