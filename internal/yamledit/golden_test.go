@@ -34,6 +34,7 @@ type goldenCase struct {
 	Key     string            `yaml:"key"`
 	Value   string            `yaml:"value"`
 	Refusal RefusalCode       `yaml:"refusal"`
+	Remove  []string          `yaml:"remove"`
 }
 
 func (c goldenCase) target() Target {
@@ -58,6 +59,8 @@ func (c goldenCase) run(src []byte) ([]byte, bool, error) {
 		return RemoveMetadataLabel(src, c.target(), c.Key)
 	case "remove-kustomization-label":
 		return RemoveKustomizationLabel(src, c.Key)
+	case "replace-kustomization-labels":
+		return ReplaceKustomizationLabels(src, c.Key, c.Set, c.Remove)
 	}
 	panic("unknown op " + c.Op)
 }
@@ -66,6 +69,10 @@ func (c goldenCase) run(src []byte) ([]byte, bool, error) {
 // loses an empty value, the line that gains a comma or a final line break), more for label keys set in
 // several places.
 func (c goldenCase) touched() int {
+	if c.Op == "replace-kustomization-labels" {
+		// Each removed label's line and its holder's, in each of two places.
+		return 2 * (len(c.Remove) + 1)
+	}
 	if len(c.Set) > 0 {
 		return len(c.Set)
 	}
@@ -240,6 +247,18 @@ func TestGoldenChangesOnlyItsOwnLines(t *testing.T) {
 				return strings.Contains(l, c.Path) || patchesLine.MatchString(l)
 			case "remove-metadata-label", "remove-kustomization-label":
 				return strings.Contains(l, c.Key) || labelHolderLine.MatchString(l)
+			case "replace-kustomization-labels":
+				for _, k := range c.Remove {
+					if strings.Contains(l, k) {
+						return true
+					}
+				}
+				for k := range c.Set {
+					if strings.Contains(l, k) {
+						return true
+					}
+				}
+				return labelHolderLine.MatchString(l)
 			}
 			return true
 		}

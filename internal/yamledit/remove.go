@@ -1,7 +1,9 @@
 package yamledit
 
 import (
+	"bytes"
 	"fmt"
+	"sort"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -44,17 +46,7 @@ func RemoveKustomizationLabel(src []byte, key string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	var places [][]step
-	if common := lookupValue(root, "commonLabels"); common != nil && lookupValue(common, key) != nil {
-		places = append(places, keys("commonLabels"))
-	}
-	if labels := lookupValue(root, "labels"); labels != nil && labels.Kind == yaml.SequenceNode {
-		for i, entry := range labels.Content {
-			if pairs := lookupValue(entry, "pairs"); pairs != nil && lookupValue(pairs, key) != nil {
-				places = append(places, []step{{key: "labels", index: -1}, {index: i}, {key: "pairs", index: -1}})
-			}
-		}
-	}
+	places := labelPlaces(root, key)
 	out, changed := s.original(), false
 	for _, at := range places {
 		cur, err := load(out)
@@ -74,6 +66,113 @@ func RemoveKustomizationLabel(src []byte, key string) ([]byte, bool, error) {
 		}
 	}
 	return out, changed, nil
+}
+
+// ReplaceKustomizationLabels sets the labels of set in each place of the kustomization that sets the label
+// anchor (commonLabels, or the pairs of a labels: entry), then removes the labels of remove wherever the
+// kustomization sets them: the label change of a namespace whose labels come from a kustomization, made in that
+// one file. It refuses (CodeNotFound) when the kustomization does not set anchor.
+func ReplaceKustomizationLabels(src []byte, anchor string, set map[string]string, remove []string) ([]byte, bool, error) {
+	s, err := load(src)
+	if err != nil {
+		return nil, false, err
+	}
+	_, root, err := s.kustomization()
+	if err != nil {
+		return nil, false, err
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	places := labelPlaces(root, anchor)
+	if len(places) == 0 {
+		if replaced(root, set, remove) {
+			return s.original(), false, nil
+		}
+		return nil, false, refuse(CodeNotFound, "the kustomization sets label %q neither in commonLabels nor in labels", anchor)
+	}
+	out := s.original()
+	for _, at := range places {
+		for _, k := range keys {
+			if err := validateLabel(k, set[k]); err != nil {
+				return nil, false, err
+			}
+			cur, err := load(out)
+			if err != nil {
+				return nil, false, err
+			}
+			doc, _, err := cur.kustomization()
+			if err != nil {
+				return nil, false, err
+			}
+			if out, _, err = cur.setScalar(doc, at, k, set[k]); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	for _, k := range remove {
+		if out, _, err = RemoveKustomizationLabel(out, k); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, !bytes.Equal(out, src), nil
+}
+
+// replaced tells a kustomization that already sets every label of set and none of remove: the replacement is
+// done.
+func replaced(root *yaml.Node, set map[string]string, remove []string) bool {
+	for _, k := range remove {
+		if len(labelPlaces(root, k)) > 0 {
+			return false
+		}
+	}
+	for k, v := range set {
+		places := labelPlaces(root, k)
+		if len(places) == 0 {
+			return false
+		}
+		for _, at := range places {
+			if m := mappingAt(root, at); m == nil || scalarAt(m, k) != v {
+				return false
+			}
+		}
+	}
+	return len(set) > 0
+}
+
+// mappingAt follows a path of keys and indexes from the root; nil when it leads nowhere.
+func mappingAt(n *yaml.Node, path []step) *yaml.Node {
+	for _, st := range path {
+		switch {
+		case st.isIndex() && n.Kind == yaml.SequenceNode && st.index < len(n.Content):
+			n = n.Content[st.index]
+		case !st.isIndex() && n.Kind == yaml.MappingNode:
+			if n = lookupValue(n, st.key); n == nil {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	return n
+}
+
+// labelPlaces are the paths of the mappings in a kustomization that set the label key.
+func labelPlaces(root *yaml.Node, key string) [][]step {
+	var places [][]step
+	if common := lookupValue(root, "commonLabels"); common != nil && lookupValue(common, key) != nil {
+		places = append(places, keys("commonLabels"))
+	}
+	if labels := lookupValue(root, "labels"); labels != nil && labels.Kind == yaml.SequenceNode {
+		for i, entry := range labels.Content {
+			if pairs := lookupValue(entry, "pairs"); pairs != nil && lookupValue(pairs, key) != nil {
+				places = append(places, []step{{key: "labels", index: -1}, {index: i}, {key: "pairs", index: -1}})
+			}
+		}
+	}
+	return places
 }
 
 // removeKey removes key from the mapping at path and returns the verified result.
