@@ -224,15 +224,17 @@ type documentCase struct {
 	RemoveLabels []string          `yaml:"removeLabels"`
 	SetLabels    map[string]string `yaml:"setLabels"`
 	Path         string            `yaml:"path"`
-	Blocked      string            `yaml:"blocked"`
-	Detail       string            `yaml:"detail"`
+	// Edit is in-place (the default) or kustomize-labels.
+	Edit    string `yaml:"edit"`
+	Blocked string `yaml:"blocked"`
+	Detail  string `yaml:"detail"`
 }
 
 func (c documentCase) migration() drift.Migration {
 	return drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To, RemoveLabels: c.RemoveLabels, SetLabels: c.SetLabels}
 }
 
-func TestLocateRemovesAndSetsLabelsInTheDocument(t *testing.T) {
+func TestLocateRemovesAndSetsLabels(t *testing.T) {
 	var dirs []string
 	for _, kind := range []string{"injection", "ambient"} {
 		found, err := filepath.Glob(filepath.Join(migrateRoot, kind, "*"))
@@ -261,7 +263,11 @@ func TestLocateRemovesAndSetsLabelsInTheDocument(t *testing.T) {
 			}
 			after, err := os.ReadFile(filepath.Join(dir, "after.yaml"))
 			require.NoError(t, err)
-			assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: c.Path, Edit: drift.EditInPlace}, m.Manifest)
+			wantEdit := c.Edit
+			if wantEdit == "" {
+				wantEdit = drift.EditInPlace
+			}
+			assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: c.Path, Edit: wantEdit}, m.Manifest)
 			assert.Equal(t, c.Path, edit.Path)
 			assert.Equal(t, string(after), string(edit.After))
 

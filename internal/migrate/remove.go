@@ -13,15 +13,16 @@ import (
 // (istio-injection=enabled, or the injection labels of a move to ambient):
 // the removals and the labels set are edited in the Namespace document, in
 // one file, so the change is one exact edit.
-// A label written elsewhere (a kustomization's labels, a patch) blocks the
-// move with the file to change by hand.
+// When a kustomization's labels set the labels to remove instead, the
+// change is made there (see inKustomization); a label written anywhere else
+// (a patch, a generator) blocks the move with the file to change by hand.
 func (c *Checkout) locateInDocument(m *drift.Migration, d deployment) *LabelEdit {
 	if edit, done := c.alreadyMoved(m, d); done {
 		return edit
 	}
 	doc, blockedBy := c.documentOf(d)
 	if blockedBy != "" {
-		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Detail: blockedBy})
+		return c.inKustomizationOr(m, d, blockedBy)
 	}
 	changes := []labelChange{}
 	for _, key := range m.RemoveLabels {
@@ -31,8 +32,7 @@ func (c *Checkout) locateInDocument(m *drift.Migration, d deployment) *LabelEdit
 			return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
 				Detail: "Git does not set " + key + " on Namespace " + m.Namespace + ", the cluster has it: it is set outside Git"})
 		case doc.labels[key] != value:
-			return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
-				Detail: key + "=" + value + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"})
+			return c.inKustomizationOr(m, d, key+"="+value+" of Namespace "+m.Namespace+" is not set by "+d.origin+" but by something kedge does not edit with it")
 		}
 		changes = append(changes, labelChange{key: key, from: value, remove: true})
 	}
@@ -75,6 +75,67 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// inKustomizationOr makes the change in the kustomization that sets the
+// labels to remove, or blocks the move: with the kustomization's refusal
+// when there is one, else with why.
+func (c *Checkout) inKustomizationOr(m *drift.Migration, d deployment, why string) *LabelEdit {
+	edit, refusal := c.inKustomization(m, d)
+	if edit != nil {
+		return edit
+	}
+	if refusal != nil {
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: refusal.path, Detail: "edit refused: " + refusal.path + ": " + refusal.reason})
+	}
+	return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Detail: why})
+}
+
+// inKustomization replaces the namespace's labels where a kustomization of
+// its root sets the first label to remove (labels pairs or commonLabels,
+// includeSelectors or a Component alike): the new labels go in the same
+// mappings, the old ones leave. Rendering each root that reads the file
+// proves the Namespace is the only object that changes.
+func (c *Checkout) inKustomization(m *drift.Migration, d deployment) (*LabelEdit, *refusedCandidate) {
+	if d.root == nil || len(m.RemoveLabels) == 0 {
+		return nil, nil
+	}
+	anchor := m.RemoveLabels[0]
+	var changes []labelChange
+	for _, key := range m.RemoveLabels {
+		changes = append(changes, labelChange{key: key, from: d.labels[key], remove: true})
+	}
+	set := map[string]string{mesh.LabelRev: m.To}
+	if m.ToAmbient() {
+		set = m.SetLabels
+	}
+	for _, key := range sortedKeys(set) {
+		changes = append(changes, labelChange{key: key, from: d.labels[key], to: set[key]})
+	}
+	apply := func(src []byte) ([]byte, bool, error) {
+		return yamledit.ReplaceKustomizationLabels(src, anchor, set, m.RemoveLabels)
+	}
+	var refused *refusedCandidate
+	for _, cand := range c.candidates(d, anchor, d.labels[anchor]) {
+		if cand.edit != drift.EditKustomizeLabels {
+			continue
+		}
+		before, err := c.ix.ReadFile(cand.path)
+		if err == nil {
+			var after []byte
+			if after, _, err = apply(before); err == nil {
+				err = c.verifyChanges(cand.path, after, m.Namespace, changes)
+			}
+			if err == nil {
+				m.Manifest = drift.Manifest{Status: drift.ManifestFound, Path: cand.path, Edit: drift.EditKustomizeLabels}
+				return &LabelEdit{Namespace: m.Namespace, Path: cand.path, Before: before, After: after, apply: apply}, nil
+			}
+		}
+		if refused == nil {
+			refused = &refusedCandidate{candidate: cand, reason: refusalText(err)}
+		}
+	}
+	return nil, refused
 }
 
 // alreadyMoved tells a namespace Git has moved already: no label to remove,
