@@ -160,6 +160,22 @@ func l7Field(spec objects.AuthorizationPolicySpec) string {
 	return ""
 }
 
+// WaypointProblems are why the namespace cannot be pointed at the waypoint
+// name (istio.io/use-waypoint): it must be an istio-waypoint Gateway of the
+// namespace that is Programmed, or the namespace's traffic would go to a
+// waypoint that is not there.
+func WaypointProblems(set *objects.Set, namespace, name string) []Problem {
+	for _, g := range set.Gateways {
+		if g.Namespace == namespace && g.Name == name && g.Spec.GatewayClassName == WaypointClass && programmed(g.Status.Conditions) {
+			return nil
+		}
+	}
+	return []Problem{{
+		Field:  "Gateway " + name + " spec.gatewayClassName, status.conditions[Programmed]",
+		Detail: "waypoint " + namespace + "/" + name + " is not a Programmed istio-waypoint Gateway: create it before the namespace uses it",
+	}}
+}
+
 func hasProgrammedWaypoint(set *objects.Set, namespace string) bool {
 	for _, g := range set.Gateways {
 		if g.Namespace == namespace && g.Spec.GatewayClassName == WaypointClass && programmed(g.Status.Conditions) {

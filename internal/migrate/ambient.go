@@ -26,6 +26,9 @@ func decideAmbient(set *objects.Set, p Policy, ns *corev1.Namespace) drift.Migra
 		}
 	}
 	problems := append(ambient.ClusterProblems(set), ambient.NamespaceProblems(set, ns.Name)...)
+	if p.Waypoint != "" {
+		problems = append(problems, ambient.WaypointProblems(set, ns.Name, p.Waypoint)...)
+	}
 	if len(problems) > 0 {
 		details := make([]string, 0, len(problems))
 		for _, pr := range problems {
