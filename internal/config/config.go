@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -289,6 +290,39 @@ func unknownKeys(v *viper.Viper) error {
 			continue
 		}
 		return &Error{Key: k, Msg: "unknown key (see config/kedge.example.yaml)"}
+	}
+	for list, fields := range listFields {
+		if err := unknownListKeys(v, list, fields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listFields are the keys of each entry of the configuration's lists, which
+// viper does not expand into keys of their own.
+var listFields = map[string][]string{
+	"migrations": {"from", "to", "namespaceSelector", "optOutLabel", "waypoint"},
+	"waves":      {"name", "namespaces", "namespaceSelector", "soak", "maxUnhealthy", "maxProxyRestarts"},
+}
+
+// unknownListKeys refuses a misspelt key inside a list entry ("soke" for
+// "soak"), which would otherwise fall back to its zero value unnoticed.
+func unknownListKeys(v *viper.Viper, list string, fields []string) error {
+	entries, ok := v.Get(list).([]any)
+	if !ok {
+		return nil
+	}
+	for i, entry := range entries {
+		m, ok := entry.(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range m {
+			if !slices.ContainsFunc(fields, func(f string) bool { return strings.EqualFold(f, k) }) {
+				return &Error{Key: fmt.Sprintf("%s[%d].%s", list, i, k), Msg: "unknown key (see config/kedge.example.yaml)"}
+			}
+		}
 	}
 	return nil
 }

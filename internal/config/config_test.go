@@ -102,6 +102,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"negative limit", validRun + "limits: {maxOpenPRs: -1}\n", ModeRun, "limits.maxOpenPRs"},
 		{"migration without target", "migrations: [{from: default}]\n", ModePlan, "migrations[0]"},
 		{"waypoint without ambient", "migrations: [{from: default, to: stable, waypoint: wp}]\n", ModePlan, "migrations[0].waypoint"},
+		{"misspelt wave key", "waves: [{name: a, soke: 1m}]\n", ModePlan, "waves[0].soke"},
+		{"misspelt migration key", "migrations: [{from: a, to: b, waypont: w}]\n", ModePlan, "migrations[0].waypont"},
 		{"wave without name", "waves: [{soak: 1m}]\n", ModePlan, "waves[0].name"},
 		{"waves with one name", "waves: [{name: a}, {name: a}]\n", ModePlan, "waves[1].name"},
 		{"negative soak", "waves: [{name: a, soak: -1m}]\n", ModePlan, "waves[0].soak"},
