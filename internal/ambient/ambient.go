@@ -194,6 +194,13 @@ func programmed(conditions []metav1.Condition) bool {
 	return false
 }
 
+// Excluded tells a pod ambient mode leaves alone whatever its namespace
+// says: one on the host's network, or one labelled
+// istio.io/dataplane-mode=none.
+func Excluded(p *corev1.Pod) bool {
+	return p.Spec.HostNetwork || p.Labels[LabelDataplaneMode] == "none"
+}
+
 // Captured tells whether ztunnel captures a pod: the istio-cni node agent
 // annotated it, and it runs no sidecar.
 func Captured(p *corev1.Pod) bool {

@@ -153,3 +153,9 @@ func TestCaptured(t *testing.T) {
 	assert.False(t, Captured(pod("disabled", false)))
 	assert.False(t, Captured(pod("enabled", true)), "still runs its sidecar")
 }
+
+func TestExcluded(t *testing.T) {
+	assert.False(t, Excluded(&corev1.Pod{}))
+	assert.True(t, Excluded(&corev1.Pod{Spec: corev1.PodSpec{HostNetwork: true}}), "spec.hostNetwork")
+	assert.True(t, Excluded(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"istio.io/dataplane-mode": "none"}}}), "label istio.io/dataplane-mode=none")
+}

@@ -359,7 +359,8 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 
 // uncaptured are the namespace's running pods that ztunnel does not capture
 // yet after a move to ambient mode: a sidecar is left, or istio-cni has not
-// annotated the pod ambient.istio.io/redirection=enabled.
+// annotated the pod ambient.istio.io/redirection=enabled. Pods ambient mode
+// leaves out (host network, istio.io/dataplane-mode=none) are not waited for.
 func uncaptured(set *objects.Set, namespace string) []drift.Workload {
 	var out []drift.Workload
 	for i := range set.Pods {
@@ -367,7 +368,7 @@ func uncaptured(set *objects.Set, namespace string) []drift.Workload {
 		if p.Namespace != namespace || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if !ambient.Captured(p) {
+		if !ambient.Excluded(p) && !ambient.Captured(p) {
 			out = append(out, drift.Workload{Namespace: namespace, Kind: "Pod", Name: p.Name})
 		}
 	}
