@@ -45,6 +45,7 @@ fuzz:
 	$(call fuzz-one,FuzzSetPodTemplateAnnotations,./internal/yamledit,60000)
 	$(call fuzz-one,FuzzAddKustomizationPatch,./internal/yamledit,60000)
 	$(call fuzz-one,FuzzSetReleaseRestarts,./internal/yamledit,60000)
+	$(call fuzz-one,FuzzRemoveMetadataLabel,./internal/yamledit,30000)
 	$(call fuzz-one,FuzzReadSnapshot,./internal/cluster,10000)
 	$(call fuzz-one,FuzzStreamingDecode,./internal/cluster,10000)
 	$(call fuzz-one,FuzzEscape,./internal/dashboard,30000)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
@@ -22,6 +23,7 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/reconcile"
+	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // Source reads the cluster once per cycle.
@@ -31,6 +33,9 @@ type Source func(context.Context) (*objects.Set, error)
 type Options struct {
 	DryRun bool
 	Log    *slog.Logger
+	// Now is the clock cycles read (merge times, soak times); nil is the
+	// wall clock.
+	Now func() time.Time
 }
 
 // Service is an assembled kedge.
@@ -58,6 +63,18 @@ func PlanOptions(cfg *config.Config, repoRoot string) plan.Options {
 	}
 }
 
+// Waves maps the waves key.
+func Waves(cfg *config.Config) []waves.Wave {
+	out := make([]waves.Wave, 0, len(cfg.Waves))
+	for _, w := range cfg.Waves {
+		out = append(out, waves.Wave{
+			Name: w.Name, Names: w.Namespaces, Labels: w.NamespaceSelector,
+			Soak: w.Soak, MaxUnhealthy: w.MaxUnhealthy, MaxProxyRestarts: w.MaxProxyRestarts,
+		})
+	}
+	return out
+}
+
 // MigrationPolicies maps the migrations key; each policy keeps its key so
 // that a target the mesh does not know is reported as
 // "migrations[i].to".
@@ -66,7 +83,7 @@ func MigrationPolicies(cfg *config.Config) []migrate.Policy {
 	for i, m := range cfg.Migrations {
 		out = append(out, migrate.Policy{
 			Key: fmt.Sprintf("migrations[%d]", i), From: m.From, To: m.To,
-			NamespaceSelector: m.Namespaces, OptOutLabel: m.OptOutLabel,
+			NamespaceSelector: m.Namespaces, OptOutLabel: m.OptOutLabel, Waypoint: m.Waypoint,
 		})
 	}
 	return out
@@ -155,6 +172,8 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 		ReviewersKey:         cfg.Reviewers.NamespaceKey,
 		ReviewersByNamespace: cfg.Reviewers.ByNamespace,
 		Grace:                cfg.Rollout.Grace,
+		Waves:                Waves(cfg),
+		ResumeLabel:          cfg.Rollout.ResumeLabel,
 		DryRun:               opts.DryRun,
 	}
 	rec := reconcile.New(settings, reconcile.Deps{
@@ -163,6 +182,7 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 		Forge:    client,
 		Renderer: renderer,
 		Log:      log,
+		Now:      opts.Now,
 	})
 	return &Service{Reconciler: rec, Forge: client}, nil
 }

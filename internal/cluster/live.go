@@ -58,6 +58,7 @@ type Live struct {
 	custom     dynamicinformer.DynamicSharedInformerFactory
 
 	namespaces, pods, replicaSets, deployments, statefulSets, daemonSets cache.SharedIndexInformer
+	nodes                                                                cache.SharedIndexInformer
 	jobs, cronJobs, webhooks                                             cache.SharedIndexInformer
 	configMapInformers                                                   []cache.SharedIndexInformer
 	customInformers                                                      map[string]cache.SharedIndexInformer // by kind
@@ -82,7 +83,15 @@ var customResources = []customResource{
 	{group: "kustomize.toolkit.fluxcd.io", resource: "kustomizations", kind: "Kustomization"},
 	{group: "source.toolkit.fluxcd.io", resource: "gitrepositories", kind: "GitRepository"},
 	{group: "networking.istio.io", resource: "proxyconfigs", kind: kindProxyConfig},
+	{group: "security.istio.io", resource: "authorizationpolicies", kind: kindAuthorizationPolicy},
+	{group: "gateway.networking.k8s.io", resource: "gateways", kind: kindGateway},
 }
+
+// Kinds read to tell whether a namespace can move to ambient mode.
+const (
+	kindAuthorizationPolicy = "AuthorizationPolicy"
+	kindGateway             = "Gateway"
+)
 
 // kindProxyConfig is Istio's ProxyConfig, the one custom kind that changes
 // what the mesh injects.
@@ -129,6 +138,7 @@ func NewLive(opts LiveOptions) (*Live, error) {
 	l.deployments = l.core.Apps().V1().Deployments().Informer()
 	l.statefulSets = l.core.Apps().V1().StatefulSets().Informer()
 	l.daemonSets = l.core.Apps().V1().DaemonSets().Informer()
+	l.nodes = l.core.Core().V1().Nodes().Informer()
 	l.jobs = l.core.Batch().V1().Jobs().Informer()
 	l.cronJobs = l.core.Batch().V1().CronJobs().Informer()
 	l.webhooks = l.core.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
@@ -153,6 +163,7 @@ func NewLive(opts LiveOptions) (*Live, error) {
 		"namespaces": l.namespaces, "pods": l.pods, "replicasets": l.replicaSets,
 		"deployments": l.deployments, "statefulsets": l.statefulSets, "daemonsets": l.daemonSets,
 		"jobs": l.jobs, "cronjobs": l.cronJobs, "mutatingwebhookconfigurations": l.webhooks,
+		"nodes": l.nodes,
 	}
 	for resource, inf := range named {
 		if err := l.watchErrors(resource, inf); err != nil {
@@ -288,6 +299,7 @@ func (l *Live) Set() *objects.Set {
 		Deployments:                   copyTyped[appsv1.Deployment](l.deployments, "apps/v1", "Deployment"),
 		StatefulSets:                  copyTyped[appsv1.StatefulSet](l.statefulSets, "apps/v1", "StatefulSet"),
 		DaemonSets:                    copyTyped[appsv1.DaemonSet](l.daemonSets, "apps/v1", "DaemonSet"),
+		Nodes:                         copyTyped[corev1.Node](l.nodes, "v1", "Node"),
 		Jobs:                          copyTyped[batchv1.Job](l.jobs, "batch/v1", "Job"),
 		CronJobs:                      copyTyped[batchv1.CronJob](l.cronJobs, "batch/v1", "CronJob"),
 		MutatingWebhookConfigurations: copyTyped[admissionregistrationv1.MutatingWebhookConfiguration](l.webhooks, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
@@ -311,6 +323,8 @@ func (l *Live) Set() *objects.Set {
 	set.Kustomizations = copyCustom[objects.Kustomization](custom["Kustomization"])
 	set.GitRepositories = copyCustom[objects.GitRepository](custom["GitRepository"])
 	set.ProxyConfigs = copyCustom[objects.ProxyConfig](custom[kindProxyConfig])
+	set.AuthorizationPolicies = copyCustom[objects.AuthorizationPolicy](custom[kindAuthorizationPolicy])
+	set.Gateways = copyCustom[objects.Gateway](custom[kindGateway])
 	return set
 }
 

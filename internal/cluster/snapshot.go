@@ -295,6 +295,12 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 		return appendTo(&set.GitRepositories)
 	case "networking.istio.io/ProxyConfig":
 		return appendTo(&set.ProxyConfigs)
+	case "/Node":
+		return appendDecoded(&set.Nodes, trim, decodeNode)
+	case "security.istio.io/AuthorizationPolicy":
+		return appendTo(&set.AuthorizationPolicies)
+	case "gateway.networking.k8s.io/Gateway":
+		return appendTo(&set.Gateways)
 	}
 	return nil
 }
@@ -345,6 +351,11 @@ func mergeAll(parts []*objects.Set) *objects.Set {
 		Kustomizations:  concat(parts, func(s *objects.Set) []objects.Kustomization { return s.Kustomizations }),
 		GitRepositories: concat(parts, func(s *objects.Set) []objects.GitRepository { return s.GitRepositories }),
 		ProxyConfigs:    concat(parts, func(s *objects.Set) []objects.ProxyConfig { return s.ProxyConfigs }),
+		Nodes:           concat(parts, func(s *objects.Set) []corev1.Node { return s.Nodes }),
+		AuthorizationPolicies: concat(parts, func(s *objects.Set) []objects.AuthorizationPolicy {
+			return s.AuthorizationPolicies
+		}),
+		Gateways: concat(parts, func(s *objects.Set) []objects.Gateway { return s.Gateways }),
 	}
 }
 

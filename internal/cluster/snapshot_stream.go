@@ -135,6 +135,9 @@ func (d *streamDecoder) mergeReady() {
 		appendSized(&s.Kustomizations, src.Kustomizations, p.bytes, d.size)
 		appendSized(&s.GitRepositories, src.GitRepositories, p.bytes, d.size)
 		appendSized(&s.ProxyConfigs, src.ProxyConfigs, p.bytes, d.size)
+		appendSized(&s.Nodes, src.Nodes, p.bytes, d.size)
+		appendSized(&s.AuthorizationPolicies, src.AuthorizationPolicies, p.bytes, d.size)
+		appendSized(&s.Gateways, src.Gateways, p.bytes, d.size)
 	}
 }
 

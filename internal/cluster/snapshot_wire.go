@@ -60,9 +60,48 @@ type wirePod struct {
 		InitContainers []wireContainer `json:"initContainers"`
 	} `json:"spec"`
 	Status struct {
-		Phase     corev1.PodPhase `json:"phase"`
-		StartTime *metav1.Time    `json:"startTime"`
+		Phase                 corev1.PodPhase       `json:"phase"`
+		StartTime             *metav1.Time          `json:"startTime"`
+		Conditions            []wireCondition       `json:"conditions"`
+		ContainerStatuses     []wireContainerStatus `json:"containerStatuses"`
+		InitContainerStatuses []wireContainerStatus `json:"initContainerStatuses"`
 	} `json:"status"`
+}
+
+type wireCondition struct {
+	Type               corev1.PodConditionType `json:"type"`
+	Status             corev1.ConditionStatus  `json:"status"`
+	LastTransitionTime metav1.Time             `json:"lastTransitionTime"`
+}
+
+func conditions(in []wireCondition) []corev1.PodCondition {
+	out := make([]corev1.PodCondition, 0, len(in))
+	for _, c := range in {
+		out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
+	}
+	return out
+}
+
+type wireContainerStatus struct {
+	Name         string `json:"name"`
+	RestartCount int32  `json:"restartCount"`
+	State        struct {
+		Waiting *struct {
+			Reason string `json:"reason"`
+		} `json:"waiting"`
+	} `json:"state"`
+}
+
+func containerStatuses(in []wireContainerStatus) []corev1.ContainerStatus {
+	out := make([]corev1.ContainerStatus, 0, len(in))
+	for _, s := range in {
+		cs := corev1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount}
+		if s.State.Waiting != nil {
+			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: s.State.Waiting.Reason}
+		}
+		out = append(out, cs)
+	}
+	return out
 }
 
 func decodePod(raw []byte, trim *trimmer) (corev1.Pod, error) {
@@ -77,7 +116,11 @@ func decodePod(raw []byte, trim *trimmer) (corev1.Pod, error) {
 			Containers:     containers(w.Spec.Containers),
 			InitContainers: containers(w.Spec.InitContainers),
 		},
-		Status: corev1.PodStatus{Phase: w.Status.Phase, StartTime: w.Status.StartTime},
+		Status: corev1.PodStatus{
+			Phase: w.Status.Phase, StartTime: w.Status.StartTime, Conditions: conditions(w.Status.Conditions),
+			ContainerStatuses:     containerStatuses(w.Status.ContainerStatuses),
+			InitContainerStatuses: containerStatuses(w.Status.InitContainerStatuses),
+		},
 	}
 	return trim.trimPod(&pod).moved(), nil
 }

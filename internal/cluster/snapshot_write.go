@@ -62,6 +62,9 @@ func WriteSnapshot(set *objects.Set, dir string) error {
 		{"kustomizations.yaml", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", items(set.Kustomizations)},
 		{"gitrepositories.yaml", "source.toolkit.fluxcd.io/v1", "GitRepository", items(set.GitRepositories)},
 		{"proxyconfigs.yaml", "networking.istio.io/v1beta1", "ProxyConfig", items(set.ProxyConfigs)},
+		{"nodes.yaml", "v1", "Node", items(set.Nodes)},
+		{"authorizationpolicies.yaml", "security.istio.io/v1", "AuthorizationPolicy", items(set.AuthorizationPolicies)},
+		{"gateways.yaml", "gateway.networking.k8s.io/v1", "Gateway", items(set.Gateways)},
 	}
 	for _, f := range files {
 		if err := f.write(dir); err != nil {

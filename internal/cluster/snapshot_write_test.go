@@ -87,6 +87,12 @@ func snapshotWriteSet() *objects.Set {
 			// An empty selector differs from none and must stay empty.
 			{ObjectMeta: meta("shop", "nothing"), Spec: objects.ProxyConfigSpec{Selector: &objects.WorkloadSelector{}}},
 		},
+		Nodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}},
+		AuthorizationPolicies: []objects.AuthorizationPolicy{{ObjectMeta: meta("shop", "get-only"), Spec: objects.AuthorizationPolicySpec{
+			Rules: []objects.AuthorizationRule{{To: []objects.RuleTo{{Operation: objects.RuleOperation{Methods: []string{"GET"}}}}}},
+		}}},
+		Gateways: []objects.Gateway{{ObjectMeta: meta("shop", "waypoint"), Spec: objects.GatewaySpec{GatewayClassName: "istio-waypoint"},
+			Status: objects.GatewayStatus{Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed"}}}}},
 	}
 }
 
@@ -156,6 +162,18 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		o.TypeMeta = tm("networking.istio.io/v1beta1", "ProxyConfig")
 		out.ProxyConfigs = append(out.ProxyConfigs, o)
 	}
+	for _, o := range set.Nodes {
+		o.TypeMeta = tm("v1", "Node")
+		out.Nodes = append(out.Nodes, o)
+	}
+	for _, o := range set.AuthorizationPolicies {
+		o.TypeMeta = tm("security.istio.io/v1", "AuthorizationPolicy")
+		out.AuthorizationPolicies = append(out.AuthorizationPolicies, o)
+	}
+	for _, o := range set.Gateways {
+		o.TypeMeta = tm("gateway.networking.k8s.io/v1", "Gateway")
+		out.Gateways = append(out.Gateways, o)
+	}
 	return out
 }
 
@@ -178,7 +196,7 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 
 			files, err := filepath.Glob(filepath.Join(dir, "*"))
 			require.NoError(t, err)
-			assert.Len(t, files, 15, "one file per kind, and no temporary files left")
+			assert.Len(t, files, 18, "one file per kind, and no temporary files left")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // Names kedge reads on pods and injector objects. They are Istio's, not
@@ -20,13 +22,14 @@ import (
 const (
 	proxyContainerName = "istio-proxy"
 
-	annotationSidecarStatus  = "sidecar.istio.io/status"
-	annotationProxyImage     = "sidecar.istio.io/proxyImage"
-	annotationProxyImageType = "sidecar.istio.io/proxyImageType"
-	annotationProxyConfig    = "proxy.istio.io/config"
-	annotationProxyOverrides = "proxy.istio.io/overrides"
-	labelSidecarInject       = "sidecar.istio.io/inject"
-	labelIstioRev            = "istio.io/rev"
+	annotationSidecarStatus      = "sidecar.istio.io/status"
+	annotationProxyImage         = "sidecar.istio.io/proxyImage"
+	annotationProxyImageType     = "sidecar.istio.io/proxyImageType"
+	annotationProxyConfig        = "proxy.istio.io/config"
+	annotationProxyOverrides     = "proxy.istio.io/overrides"
+	annotationAmbientRedirection = "ambient.istio.io/redirection"
+	labelSidecarInject           = "sidecar.istio.io/inject"
+	labelIstioRev                = "istio.io/rev"
 
 	injectorConfigMapPrefix = "istio-sidecar-injector"
 	injectorWebhookSuffix   = "sidecar-injector.istio.io"
@@ -51,6 +54,9 @@ var podAnnotationsKept = map[string]bool{
 	annotationProxyImageType: true,
 	annotationProxyConfig:    true,
 	annotationProxyOverrides: true,
+	// Written by istio-cni on a pod ztunnel captures: how kedge follows an
+	// ambient migration.
+	annotationAmbientRedirection: true,
 }
 
 // trimmer is the transform every informer runs before an object reaches
@@ -73,6 +79,8 @@ func (t *trimmer) transform(obj any) (any, error) {
 		return o, nil
 	case *appsv1.ReplicaSet:
 		return t.trimReplicaSet(o), nil
+	case *corev1.Node:
+		return trimNode(o), nil
 	case *corev1.Namespace:
 		trimMeta(&o.ObjectMeta)
 		// Finalizers and conditions say nothing about injection.
@@ -158,11 +166,39 @@ func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
 		out.StartTime = *in.Status.StartTime
 	}
 	if image, ok := proxyImage(in.Spec.Containers, false); ok {
-		out.Proxy = &trimmedProxy{Image: t.strings.get(image)}
+		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Restarts: proxyRestarts(in.Status.ContainerStatuses)}
 	} else if image, ok := proxyImage(in.Spec.InitContainers, true); ok {
-		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Native: true}
+		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Native: true, Restarts: proxyRestarts(in.Status.InitContainerStatuses)}
 	}
+	for _, c := range in.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Ready, out.ReadySince = c.Status, c.LastTransitionTime
+		}
+	}
+	out.Stuck = t.stuckContainer(in.Status)
 	return out
+}
+
+func proxyRestarts(statuses []corev1.ContainerStatus) int32 {
+	for _, s := range statuses {
+		if s.Name == proxyContainerName {
+			return s.RestartCount
+		}
+	}
+	return 0
+}
+
+// stuckContainer finds the first container, regular then init, waiting
+// for a reason a wave's health gate counts as unhealthy.
+func (t *trimmer) stuckContainer(status corev1.PodStatus) *trimmedWaiting {
+	for _, statuses := range [][]corev1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses} {
+		for _, s := range statuses {
+			if w := s.State.Waiting; w != nil && waves.StuckReason(w.Reason) {
+				return &trimmedWaiting{Container: t.strings.get(s.Name), Reason: t.strings.get(w.Reason)}
+			}
+		}
+	}
+	return nil
 }
 
 // internMap copies the entries of in accepted by keep (all when nil) into a
@@ -226,6 +262,27 @@ func proxyImage(containers []corev1.Container, init bool) (string, bool) {
 	return "", false
 }
 
+// trimNode keeps the node's identity: kedge only counts nodes, to tell
+// whether ztunnel runs on each.
+func trimNode(in *corev1.Node) *corev1.Node {
+	return &corev1.Node{
+		TypeMeta: in.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: in.Name, UID: in.UID, ResourceVersion: in.ResourceVersion,
+			CreationTimestamp: in.CreationTimestamp, DeletionTimestamp: in.DeletionTimestamp,
+		},
+	}
+}
+
+// decodeNode reads a node from a snapshot as the cache keeps it.
+func decodeNode(raw []byte, _ *trimmer) (corev1.Node, error) {
+	var n corev1.Node
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return corev1.Node{}, err
+	}
+	return *trimNode(&n), nil
+}
+
 // trimReplicaSet keeps identity and ownership: a ReplicaSet is only the
 // link from a pod to its Deployment (or Rollout).
 func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) *appsv1.ReplicaSet {
@@ -279,6 +336,10 @@ func trimUnstructured(u *unstructured.Unstructured) (*unstructured.Unstructured,
 		typed = &objects.GitRepository{}
 	case kindProxyConfig:
 		typed = &objects.ProxyConfig{}
+	case kindAuthorizationPolicy:
+		typed = &objects.AuthorizationPolicy{}
+	case kindGateway:
+		typed = &objects.Gateway{}
 	default:
 		return u, nil
 	}
@@ -305,6 +366,10 @@ func typedMeta(typed any) *metav1.ObjectMeta {
 	case *objects.GitRepository:
 		return &t.ObjectMeta
 	case *objects.ProxyConfig:
+		return &t.ObjectMeta
+	case *objects.AuthorizationPolicy:
+		return &t.ObjectMeta
+	case *objects.Gateway:
 		return &t.ObjectMeta
 	}
 	return &metav1.ObjectMeta{}

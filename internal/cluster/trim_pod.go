@@ -16,13 +16,26 @@ type trimmedPod struct {
 	HostNetwork bool
 	StartTime   metav1.Time
 	Proxy       *trimmedProxy
+	// Ready is the Ready condition's status, ReadySince its
+	// lastTransitionTime: a rollout wave's health gate reads them.
+	Ready      corev1.ConditionStatus
+	ReadySince metav1.Time
+	// Stuck is the first container waiting for a reason that does not
+	// clear on its own (see waves.StuckReason); nil almost always.
+	Stuck *trimmedWaiting
+}
+
+// trimmedWaiting is a container's state.waiting.
+type trimmedWaiting struct {
+	Container, Reason string
 }
 
 // trimmedProxy is the istio-proxy container. Native says it runs as an init
 // container with restartPolicy Always rather than as a regular container.
 type trimmedProxy struct {
-	Image  string
-	Native bool
+	Image    string
+	Native   bool
+	Restarts int32
 }
 
 var _ runtime.Object = &trimmedPod{}
@@ -30,12 +43,17 @@ var _ runtime.Object = &trimmedPod{}
 func (p *trimmedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 func (p *trimmedPod) DeepCopyObject() runtime.Object {
-	out := &trimmedPod{Phase: p.Phase, HostNetwork: p.HostNetwork}
+	out := &trimmedPod{Phase: p.Phase, HostNetwork: p.HostNetwork, Ready: p.Ready}
 	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	p.StartTime.DeepCopyInto(&out.StartTime)
+	p.ReadySince.DeepCopyInto(&out.ReadySince)
 	if p.Proxy != nil {
 		proxy := *p.Proxy
 		out.Proxy = &proxy
+	}
+	if p.Stuck != nil {
+		stuck := *p.Stuck
+		out.Stuck = &stuck
 	}
 	return out
 }
@@ -60,15 +78,31 @@ func (p *trimmedPod) moved() corev1.Pod {
 		start := p.StartTime
 		out.Status.StartTime = &start
 	}
+	if p.Ready != "" {
+		out.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: p.Ready, LastTransitionTime: p.ReadySince}}
+	}
 	if p.Proxy != nil {
 		proxy := corev1.Container{Name: proxyContainerName, Image: p.Proxy.Image}
+		// Only restarts are read of the proxy's status; a status that
+		// would say nothing else is left out.
+		var statuses []corev1.ContainerStatus
+		if p.Proxy.Restarts > 0 {
+			statuses = []corev1.ContainerStatus{{Name: proxyContainerName, RestartCount: p.Proxy.Restarts}}
+		}
 		if p.Proxy.Native {
 			always := corev1.ContainerRestartPolicyAlways
 			proxy.RestartPolicy = &always
 			out.Spec.InitContainers = []corev1.Container{proxy}
+			out.Status.InitContainerStatuses = statuses
 		} else {
 			out.Spec.Containers = []corev1.Container{proxy}
+			out.Status.ContainerStatuses = statuses
 		}
+	}
+	if p.Stuck != nil {
+		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{
+			Name: p.Stuck.Container, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: p.Stuck.Reason}},
+		})
 	}
 	return out
 }

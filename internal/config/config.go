@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ type Config struct {
 	Cycle      CycleConfig      `mapstructure:"cycle"`
 	Rollout    RolloutConfig    `mapstructure:"rollout"`
 	Migrations []Migration      `mapstructure:"migrations"`
+	Waves      []Wave           `mapstructure:"waves"`
 }
 
 type RepoConfig struct {
@@ -140,6 +142,27 @@ type RolloutConfig struct {
 	// Grace is how long after a merge workloads may still drift before
 	// kedge says which ones did not roll out.
 	Grace time.Duration `mapstructure:"grace"`
+	// ResumeLabel, set on a namespace to the target id the dashboard
+	// shows, lets a rollout blocked by that namespace's unhealthy
+	// workloads go on.
+	ResumeLabel string `mapstructure:"resumeLabel"`
+}
+
+// Wave is one step of a progressive rollout: the namespaces it selects get
+// their PRs for a new target only once every earlier wave is merged and
+// healthy for its soak time.
+type Wave struct {
+	Name string `mapstructure:"name"`
+	// Namespaces are name globs; NamespaceSelector labels that must all
+	// match. A wave with neither selects every namespace left.
+	Namespaces        []string          `mapstructure:"namespaces"`
+	NamespaceSelector map[string]string `mapstructure:"namespaceSelector"`
+	Soak              time.Duration     `mapstructure:"soak"`
+	// MaxUnhealthy workloads are tolerated before the wave blocks.
+	MaxUnhealthy int `mapstructure:"maxUnhealthy"`
+	// MaxProxyRestarts is how often an istio-proxy container may have
+	// restarted before its workload counts as unhealthy.
+	MaxProxyRestarts int32 `mapstructure:"maxProxyRestarts"`
 }
 
 // Migration moves namespaces from one revision (or tag) to another.
@@ -148,6 +171,9 @@ type Migration struct {
 	To          string            `mapstructure:"to"`
 	Namespaces  map[string]string `mapstructure:"namespaceSelector"`
 	OptOutLabel string            `mapstructure:"optOutLabel"`
+	// Waypoint, with to: ambient, names the waypoint the namespace uses
+	// (istio.io/use-waypoint).
+	Waypoint string `mapstructure:"waypoint"`
 }
 
 // defaults are the values a key takes when nothing sets it. Every key that
@@ -193,6 +219,7 @@ var defaults = map[string]any{
 	"cycle.debounce":             10 * time.Second,
 	"cycle.resync":               10 * time.Minute,
 	"rollout.grace":              30 * time.Minute,
+	"rollout.resumeLabel":        "kedge.io/resume-rollout",
 }
 
 // Keys lists every configuration key, sorted.
@@ -201,7 +228,7 @@ func Keys() []string {
 	for k := range defaults {
 		keys = append(keys, k)
 	}
-	keys = append(keys, "migrations")
+	keys = append(keys, "migrations", "waves")
 	sort.Strings(keys)
 	return keys
 }
@@ -271,10 +298,43 @@ func unknownKeys(v *viper.Viper) error {
 		known[strings.ToLower(k)] = true
 	}
 	for _, k := range v.AllKeys() {
-		if known[k] || strings.HasPrefix(k, "reviewers.bynamespace.") || strings.HasPrefix(k, "migrations") {
+		if known[k] || strings.HasPrefix(k, "reviewers.bynamespace.") || strings.HasPrefix(k, "migrations") || strings.HasPrefix(k, "waves") {
 			continue
 		}
 		return &Error{Key: k, Msg: "unknown key (see config/kedge.example.yaml)"}
+	}
+	for list, fields := range listFields {
+		if err := unknownListKeys(v, list, fields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listFields are the keys of each entry of the configuration's lists, which
+// viper does not expand into keys of their own.
+var listFields = map[string][]string{
+	"migrations": {"from", "to", "namespaceSelector", "optOutLabel", "waypoint"},
+	"waves":      {"name", "namespaces", "namespaceSelector", "soak", "maxUnhealthy", "maxProxyRestarts"},
+}
+
+// unknownListKeys refuses a misspelt key inside a list entry ("soke" for
+// "soak"), which would otherwise fall back to its zero value unnoticed.
+func unknownListKeys(v *viper.Viper, list string, fields []string) error {
+	entries, ok := v.Get(list).([]any)
+	if !ok {
+		return nil
+	}
+	for i, entry := range entries {
+		m, ok := entry.(map[string]any)
+		if !ok {
+			continue
+		}
+		for k := range m {
+			if !slices.ContainsFunc(fields, func(f string) bool { return strings.EqualFold(f, k) }) {
+				return &Error{Key: fmt.Sprintf("%s[%d].%s", list, i, k), Msg: "unknown key (see config/kedge.example.yaml)"}
+			}
+		}
 	}
 	return nil
 }
@@ -340,6 +400,18 @@ func (c *Config) Validate(mode Mode) error {
 		if m.From == "" || m.To == "" {
 			return &Error{Key: fmt.Sprintf("migrations[%d]", i), Msg: "from and to are required"}
 		}
+		if m.Waypoint != "" && m.To != "ambient" {
+			return &Error{Key: fmt.Sprintf("migrations[%d].waypoint", i), Msg: "only a migration to: ambient uses a waypoint"}
+		}
+	}
+	if err := validWaves(c.Waves); err != nil {
+		return err
+	}
+	if c.Rollout.ResumeLabel == "" {
+		return &Error{Key: "rollout.resumeLabel", Msg: "required"}
+	}
+	if err := validAnnotationKey("rollout.resumeLabel", c.Rollout.ResumeLabel); err != nil {
+		return err
 	}
 	if mode == ModePlan {
 		return nil
@@ -418,4 +490,32 @@ func validBranchPart(s string) bool {
 		}
 	}
 	return true
+}
+
+// validWaves checks each wave on its own and that names, which PR bodies
+// and the dashboard show, tell the waves apart.
+func validWaves(waves []Wave) error {
+	seen := map[string]bool{}
+	for i, w := range waves {
+		key := fmt.Sprintf("waves[%d]", i)
+		switch {
+		case w.Name == "":
+			return &Error{Key: key + ".name", Msg: "required"}
+		case seen[w.Name]:
+			return &Error{Key: key + ".name", Msg: fmt.Sprintf("%q names another wave too", w.Name)}
+		case w.Soak < 0:
+			return &Error{Key: key + ".soak", Msg: "must be >= 0"}
+		case w.MaxUnhealthy < 0:
+			return &Error{Key: key + ".maxUnhealthy", Msg: "must be >= 0"}
+		case w.MaxProxyRestarts < 0:
+			return &Error{Key: key + ".maxProxyRestarts", Msg: "must be >= 0"}
+		}
+		seen[w.Name] = true
+		for _, g := range w.Namespaces {
+			if _, err := path.Match(g, ""); err != nil {
+				return &Error{Key: key + ".namespaces", Msg: fmt.Sprintf("bad glob %q", g)}
+			}
+		}
+	}
+	return nil
 }

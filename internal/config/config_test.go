@@ -102,6 +102,17 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"negative limit", validRun + "limits: {maxOpenPRs: -1}\n", ModeRun, "limits.maxOpenPRs"},
 		{"unknown log level", validRun + "server: {logLevel: verbose}\n", ModeRun, "server.logLevel"},
 		{"migration without target", "migrations: [{from: default}]\n", ModePlan, "migrations[0]"},
+		{"waypoint without ambient", "migrations: [{from: default, to: stable, waypoint: wp}]\n", ModePlan, "migrations[0].waypoint"},
+		{"misspelt wave key", "waves: [{name: a, soke: 1m}]\n", ModePlan, "waves[0].soke"},
+		{"misspelt migration key", "migrations: [{from: a, to: b, waypont: w}]\n", ModePlan, "migrations[0].waypont"},
+		{"wave without name", "waves: [{soak: 1m}]\n", ModePlan, "waves[0].name"},
+		{"waves with one name", "waves: [{name: a}, {name: a}]\n", ModePlan, "waves[1].name"},
+		{"negative soak", "waves: [{name: a, soak: -1m}]\n", ModePlan, "waves[0].soak"},
+		{"bad soak", "waves: [{name: a, soak: soon}]\n", ModePlan, "waves[0].soak"},
+		{"negative maxUnhealthy", "waves: [{name: a, maxUnhealthy: -1}]\n", ModePlan, "waves[0].maxUnhealthy"},
+		{"negative maxProxyRestarts", "waves: [{name: a, maxProxyRestarts: -2}]\n", ModePlan, "waves[0].maxProxyRestarts"},
+		{"bad wave glob", "waves: [{name: a, namespaces: ['[']}]\n", ModePlan, "waves[0].namespaces"},
+		{"bad resume label", "rollout: {resumeLabel: 'a b'}\n", ModePlan, "rollout.resumeLabel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // fixture is one golden case: the data of every template.
@@ -292,6 +293,7 @@ func hostile() fixture {
 	pr.Branch = "kedge/" + hPipe
 	pr.Applier = hLink + " " + hMention
 	pr.OptOutAnnotation = hTick
+	pr.Wave = &WaveRef{Name: hScript, Number: 1, Of: 1}
 	pr.RestartAnnotation = hScript
 	pr.Migration = &Migration{From: hMention, To: hScript, NamespacePath: "ns/" + hLink + ".yaml"}
 	pr.State = NewState(hMention, hPipe, fixable(ws))
@@ -311,7 +313,10 @@ func hostile() fixture {
 		Skipped:    []drift.Skipped{{Namespace: hTick, Kind: hPipe, Name: hMention, Reason: drift.SkipReason(hLink), Detail: hScript}},
 		Refused:    []RefusedFile{{Namespace: hPipe, Path: "apps/a|b/[x](y) <z>.yaml", Reason: hMention + " " + hTick, Workloads: []string{hScript}}},
 		Stragglers: []Straggler{{Namespace: hPipe, PRNumber: 5, PRURL: "javascript:alert(1)", MergedAt: now.Add(-time.Hour), Workloads: ws[:1]}},
-		LastCycle:  now, LastCycleDuration: time.Second,
+		Rollouts: []waves.Rollout{{Target: hTick, ID: hMention, Waves: []waves.Status{{Name: hPipe, State: waves.StateBlocked, Namespaces: []string{hScript},
+			Blocking: []waves.Blocker{{Namespace: hPipe, Kind: hTick, Name: hMention, Why: hScript}}}}}},
+		ResumeLabel: hLink,
+		LastCycle:   now, LastCycleDuration: time.Second,
 	}
 	return fixture{
 		pr: pr, dashboard: dashboard, comments: comments,
@@ -331,7 +336,7 @@ func migration() fixture {
 			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/web/api.yaml", drift.EditInPlace), ago(30*24*time.Hour)),
 	}
 	pr := prFor("web", ws, map[string]int{"1.23.2": 5})
-	pr.Migration = &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "namespaces/web.yaml"}
+	pr.Migration = &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "namespaces/web.yaml", RemovedLabels: []string{"istio-injection"}}
 	return fixture{
 		pr: pr,
 		dashboard: ClusterDashboard{
@@ -362,6 +367,54 @@ func relabelOnly() fixture {
 	}
 }
 
+// rolloutWaves is a PR of the second of three waves, with the dashboard
+// showing one target soaking its first wave and another blocked.
+func rolloutWaves() fixture {
+	f := oneWorkload()
+	f.pr.Wave = &WaveRef{Name: "non-critical", Number: 2, Of: 3}
+	ws := []waves.Status{
+		{Index: 0, Name: "canary", State: waves.StateDone, Namespaces: []string{"canary-a", "canary-b"}, Skipped: []string{"canary-b"}},
+		{Index: 1, Name: "non-critical", State: waves.StateSoaking, Namespaces: []string{"orders"}, SoakEnds: now.Add(12 * time.Minute),
+			Tolerated: []waves.Blocker{{Namespace: "orders", Kind: "Deployment", Name: "api", Why: "pod api-1: CrashLoopBackOff"}}},
+		{Index: 2, Name: "rest", State: waves.StateWaiting, Namespaces: []string{"shop", "web"}},
+	}
+	blocked := []waves.Status{
+		{Index: 0, Name: "canary", State: waves.StateSoaking, Namespaces: []string{"canary-a"}, RollingOut: 2},
+		{Index: 1, Name: "non-critical", State: waves.StateBlocked, Namespaces: []string{"orders"},
+			Blocking: []waves.Blocker{{Namespace: "orders", Kind: "StatefulSet", Name: "db", Why: "istio-proxy of pod db-0 restarted 4 times (max 1)"}}},
+		{Index: 2, Name: waves.RestName, State: waves.StateWaiting, Namespaces: []string{"web"}},
+	}
+	f.dashboard.Rollouts = []waves.Rollout{
+		{Target: "1-24-0@" + img1240, ID: "t-0123456789", Waves: ws, Active: 1},
+		{Target: "@", ID: "t-9876543210", Waves: blocked, Active: 1},
+	}
+	f.dashboard.ResumeLabel = "kedge.io/resume-rollout"
+	return f
+}
+
+// toAmbient moves a namespace out of sidecars: the PR sets the ambient
+// labels, removes the injection label and restarts the workloads onto no
+// sidecar.
+func toAmbient() fixture {
+	ws := []drift.Workload{
+		workload("web", "Deployment", "frontend", []drift.Reason{drift.ReasonUnwantedSidecar}, 3, 3,
+			[]string{"1-24-0"}, []string{img1240}, "", "", found("apps/web/frontend.yaml", drift.EditInPlace), ago(30*24*time.Hour)),
+	}
+	pr := prFor("web", ws, map[string]int{"1.24.0": 3})
+	pr.Migration = &Migration{From: "1-24-0", To: "ambient", NamespacePath: "namespaces/web.yaml",
+		RemovedLabels: []string{"istio.io/rev"}, SetLabels: []string{"istio.io/dataplane-mode=ambient", "istio.io/use-waypoint=waypoint"}}
+	return fixture{
+		pr: pr,
+		dashboard: ClusterDashboard{
+			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
+			LastCycle:  now, LastCycleDuration: 2 * time.Second,
+		},
+		comments: commentsFor(pr, ws),
+		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now},
+	}
+}
+
 var cases = []struct {
 	name    string
 	fixture func() fixture
@@ -373,6 +426,8 @@ var cases = []struct {
 	{"hostile", hostile},
 	{"migration", migration},
 	{"relabel-only", relabelOnly},
+	{"waves", rolloutWaves},
+	{"to-ambient", toAmbient},
 }
 
 // policyOf allows links to every file the fixture's workloads, migration

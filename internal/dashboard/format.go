@@ -163,6 +163,7 @@ var stateMeaning = map[PRState]string{
 	PRNotYetOpened:     "not opened yet",
 	PRRefused:          "refused: kedge will not edit its files",
 	PROtherRepository:  "applied from another repository: kedge cannot edit it",
+	PRWaitingForWave:   "waiting for its rollout wave",
 }
 
 var stateLabel = map[PRState]string{
@@ -175,6 +176,7 @@ var stateLabel = map[PRState]string{
 	PRNotYetOpened:     "not opened yet",
 	PRRefused:          "refused",
 	PROtherRepository:  "other repository",
+	PRWaitingForWave:   "waiting for wave",
 }
 
 // short is a PR state's label for counts.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // Mesh summarises the Istio control plane the data plane drifts from.
@@ -35,6 +36,12 @@ type Migration struct {
 	// NamespacePath is the repository file that defines the namespace and
 	// carries the label the PR changes.
 	NamespacePath string
+	// RemovedLabels are labels the PR takes off the namespace with the
+	// move (istio-injection).
+	RemovedLabels []string
+	// SetLabels ("key=value") are what a move to ambient mode sets; To is
+	// then "ambient".
+	SetLabels []string
 }
 
 // NamespacePR is everything the pull request of one namespace shows.
@@ -61,10 +68,21 @@ type NamespacePR struct {
 	RestartAnnotation string
 	DashboardURL      string
 	Migration         *Migration
+	// Wave is the rollout wave the namespace belongs to; nil without
+	// waves.
+	Wave *WaveRef
 	// State is written into the body's hidden block; see NewState.
 	State State
 	// Now is the reference time for pod ages.
 	Now time.Time
+}
+
+// WaveRef names the wave of a namespace's PR.
+type WaveRef struct {
+	Name string
+	// Number counts from 1; Of is how many waves are configured. Number
+	// Of+1 is the namespaces no wave selects, which go last.
+	Number, Of int
 }
 
 // PRState is where a namespace's pull request stands.
@@ -82,6 +100,9 @@ const (
 	// PROtherRepository: the cluster applies the namespace's drifted
 	// workloads from another repository than the one kedge edits.
 	PROtherRepository PRState = "other-repository"
+	// PRWaitingForWave: the namespace's wave has not started for the
+	// target yet.
+	PRWaitingForWave PRState = "waiting-for-wave"
 )
 
 // NamespaceStatus is one drifted namespace on the dashboard.
@@ -150,7 +171,11 @@ type ClusterDashboard struct {
 	Skipped    []drift.Skipped
 	Refused    []RefusedFile
 	Stragglers []Straggler
-	LastCycle  time.Time
+	// Rollouts are the wave plans of the targets being rolled out, and
+	// ResumeLabel the namespace label that resumes a blocked one.
+	Rollouts    []waves.Rollout
+	ResumeLabel string
+	LastCycle   time.Time
 	// LastCycleDuration is how long the last cycle took.
 	LastCycleDuration time.Duration
 }

@@ -228,11 +228,12 @@ type DashboardView struct {
 	SkippedRows        Listing[drift.Skipped]
 	RefusedRows        Listing[RefusedFile]
 	StragglerRows      Listing[StragglerRow]
+	Rollouts           []RolloutView
 }
 
 // stateOrder is the order states are counted in: what needs a person
 // first.
-var stateOrder = []PRState{PREdited, PROtherRepository, PRRefused, PRMergedRollingOut, PROpen, PRRateLimited, PRNotYetOpened, PRClosedIgnored, PRRolledOut}
+var stateOrder = []PRState{PREdited, PROtherRepository, PRRefused, PRMergedRollingOut, PROpen, PRRateLimited, PRNotYetOpened, PRWaitingForWave, PRClosedIgnored, PRRolledOut}
 
 func newDashboardView(d ClusterDashboard, limit int) DashboardView {
 	v := DashboardView{ClusterDashboard: d, MeshView: newMeshView(d.Mesh), Now: d.LastCycle}
@@ -290,6 +291,7 @@ func newDashboardView(d ClusterDashboard, limit int) DashboardView {
 	}
 	sort.SliceStable(stragglers, func(i, j int) bool { return lessWorkload(stragglers[i].Workload, stragglers[j].Workload) })
 	v.StragglerRows = listing(stragglers, limit)
+	v.Rollouts = rolloutViews(d.Rollouts, d.LastCycle, d.ResumeLabel)
 	return v
 }
 

@@ -13,6 +13,14 @@ type Migration struct {
 	// Revision is the revision whose injector answers the namespace once it
 	// carries To; "" when no single revision would.
 	Revision string `json:"revision"`
+	// RemoveLabels are labels the move takes off the namespace besides
+	// setting To: istio-injection=enabled, which would otherwise keep the
+	// default revision injecting it.
+	RemoveLabels []string `json:"removeLabels,omitempty"`
+	// SetLabels are the labels a move to ambient mode sets
+	// (istio.io/dataplane-mode, istio.io/use-waypoint); a revision move sets
+	// istio.io/rev to To instead.
+	SetLabels map[string]string `json:"setLabels,omitempty"`
 	// Manifest is where the label is set in the GitOps repository. Edit is
 	// EditInPlace (the Namespace document's own labels),
 	// EditKustomizeLabels (a kustomization's labels or commonLabels) or
@@ -44,11 +52,15 @@ const (
 	// or its injector ConfigMap.
 	BlockTargetNotReady MigrationBlock = "target-not-ready"
 	// BlockIstioInjection: the namespace's istio-injection label wins over
-	// istio.io/rev, so relabelling alone would not move it.
+	// istio.io/rev, and removing it would not move the namespace either
+	// (istio-injection=disabled is a choice kedge does not undo).
 	BlockIstioInjection MigrationBlock = "istio-injection"
 	// BlockNotInjected: with the new label, the target revision's webhooks
 	// would still not (or not alone) answer the namespace.
 	BlockNotInjected MigrationBlock = "not-injected"
+	// BlockAmbientNotReady: the cluster or the namespace is not ready for
+	// ambient mode (ztunnel, istio-cni, a waypoint for L7 policies).
+	BlockAmbientNotReady MigrationBlock = "ambient-not-ready"
 	// BlockManifest: the label cannot be changed safely in Git (not found,
 	// ambiguous, set by something kedge cannot edit, or Git disagrees with
 	// the cluster); Manifest.Detail says which.
@@ -60,6 +72,13 @@ const (
 	EditKustomizeLabels = "kustomize-labels"
 	EditLabelAlreadySet = "already-set"
 )
+
+// Ambient is the To of a migration out of sidecars into ambient mode.
+const Ambient = "ambient"
+
+// ToAmbient reports whether the migration moves the namespace to ambient
+// mode rather than to another revision.
+func (m Migration) ToAmbient() bool { return m.To == Ambient }
 
 // Moves reports whether the namespace is relabelled by this plan.
 func (m Migration) Moves() bool { return m.Blocked == "" }

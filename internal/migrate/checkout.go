@@ -110,6 +110,9 @@ func (c *Checkout) Locate(m *drift.Migration, hints manifest.Hints) *LabelEdit {
 	if !ok {
 		return c.block(m, where)
 	}
+	if len(m.RemoveLabels) > 0 || m.ToAmbient() {
+		return c.locateInDocument(m, d)
+	}
 	key := mesh.LabelRev
 	value, set := d.labels[key]
 	switch {

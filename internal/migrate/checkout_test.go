@@ -212,3 +212,74 @@ func changedLines(a, b []byte) int {
 	}
 	return n
 }
+
+// documentCase is testdata/migrate/{injection,ambient}/<case>/case.yaml: a
+// move that takes labels off the namespace (istio-injection, or the
+// injection labels of a move to ambient) and sets others, and either the
+// edited file (compared with after.yaml) or why it is refused.
+type documentCase struct {
+	Namespace    string            `yaml:"namespace"`
+	From         string            `yaml:"from"`
+	To           string            `yaml:"to"`
+	RemoveLabels []string          `yaml:"removeLabels"`
+	SetLabels    map[string]string `yaml:"setLabels"`
+	Path         string            `yaml:"path"`
+	// Edit is in-place (the default) or kustomize-labels.
+	Edit    string `yaml:"edit"`
+	Blocked string `yaml:"blocked"`
+	Detail  string `yaml:"detail"`
+}
+
+func (c documentCase) migration() drift.Migration {
+	return drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To, RemoveLabels: c.RemoveLabels, SetLabels: c.SetLabels}
+}
+
+func TestLocateRemovesAndSetsLabels(t *testing.T) {
+	var dirs []string
+	for _, kind := range []string{"injection", "ambient"} {
+		found, err := filepath.Glob(filepath.Join(migrateRoot, kind, "*"))
+		require.NoError(t, err)
+		require.NotEmpty(t, found, kind)
+		dirs = append(dirs, found...)
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
+			var c documentCase
+			readYAML(t, filepath.Join(dir, "case.yaml"), &c)
+			repo := copyRepo(t, filepath.Join(dir, "repo"))
+			m := c.migration()
+			edit := checkoutOf(t, repo).Locate(&m, manifest.Hints{})
+			if c.Blocked != "" {
+				assert.Nil(t, edit, "nothing is written")
+				assert.Equal(t, drift.MigrationBlock(c.Blocked), m.Blocked)
+				assert.Equal(t, c.Detail, m.Detail)
+				assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: c.Path, Detail: c.Detail}, m.Manifest)
+				return
+			}
+			require.Empty(t, m.Blocked, m.Detail)
+			require.NotNil(t, edit)
+			if *update {
+				writeFile(t, filepath.Join(dir, "after.yaml"), edit.After)
+			}
+			after, err := os.ReadFile(filepath.Join(dir, "after.yaml"))
+			require.NoError(t, err)
+			wantEdit := c.Edit
+			if wantEdit == "" {
+				wantEdit = drift.EditInPlace
+			}
+			assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: c.Path, Edit: wantEdit}, m.Manifest)
+			assert.Equal(t, c.Path, edit.Path)
+			assert.Equal(t, string(after), string(edit.After))
+
+			again, err := edit.Onto(edit.After)
+			require.NoError(t, err)
+			assert.Equal(t, string(edit.After), string(again), "applying the edit twice changes nothing more")
+
+			// With the edit in place, Git says the target: nothing more to write.
+			writeFile(t, filepath.Join(repo, c.Path), edit.After)
+			m2 := c.migration()
+			assert.Nil(t, checkoutOf(t, repo).Locate(&m2, manifest.Hints{}))
+			assert.Equal(t, drift.EditLabelAlreadySet, m2.Manifest.Edit)
+		})
+	}
+}

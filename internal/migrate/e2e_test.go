@@ -69,15 +69,33 @@ func TestDemoPlanShowsMigrations(t *testing.T) {
 		Manifest:  drift.Manifest{Status: drift.ManifestFound, Path: nsFile, Edit: drift.EditInPlace},
 		Workloads: []drift.MigrationWorkload{{Kind: "Deployment", Name: "indexer"}},
 	}, byNamespace["search"])
-	for _, ns := range []string{"orders", "shop", "catalog"} {
+	// istio-injection=enabled wins over istio.io/rev: it is taken off in
+	// the same edit of the Namespace document.
+	for ns, workloads := range map[string][]drift.MigrationWorkload{
+		"orders":  {{Kind: "Deployment", Name: "orders-worker"}, {Kind: "StatefulSet", Name: "orders-db"}},
+		"catalog": {{Kind: "Deployment", Name: "catalog-api"}, {Kind: "Deployment", Name: "catalog-image-resizer"}},
+	} {
 		m := byNamespace[ns]
-		assert.Equal(t, drift.BlockIstioInjection, m.Blocked, ns)
-		assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: nsFile}, m.Manifest, "%s: the file to change by hand", ns)
-		assert.Empty(t, m.Workloads, ns)
+		assert.Empty(t, m.Blocked, "%s: %s", ns, m.Detail)
+		assert.Equal(t, []string{"istio-injection"}, m.RemoveLabels, ns)
+		assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: nsFile, Edit: drift.EditInPlace}, m.Manifest, ns)
+		assert.Equal(t, workloads, m.Workloads, ns)
 	}
+	nsEdit := func(ns string) string {
+		for _, e := range res.Edits.Namespaces[ns] {
+			if e.Path == nsFile {
+				return string(e.After)
+			}
+		}
+		return ""
+	}
+	before, err := os.ReadFile(filepath.Join(demoRepo, nsFile))
+	require.NoError(t, err)
+	assert.Equal(t, strings.Replace(string(before), "    team: orders\n    istio-injection: enabled\n    istio.io/rev: 1-25-0\n", "    team: orders\n    istio.io/rev: stable\n", 1), nsEdit("orders"))
+	assert.Equal(t, strings.Replace(string(before), "  name: shop\n  labels:\n    team: shop\n    istio-injection: enabled\n", "  name: shop\n  labels:\n    team: shop\n    istio.io/rev: \"stable\"\n", 1), nsEdit("shop"))
 
-	// The search branch carries the relabel and the restart; no other
-	// namespace touches the Namespace file.
+	// The search branch carries the relabel and the restart; each branch
+	// changes its own namespace's document only.
 	files := map[string]string{}
 	for _, e := range res.Edits.Namespaces["search"] {
 		files[e.Path] = string(e.After)
@@ -85,13 +103,12 @@ func TestDemoPlanShowsMigrations(t *testing.T) {
 	require.Contains(t, files, nsFile)
 	require.Contains(t, files, "apps/prod-eu-1/search/indexer.yaml")
 	assert.Len(t, files, 2)
-	before, err := os.ReadFile(filepath.Join(demoRepo, nsFile))
-	require.NoError(t, err)
 	assert.Equal(t, strings.Replace(string(before), "    team: search\n    istio.io/rev: 1-25-0\n", "    team: search\n    istio.io/rev: stable\n", 1), files[nsFile])
 	for ns, edits := range res.Edits.Namespaces {
 		for _, e := range edits {
-			if ns != "search" {
-				assert.NotEqual(t, nsFile, e.Path, ns)
+			if e.Path == nsFile {
+				assert.Contains(t, []string{"search", "orders", "shop", "catalog"}, ns)
+				assert.Equal(t, 1, changedDocuments(t, before, e.After), ns)
 			}
 		}
 	}
@@ -216,4 +233,18 @@ func BenchmarkDemoBuild(b *testing.B) {
 			}
 		})
 	}
+}
+
+// changedDocuments counts the documents of a multi-document file that differ.
+func changedDocuments(t *testing.T, before, after []byte) int {
+	t.Helper()
+	a, b := strings.Split(string(before), "\n---\n"), strings.Split(string(after), "\n---\n")
+	require.Len(t, b, len(a))
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
 }

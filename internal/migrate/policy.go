@@ -8,7 +8,8 @@
 // Everything but the checkout reading is pure. The rules follow Istio's
 // webhooks as the mesh model evaluates them: a namespace moves only when,
 // with the new label, the target revision's webhook alone would answer it
-// (istio-injection=enabled still wins over istio.io/rev).
+// (istio-injection=enabled, which wins over istio.io/rev, is taken off in
+// the same edit).
 package migrate
 
 import (
@@ -16,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
 )
 
@@ -26,9 +28,10 @@ type Policy struct {
 	Key string
 	// From is the label value namespaces carry now. "default" also selects
 	// namespaces the default revision injects through istio-injection=enabled,
-	// so that they are reported as blocked rather than silently left out.
+	// which move by losing that label.
 	From string
-	// To is a revision or a revision tag.
+	// To is a revision or a revision tag, or "ambient" to leave sidecars
+	// for ambient mode.
 	To string
 	// NamespaceSelector limits the policy to namespaces carrying every one
 	// of these labels; empty selects every namespace.
@@ -36,6 +39,8 @@ type Policy struct {
 	// OptOutLabel, when a namespace carries it with any value but "false",
 	// keeps the namespace where it is.
 	OptOutLabel string
+	// Waypoint, when To is ambient, is the waypoint the namespace uses.
+	Waypoint string
 }
 
 // PolicyError is a policy that cannot apply to this mesh. Key is the
@@ -63,6 +68,9 @@ func Validate(model *mesh.Model, policies []Policy) error {
 			return &PolicyError{Key: key + ".to", Msg: "required"}
 		case p.From == p.To:
 			return &PolicyError{Key: key + ".to", Msg: fmt.Sprintf("%q is also the policy's from", p.To)}
+		}
+		if p.To == drift.Ambient {
+			continue
 		}
 		if _, ok := TargetRevision(model, p.To); !ok {
 			return &PolicyError{Key: key + ".to", Msg: fmt.Sprintf("%q is neither a revision nor a revision tag of the mesh (%s)", p.To, known(model))}

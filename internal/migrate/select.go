@@ -64,7 +64,11 @@ func Select(set *objects.Set, model *mesh.Model, policies []Policy, scope Scope)
 			if !selects(p, ns) {
 				continue
 			}
-			out = append(out, decide(model, p, ns))
+			if p.To == drift.Ambient {
+				out = append(out, decideAmbient(set, p, ns))
+			} else {
+				out = append(out, decide(model, p, ns))
+			}
 			break
 		}
 	}
@@ -112,17 +116,34 @@ func decide(model *mesh.Model, p Policy, ns *corev1.Namespace) drift.Migration {
 
 	// Ask the webhooks, as the API server would, who answers a pod without
 	// labels of its own once the namespace carries the new value.
-	d := model.Decide(ns.Name, relabelled(ns.Labels, p.To), mesh.Template{})
-	if len(d.Conflict) == 0 && d.Matched == target {
+	d := model.Decide(ns.Name, relabelled(ns.Labels, p.To, nil), mesh.Template{})
+	if answers(d, target) {
 		return m
 	}
 	outcome := whoAnswers(d)
-	if v, ok := ns.Labels[mesh.LabelInjection]; ok {
-		return blocked(m, drift.BlockIstioInjection,
-			mesh.LabelInjection+"="+v+" wins over "+mesh.LabelRev+": with "+mesh.LabelRev+"="+p.To+" "+outcome+
-				"; remove "+mesh.LabelInjection+" from the namespace in Git to move it")
+	v, injected := ns.Labels[mesh.LabelInjection]
+	if !injected {
+		return blocked(m, drift.BlockNotInjected, "with "+mesh.LabelRev+"="+p.To+" "+outcome)
 	}
-	return blocked(m, drift.BlockNotInjected, "with "+mesh.LabelRev+"="+p.To+" "+outcome)
+	// istio-injection=enabled only asks the default revision to inject;
+	// taking it off in the same change hands the namespace to the target,
+	// as Istio's revision upgrade guide does.
+	if v == "enabled" {
+		without := []string{mesh.LabelInjection}
+		d = model.Decide(ns.Name, relabelled(ns.Labels, p.To, without), mesh.Template{})
+		if answers(d, target) {
+			m.RemoveLabels = without
+			return m
+		}
+		return blocked(m, drift.BlockIstioInjection, "without "+mesh.LabelInjection+" and with "+mesh.LabelRev+"="+p.To+" "+whoAnswers(d))
+	}
+	return blocked(m, drift.BlockIstioInjection,
+		mesh.LabelInjection+"="+v+" wins over "+mesh.LabelRev+": with "+mesh.LabelRev+"="+p.To+" "+outcome+
+			"; remove "+mesh.LabelInjection+" from the namespace in Git to move it")
+}
+
+func answers(d mesh.Decision, target string) bool {
+	return len(d.Conflict) == 0 && d.Matched == target
 }
 
 func whoAnswers(d mesh.Decision) string {
@@ -140,10 +161,33 @@ func blocked(m drift.Migration, why drift.MigrationBlock, detail string) drift.M
 	return m
 }
 
-func relabelled(labels map[string]string, value string) map[string]string {
+// movedLabels is the namespace's labels once the migration moved it.
+func movedLabels(labels map[string]string, m drift.Migration) map[string]string {
+	if !m.ToAmbient() {
+		return relabelled(labels, m.To, m.RemoveLabels)
+	}
+	out := make(map[string]string, len(labels)+len(m.SetLabels))
+	for k, v := range labels {
+		out[k] = v
+	}
+	for _, k := range m.RemoveLabels {
+		delete(out, k)
+	}
+	for k, v := range m.SetLabels {
+		out[k] = v
+	}
+	return out
+}
+
+// relabelled is the namespace's labels once moved: istio.io/rev set to
+// value, and the labels in remove gone.
+func relabelled(labels map[string]string, value string, remove []string) map[string]string {
 	out := make(map[string]string, len(labels)+1)
 	for k, v := range labels {
 		out[k] = v
+	}
+	for _, k := range remove {
+		delete(out, k)
 	}
 	out[mesh.LabelRev] = value
 	return out
@@ -153,10 +197,10 @@ func relabelled(labels map[string]string, value string) map[string]string {
 // carries its new label: the plan computed from it restarts workloads onto
 // the target revision. set itself is not changed.
 func Relabel(set *objects.Set, migrations []drift.Migration) *objects.Set {
-	to := map[string]string{}
+	to := map[string]drift.Migration{}
 	for _, m := range migrations {
 		if m.Moves() {
-			to[m.Namespace] = m.To
+			to[m.Namespace] = m
 		}
 	}
 	if len(to) == 0 {
@@ -166,8 +210,8 @@ func Relabel(set *objects.Set, migrations []drift.Migration) *objects.Set {
 	out.Namespaces = make([]corev1.Namespace, len(set.Namespaces))
 	for i := range set.Namespaces {
 		ns := set.Namespaces[i]
-		if value, ok := to[ns.Name]; ok {
-			ns.Labels = relabelled(ns.Labels, value)
+		if m, ok := to[ns.Name]; ok {
+			ns.Labels = movedLabels(ns.Labels, m)
 		}
 		out.Namespaces[i] = ns
 	}

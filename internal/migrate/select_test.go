@@ -83,6 +83,7 @@ func TestSelectDecidesWhichNamespacesMoveAndWhy(t *testing.T) {
 	web := namespace("web", map[string]string{"istio.io/rev": "1-23-2", "team": "web"})
 	legacy := namespace("legacy", map[string]string{"istio-injection": "enabled", "team": "web"})
 	both := namespace("both", map[string]string{"istio-injection": "enabled", "istio.io/rev": "1-23-2"})
+	disabled := namespace("disabled", map[string]string{"istio-injection": "disabled", "istio.io/rev": "1-23-2"})
 	pinned := namespace("pinned", map[string]string{"istio.io/rev": "1-23-2", "kedge.io/no-migration": "true"})
 	unpinned := namespace("unpinned", map[string]string{"istio.io/rev": "1-23-2", "kedge.io/no-migration": "false"})
 	ignored := namespace("ignored", map[string]string{"istio.io/rev": "1-23-2"}, map[string]string{"kedge.io/ignore": "true"})
@@ -105,16 +106,25 @@ func TestSelectDecidesWhichNamespacesMoveAndWhy(t *testing.T) {
 			want:       []drift.Migration{moving("web", "1-23-2", "prod", "1-24-0")},
 		},
 		{
-			name:       "istio-injection=enabled wins and blocks",
+			// It wins over istio.io/rev, so it is taken off in the same move.
+			name:       "istio-injection=enabled is removed",
 			installs:   canaryMesh(),
 			namespaces: []corev1.Namespace{legacy, both},
 			policies:   []Policy{{From: "default", To: "prod"}, {From: "1-23-2", To: "prod"}},
 			want: []drift.Migration{
 				// Both policies select it; the first one wins.
-				block(moving("both", "default", "prod", "1-24-0"), drift.BlockIstioInjection,
-					"istio-injection=enabled wins over istio.io/rev: with istio.io/rev=prod revision default would still inject it; remove istio-injection from the namespace in Git to move it"),
-				block(moving("legacy", "default", "prod", "1-24-0"), drift.BlockIstioInjection,
-					"istio-injection=enabled wins over istio.io/rev: with istio.io/rev=prod revision default would still inject it; remove istio-injection from the namespace in Git to move it"),
+				removing(moving("both", "default", "prod", "1-24-0"), "istio-injection"),
+				removing(moving("legacy", "default", "prod", "1-24-0"), "istio-injection"),
+			},
+		},
+		{
+			name:       "istio-injection=disabled is a choice kedge leaves alone",
+			installs:   canaryMesh(),
+			namespaces: []corev1.Namespace{disabled},
+			policies:   []Policy{{From: "1-23-2", To: "prod"}},
+			want: []drift.Migration{
+				block(moving("disabled", "1-23-2", "prod", "1-24-0"), drift.BlockIstioInjection,
+					"istio-injection=disabled wins over istio.io/rev: with istio.io/rev=prod no injector webhook would select the namespace; remove istio-injection from the namespace in Git to move it"),
 			},
 		},
 		{
@@ -200,6 +210,11 @@ func block(m drift.Migration, why drift.MigrationBlock, detail string) drift.Mig
 	return m
 }
 
+func removing(m drift.Migration, labels ...string) drift.Migration {
+	m.RemoveLabels = labels
+	return m
+}
+
 // TestDriftIsComputedAgainstTheTarget: the plan of a relabelled cluster
 // restarts workloads onto the revision the namespace moves to, while the
 // cluster as read is left as it is.
@@ -218,16 +233,17 @@ func TestDriftIsComputedAgainstTheTarget(t *testing.T) {
 	migrations := Select(set, model, policies, Scope{})
 	relabelled := Relabel(set, migrations)
 	after := drift.Compute(relabelled, model, drift.Options{})
-	require.Len(t, after.Workloads, 1, "the blocked namespace does not move")
-	w := after.Workloads[0]
-	assert.Equal(t, "api", w.Name)
-	assert.Equal(t, []drift.Reason{drift.ReasonRevision}, w.Reasons)
-	assert.Equal(t, drift.Desired{Revision: "1-24-0", Image: image124}, w.Desired)
+	require.Len(t, after.Workloads, 2, "both namespaces move")
+	for _, w := range after.Workloads {
+		assert.Equal(t, []drift.Reason{drift.ReasonRevision}, w.Reasons, w.Name)
+		assert.Equal(t, drift.Desired{Revision: "1-24-0", Image: image124}, w.Desired, w.Name)
+	}
 
 	assert.Equal(t, "1-23-2", set.Namespaces[0].Labels["istio.io/rev"], "the cluster read is unchanged")
+	assert.Equal(t, "enabled", set.Namespaces[1].Labels["istio-injection"], "the cluster read is unchanged")
 	assert.Equal(t, "prod", relabelled.Namespaces[0].Labels["istio.io/rev"])
-	assert.Equal(t, "enabled", relabelled.Namespaces[1].Labels["istio-injection"])
-	assert.NotContains(t, relabelled.Namespaces[1].Labels, "istio.io/rev")
+	assert.NotContains(t, relabelled.Namespaces[1].Labels, "istio-injection", "taken off with the move")
+	assert.Equal(t, "prod", relabelled.Namespaces[1].Labels["istio.io/rev"])
 	assert.Same(t, set, Relabel(set, nil), "nothing moves, nothing is copied")
 }
 

@@ -44,6 +44,11 @@ func (c *Checkout) try(cand candidate, m *drift.Migration, key string) (*LabelEd
 // labels workloads (and rewrites their immutable selectors), or a patch
 // that sets the label again later, fails here instead of reaching Git.
 func (c *Checkout) verify(file string, after []byte, namespace, key, from, to string) error {
+	return c.verifyChanges(file, after, namespace, []labelChange{{key: key, from: from, to: to}})
+}
+
+// verifyChanges is verify for several label changes of the namespace.
+func (c *Checkout) verifyChanges(file string, after []byte, namespace string, changes []labelChange) error {
 	roots := c.ix.Readers(file)
 	if len(roots) == 0 {
 		return fmt.Errorf("no kustomize root reads %s", file)
@@ -57,7 +62,7 @@ func (c *Checkout) verify(file string, after []byte, namespace, key, from, to st
 		if err != nil {
 			return fmt.Errorf("rendering %s with the edit: %w", root, err)
 		}
-		if err := compare(before, edited, namespace, key, from, to); err != nil {
+		if err := compare(before, edited, namespace, changes); err != nil {
 			return fmt.Errorf("in %s, %w", root, err)
 		}
 	}
@@ -85,7 +90,7 @@ func (c *Checkout) objects(root string, replace map[string][]byte) (map[objectID
 	return out, nil
 }
 
-func compare(before, after map[objectID]map[string]any, namespace, key, from, to string) error {
+func compare(before, after map[objectID]map[string]any, namespace string, changes []labelChange) error {
 	var changed []string
 	seen := false
 	for id, b := range before {
@@ -96,13 +101,12 @@ func compare(before, after map[objectID]map[string]any, namespace, key, from, to
 		}
 		if id.kind == "Namespace" && id.name == namespace && id.namespace == "" {
 			seen = true
-			if got := labelOf(b, key); got != from {
-				return fmt.Errorf("Namespace %s is rendered with %s=%s, not %s", namespace, key, got, from)
+			for _, ch := range changes {
+				if err := checkLabel(namespace, b, a, ch); err != nil {
+					return err
+				}
+				b = withChange(b, ch)
 			}
-			if got := labelOf(a, key); got != to {
-				return fmt.Errorf("Namespace %s is still rendered with %s=%s: something later in the build sets it", namespace, key, got)
-			}
-			b = withLabel(b, key, to)
 		}
 		if !equalJSON(a, b) {
 			changed = append(changed, id.String())
@@ -124,6 +128,34 @@ func compare(before, after map[objectID]map[string]any, namespace, key, from, to
 		return fmt.Errorf("the build does not render Namespace %s", namespace)
 	}
 	return nil
+}
+
+// checkLabel holds the rendered Namespace to one label change: before, the
+// label has the value the change starts from; after, the one it ends with.
+func checkLabel(namespace string, before, after map[string]any, ch labelChange) error {
+	if got := labelOf(before, ch.key); got != ch.from {
+		return fmt.Errorf("Namespace %s is rendered with %s=%s, not %s", namespace, ch.key, got, ch.from)
+	}
+	if ch.remove {
+		if _, still, _ := unstructured.NestedString(after, "metadata", "labels", ch.key); still {
+			return fmt.Errorf("Namespace %s is still rendered with %s: something else in the build sets it", namespace, ch.key)
+		}
+		return nil
+	}
+	if got := labelOf(after, ch.key); got != ch.to {
+		return fmt.Errorf("Namespace %s is still rendered with %s=%s: something later in the build sets it", namespace, ch.key, got)
+	}
+	return nil
+}
+
+// withChange returns a copy of body with the change made.
+func withChange(body map[string]any, ch labelChange) map[string]any {
+	if !ch.remove {
+		return withLabel(body, ch.key, ch.to)
+	}
+	out := runtime.DeepCopyJSON(body)
+	unstructured.RemoveNestedField(out, "metadata", "labels", ch.key)
+	return out
 }
 
 func labelOf(body map[string]any, key string) string {

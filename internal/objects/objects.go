@@ -31,6 +31,12 @@ type Set struct {
 	Kustomizations                []Kustomization
 	GitRepositories               []GitRepository
 	ProxyConfigs                  []ProxyConfig
+	// Nodes, AuthorizationPolicies and Gateways tell whether a namespace
+	// can move to ambient mode: ztunnel on every node, and a waypoint for
+	// the policies only a waypoint enforces.
+	Nodes                 []corev1.Node
+	AuthorizationPolicies []AuthorizationPolicy
+	Gateways              []Gateway
 }
 
 // Rollout is the part of an argoproj.io/v1alpha1 Rollout kedge needs. Only
@@ -164,4 +170,77 @@ type WorkloadSelector struct {
 // "distroless" or "debug".
 type ProxyImage struct {
 	ImageType string `json:"imageType,omitempty"`
+}
+
+// AuthorizationPolicy is the part of an Istio security.istio.io
+// AuthorizationPolicy kedge reads: its rules, to tell those only a waypoint
+// can enforce in ambient mode.
+type AuthorizationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              AuthorizationPolicySpec `json:"spec,omitempty"`
+}
+
+// AuthorizationPolicySpec holds the policy's rules.
+type AuthorizationPolicySpec struct {
+	Rules []AuthorizationRule `json:"rules,omitempty"`
+}
+
+// AuthorizationRule is one rule: sources, operations and conditions.
+type AuthorizationRule struct {
+	From []RuleFrom      `json:"from,omitempty"`
+	To   []RuleTo        `json:"to,omitempty"`
+	When []RuleCondition `json:"when,omitempty"`
+}
+
+// RuleFrom is a rule's source.
+type RuleFrom struct {
+	Source RuleSource `json:"source,omitempty"`
+}
+
+// RuleSource lists the source fields that need the HTTP request (a JWT's
+// principals); the others are L4.
+type RuleSource struct {
+	RequestPrincipals    []string `json:"requestPrincipals,omitempty"`
+	NotRequestPrincipals []string `json:"notRequestPrincipals,omitempty"`
+}
+
+// RuleTo is a rule's operation.
+type RuleTo struct {
+	Operation RuleOperation `json:"operation,omitempty"`
+}
+
+// RuleOperation lists the operation fields read from the HTTP request;
+// ports are L4.
+type RuleOperation struct {
+	Hosts      []string `json:"hosts,omitempty"`
+	NotHosts   []string `json:"notHosts,omitempty"`
+	Methods    []string `json:"methods,omitempty"`
+	NotMethods []string `json:"notMethods,omitempty"`
+	Paths      []string `json:"paths,omitempty"`
+	NotPaths   []string `json:"notPaths,omitempty"`
+}
+
+// RuleCondition is a when: condition; its key names the attribute.
+type RuleCondition struct {
+	Key string `json:"key,omitempty"`
+}
+
+// Gateway is the part of a gateway.networking.k8s.io Gateway kedge reads:
+// its class (istio-waypoint for a waypoint) and whether it is Programmed.
+type Gateway struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              GatewaySpec   `json:"spec,omitempty"`
+	Status            GatewayStatus `json:"status,omitempty"`
+}
+
+// GatewaySpec names the Gateway's class.
+type GatewaySpec struct {
+	GatewayClassName string `json:"gatewayClassName,omitempty"`
+}
+
+// GatewayStatus holds the Gateway's conditions.
+type GatewayStatus struct {
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

@@ -63,6 +63,10 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 		Refused:    report.Refused,
 		Stragglers: report.Stragglers,
 		Mismatch:   report.Mismatch,
+		Rollouts:   report.Rollouts,
+	}
+	if len(report.Rollouts) > 0 {
+		data.ResumeLabel = r.settings.ResumeLabel
 	}
 	foreign := foreignNamespaces(report.Mismatch)
 	if len(states) > 0 {

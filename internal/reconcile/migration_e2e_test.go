@@ -21,8 +21,8 @@ const namespacesFile = "infrastructure/namespaces/namespaces.yaml"
 // newMigrationWorld is the demo after its canary: revision 1-25-0 proved
 // itself and the tag stable points at it. Namespaces pinned to 1-25-0 move
 // onto the tag, so the next upgrade only moves the tag; the shop team's
-// namespaces would move from the default revision to stable, but
-// istio-injection=enabled on them wins over istio.io/rev.
+// namespaces move from the default revision to stable, losing the
+// istio-injection=enabled that would otherwise win over istio.io/rev.
 func newMigrationWorld(t *testing.T) *world {
 	t.Helper()
 	w := newWorld(t)
@@ -70,22 +70,34 @@ func TestMigrationOpensOnePRWithTheRelabelAndTheRestarts(t *testing.T) {
 	require.True(t, ok)
 	assert.Contains(t, state.Targets, dashboard.Target{Namespace: "search", Kind: "Namespace", Name: "search", Revision: "stable"})
 
-	// Blocked namespaces keep their ordinary PRs, without the Namespace file.
+	// Namespaces with istio-injection=enabled move too: the label, which
+	// wins over istio.io/rev, is taken off in the same PR.
 	for _, ns := range []string{"shop", "orders", "catalog"} {
 		b := "kedge/prod-eu-1/" + ns
 		require.Contains(t, prs, b)
-		assert.NotContains(t, changedFiles(t, w.git, b), namespacesFile, ns)
+		assert.Contains(t, changedFiles(t, w.git, b), namespacesFile, ns)
+		doc := namespaceDocument(w.git.ReadFile(t, repoName, b, namespacesFile), ns)
+		assert.NotContains(t, doc, "istio-injection", ns)
+		assert.Contains(t, doc, "istio.io/rev: ", ns)
 		p, _ := w.gh.PR(prs[b])
-		assert.NotContains(t, p.GetBody(), "### Migration", ns)
+		assert.Contains(t, p.GetBody(), "and removes `istio-injection`", ns)
+		log := w.git.Log(t, repoName, b)
+		require.NotEmpty(t, log)
+		assert.Contains(t, log[0].Message, "removing istio-injection", ns)
 	}
+	shopNamespace := w.git.ReadFile(t, repoName, "kedge/prod-eu-1/shop", namespacesFile)
+	assert.Equal(t, strings.Replace(base, "  name: shop\n  labels:\n    team: shop\n    istio-injection: enabled\n",
+		"  name: shop\n  labels:\n    team: shop\n    istio.io/rev: \"stable\"\n", 1), shopNamespace, "only the shop Namespace changes")
 	blocked := map[string]drift.MigrationBlock{}
+	removed := map[string][]string{}
 	for _, m := range report.Plan.Migrations {
 		blocked[m.Namespace] = m.Blocked
+		removed[m.Namespace] = m.RemoveLabels
 	}
-	assert.Equal(t, map[string]drift.MigrationBlock{
-		"catalog": drift.BlockIstioInjection, "orders": drift.BlockIstioInjection,
-		"shop": drift.BlockIstioInjection, "search": "",
-	}, blocked)
+	assert.Equal(t, map[string]drift.MigrationBlock{"catalog": "", "orders": "", "shop": "", "search": ""}, blocked)
+	assert.Equal(t, map[string][]string{
+		"catalog": {"istio-injection"}, "orders": {"istio-injection"}, "shop": {"istio-injection"}, "search": nil,
+	}, removed)
 
 	// Nothing changed: nothing is written.
 	w.gh.ResetCalls()
@@ -145,6 +157,17 @@ func TestMergedMigrationIsFollowedUntilRolledOut(t *testing.T) {
 	comments := w.gh.Comments(number)
 	require.Len(t, comments, 1)
 	assert.Contains(t, comments[0].GetBody(), "kedge:comment rolled-out")
+}
+
+// namespaceDocument is the document of a multi-document file that defines
+// the named Namespace.
+func namespaceDocument(file, name string) string {
+	for _, doc := range strings.Split(file, "\n---\n") {
+		if strings.Contains(doc, "\n  name: "+name+"\n") {
+			return doc
+		}
+	}
+	return ""
 }
 
 func relabelNamespace(namespaces []corev1.Namespace, name, value string) {

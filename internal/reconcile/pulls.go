@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
@@ -37,6 +40,7 @@ func (r *Reconciler) namespacePR(set *objects.Set, res *plan.Result, st *nsState
 		Applier:           res.Namespaces[st.name].Applier,
 		OptOutAnnotation:  r.settings.Plan.Drift.OptOutAnnotation,
 		RestartAnnotation: r.settings.Plan.Annotations.Restart,
+		Wave:              r.waveRef(set, st.name),
 	}
 	if issue != nil {
 		pr.DashboardURL = issue.HTMLURL
@@ -322,14 +326,19 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 		return nil
 	}
 	targeted := map[string]bool{}
+	toAmbient := false
 	for _, t := range state.Targets {
 		targeted[t.Kind+"/"+t.Name] = true
+		toAmbient = toAmbient || (t.Kind == "Namespace" && t.Revision == drift.Ambient)
 	}
 	var still []drift.Workload
 	for _, w := range plan.Workloads {
 		if w.Namespace == st.name && targeted[w.Kind+"/"+w.Name] {
 			still = append(still, w)
 		}
+	}
+	if toAmbient {
+		still = append(still, uncaptured(st.set, st.name)...)
 	}
 	data := r.commentData(st, plan)
 	data.Now = r.deps.Now()
@@ -346,4 +355,22 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 	})
 	data.Stragglers = still
 	return r.commentOnce(ctx, pr.Number, dashboard.CommentStalled, data)
+}
+
+// uncaptured are the namespace's running pods that ztunnel does not capture
+// yet after a move to ambient mode: a sidecar is left, or istio-cni has not
+// annotated the pod ambient.istio.io/redirection=enabled. Pods ambient mode
+// leaves out (host network, istio.io/dataplane-mode=none) are not waited for.
+func uncaptured(set *objects.Set, namespace string) []drift.Workload {
+	var out []drift.Workload
+	for i := range set.Pods {
+		p := &set.Pods[i]
+		if p.Namespace != namespace || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if !ambient.Excluded(p) && !ambient.Captured(p) {
+			out = append(out, drift.Workload{Namespace: namespace, Kind: "Pod", Name: p.Name})
+		}
+	}
+	return out
 }

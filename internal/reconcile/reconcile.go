@@ -19,6 +19,7 @@ import (
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // Settings are the parts of the configuration a cycle acts on.
@@ -39,6 +40,10 @@ type Settings struct {
 	// Grace is how long after a merge workloads may drift before kedge
 	// names them.
 	Grace time.Duration
+	// Waves order the namespaces' PRs for a new target; ResumeLabel is
+	// the namespace label that lets a blocked rollout go on.
+	Waves       []waves.Wave
+	ResumeLabel string
 	// DryRun computes and reports everything but pushes nothing and makes
 	// no mutating GitHub call.
 	DryRun bool
@@ -106,6 +111,8 @@ type Report struct {
 	// Stragglers are workloads still drifting after a merge and the grace
 	// time.
 	Stragglers []dashboard.Straggler
+	// Rollouts are the wave plans of the targets with PRs to open.
+	Rollouts []waves.Rollout
 	// Previews are the rendered PRs (dry runs only), by namespace.
 	Previews map[string]Preview
 	Result   *plan.Result
@@ -182,6 +189,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 	}
+	report.Rollouts = r.gateWaves(set, res.Plan, states)
 	r.applyLimits(states, prs)
 	if err := r.push(ctx, repo, states, remote, report); err != nil {
 		return nil, err
@@ -268,11 +276,21 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, prs []forge.PR, 
 	for _, st := range byName {
 		st.pr = r.namespacePR(set, res, st, issue)
 		if m, ok := migrate.For(res.Plan, st.name); ok && m.Relabels() {
-			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path}
+			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels, SetLabels: labelList(m.SetLabels)}
 		}
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// labelList writes labels as sorted key=value entries.
+func labelList(labels map[string]string) []string {
+	out := make([]string, 0, len(labels))
+	for k, v := range labels {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
 	return out
 }
 

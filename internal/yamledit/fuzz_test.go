@@ -140,3 +140,40 @@ func FuzzAddKustomizationPatch(f *testing.F) {
 		require.Equal(t, out, again)
 	})
 }
+
+// FuzzRemoveMetadataLabel: the removal never panics, and either refuses without output or returns a file in
+// which at most two existing lines changed and none was added, that keeps the byte order mark, that reads back
+// without the label, and that a rerun leaves alone.
+func FuzzRemoveMetadataLabel(f *testing.F) {
+	srcs, cases := goldenSeeds(f, "remove-metadata-label")
+	for i, src := range srcs {
+		f.Add(src, cases[i].Target.Name, cases[i].Key)
+	}
+	f.Fuzz(func(t *testing.T, src []byte, name, key string) {
+		target := Target{Kind: "Namespace", Name: name, Document: AnyDocument}
+		out, changed, err := RemoveMetadataLabel(src, target, key)
+		if err != nil {
+			requireRefusal(t, out, changed, err)
+			return
+		}
+		require.Equal(t, !bytes.Equal(src, out), changed)
+		if !changed {
+			return
+		}
+		removed, added := changedRegion(src, out)
+		require.LessOrEqual(t, removed, 2, "lines removed or rewritten")
+		require.LessOrEqual(t, added, 1, "lines added")
+		require.Equal(t, bytes.HasPrefix(src, utf8BOM), bytes.HasPrefix(out, utf8BOM))
+		s, err := load(out)
+		require.NoError(t, err)
+		obj, err := s.locate(target)
+		require.NoError(t, err)
+		labels, err := readStringMap(obj.node, keys("metadata", "labels"))
+		require.NoError(t, err)
+		require.NotContains(t, labels, key)
+		again, changedAgain, err := RemoveMetadataLabel(out, target, key)
+		require.NoError(t, err)
+		require.False(t, changedAgain)
+		require.Equal(t, out, again)
+	})
+}

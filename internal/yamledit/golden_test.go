@@ -34,6 +34,7 @@ type goldenCase struct {
 	Key     string            `yaml:"key"`
 	Value   string            `yaml:"value"`
 	Refusal RefusalCode       `yaml:"refusal"`
+	Remove  []string          `yaml:"remove"`
 }
 
 func (c goldenCase) target() Target {
@@ -54,6 +55,12 @@ func (c goldenCase) run(src []byte) ([]byte, bool, error) {
 		return SetMetadataLabel(src, c.target(), c.Key, c.Value)
 	case "set-kustomization-label":
 		return SetKustomizationLabel(src, c.Key, c.Value)
+	case "remove-metadata-label":
+		return RemoveMetadataLabel(src, c.target(), c.Key)
+	case "remove-kustomization-label":
+		return RemoveKustomizationLabel(src, c.Key)
+	case "replace-kustomization-labels":
+		return ReplaceKustomizationLabels(src, c.Key, c.Set, c.Remove)
 	}
 	panic("unknown op " + c.Op)
 }
@@ -62,8 +69,16 @@ func (c goldenCase) run(src []byte) ([]byte, bool, error) {
 // loses an empty value, the line that gains a comma or a final line break), more for label keys set in
 // several places.
 func (c goldenCase) touched() int {
+	if c.Op == "replace-kustomization-labels" {
+		// Each removed label's line and its holder's, in each of two places.
+		return 2 * (len(c.Remove) + 1)
+	}
 	if len(c.Set) > 0 {
 		return len(c.Set)
+	}
+	if c.Op == "remove-kustomization-label" {
+		// The label's line and its holder's, in each of two places.
+		return 4
 	}
 	return 2
 }
@@ -189,6 +204,9 @@ func linesWithBreaks(b []byte) []string {
 // rewrite when they hold an empty or flow value.
 var holderLine = regexp.MustCompile(`^\s*"?(metadata|annotations)"?\s*:`)
 
+// labelHolderLine is a key holding labels, which becomes `key: {}` when its last label is removed.
+var labelHolderLine = regexp.MustCompile(`^\s*(-\s+)?"?(labels|commonLabels|pairs)"?\s*:`)
+
 // patchesLine is a kustomization's patches: key, which listing a patch may add or rewrite.
 var patchesLine = regexp.MustCompile(`^\s*"?patches"?\s*:`)
 
@@ -227,6 +245,20 @@ func TestGoldenChangesOnlyItsOwnLines(t *testing.T) {
 				return holderLine.MatchString(l)
 			case "add-kustomization-patch":
 				return strings.Contains(l, c.Path) || patchesLine.MatchString(l)
+			case "remove-metadata-label", "remove-kustomization-label":
+				return strings.Contains(l, c.Key) || labelHolderLine.MatchString(l)
+			case "replace-kustomization-labels":
+				for _, k := range c.Remove {
+					if strings.Contains(l, k) {
+						return true
+					}
+				}
+				for k := range c.Set {
+					if strings.Contains(l, k) {
+						return true
+					}
+				}
+				return labelHolderLine.MatchString(l)
 			}
 			return true
 		}

@@ -23,7 +23,7 @@ type readResource struct{ group, resource string }
 // kedgeReads lists what kedge reads, independently of deploy/, so the test
 // catches a rule that is missing as well as one too many.
 var kedgeReads = []readResource{
-	{"", "namespaces"}, {"", "pods"}, {"", "configmaps"},
+	{"", "namespaces"}, {"", "pods"}, {"", "configmaps"}, {"", "nodes"},
 	{"apps", "replicasets"}, {"apps", "deployments"}, {"apps", "statefulsets"}, {"apps", "daemonsets"},
 	{"batch", "jobs"}, {"batch", "cronjobs"},
 	{"admissionregistration.k8s.io", "mutatingwebhookconfigurations"},
@@ -31,6 +31,7 @@ var kedgeReads = []readResource{
 	{"kustomize.toolkit.fluxcd.io", "kustomizations"},
 	{"source.toolkit.fluxcd.io", "gitrepositories"},
 	{"networking.istio.io", "proxyconfigs"},
+	{"security.istio.io", "authorizationpolicies"}, {"gateway.networking.k8s.io", "gateways"},
 }
 
 type access struct {

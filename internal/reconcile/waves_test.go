@@ -1,0 +1,105 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/waves"
+)
+
+// TestGateWaves holds each namespace's decision against the waves of its
+// targets: canary is wave 1, shop wave 2. Each row names the facts it
+// turns on.
+func TestGateWaves(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	mergedAt := now.Add(-time.Hour)
+	const newImage, oldImage = "docker.io/istio/proxyv2:1.25.0", "docker.io/istio/proxyv2:1.24.0"
+	workload := func(ns, image string) drift.Workload {
+		return drift.Workload{Namespace: ns, Kind: "Deployment", Name: "api", Desired: drift.Desired{Revision: "default", Image: image}}
+	}
+	body := func(ns, image string) string {
+		return dashboard.NewState("c", ns, []drift.Workload{workload(ns, image)}).Block()
+	}
+	open := func(ns, image string) forge.PR { return forge.PR{Number: 1, State: "open", Body: body(ns, image)} }
+	closed := func(ns, image string) forge.PR { return forge.PR{Number: 2, State: "closed", Body: body(ns, image)} }
+	merged := func(ns, image string) forge.PR {
+		return forge.PR{Number: 3, State: "closed", Merged: true, MergedAt: &mergedAt, Body: body(ns, image)}
+	}
+	state := func(ns string, image string, d decision, prs ...forge.PR) *nsState {
+		st := &nsState{name: ns, decision: d, facts: namespaceFacts{prs: prs}}
+		if image != "" {
+			st.facts.work = &work{workloads: []drift.Workload{workload(ns, image)}}
+		}
+		return st
+	}
+	set := &objects.Set{Namespaces: []corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "canary"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+	}}
+	r := New(Settings{
+		Waves: []waves.Wave{{Name: "canary", Names: []string{"canary"}}, {Name: "rest"}},
+		Grace: 30 * time.Minute,
+	}, Deps{Now: func() time.Time { return now }})
+
+	mergedPR := merged("canary", newImage)
+	openOld := open("shop", oldImage)
+	tests := []struct {
+		name   string
+		field  string
+		canary *nsState
+		shop   *nsState
+		want   Action
+		// deployed puts canary's Deployment in the cluster.
+		deployed bool
+	}{
+		{"first wave not started: shop waits", "no PR's state block carries the target",
+			state("canary", newImage, decision{action: ActOpen}), state("shop", newImage, decision{action: ActOpen}), ActNone, false},
+		{"first wave open: shop waits", "PR state open",
+			state("canary", newImage, decision{action: ActUpdate, pr: ptrTo(open("canary", newImage))}, open("canary", newImage)),
+			state("shop", newImage, decision{action: ActOpen}), ActNone, false},
+		{"first wave closed unmerged: skipped, shop opens", "PR state closed, merged false",
+			state("canary", newImage, decision{action: ActClosedIgnored}, closed("canary", newImage)),
+			state("shop", newImage, decision{action: ActOpen}), ActOpen, false},
+		{"first wave merged, workload gone: shop opens", "PR merged_at; Deployment absent",
+			state("canary", "", decision{action: ActMerged, pr: &mergedPR}, mergedPR),
+			state("shop", newImage, decision{action: ActOpen}), ActOpen, false},
+		{"first wave merged, still drifting: shop waits", "PR merged_at; plan still lists the workload",
+			state("canary", newImage, decision{action: ActMerged, pr: &mergedPR}, mergedPR),
+			state("shop", newImage, decision{action: ActOpen}), ActNone, true},
+		{"new target mid-wave: shop's open PR for the old target is not updated", "open PR's state block has the old image",
+			state("canary", newImage, decision{action: ActOpen}),
+			state("shop", newImage, decision{action: ActUpdate, pr: &openOld}, openOld), ActNone, false},
+		{"open PR already for the target keeps being updated", "open PR's state block has the target",
+			state("canary", newImage, decision{action: ActOpen}),
+			state("shop", newImage, decision{action: ActUpdate, pr: ptrTo(open("shop", newImage))}, open("shop", newImage)), ActUpdate, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var plan drift.Plan
+			if tt.canary.facts.work != nil {
+				plan.Workloads = append(plan.Workloads, workload("canary", newImage))
+			}
+			cluster := *set
+			if tt.deployed {
+				cluster.Deployments = []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "canary", Name: "api"}}}
+			}
+			rollouts := r.gateWaves(&cluster, plan, []*nsState{tt.canary, tt.shop})
+			assert.Equal(t, tt.want, tt.shop.decision.action, "reads %s", tt.field)
+			assert.Len(t, rollouts, 1)
+			if tt.want == ActNone {
+				assert.Contains(t, tt.shop.outcome.Detail, "wave canary comes first")
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,135 @@
+package waves
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kedge-io/kedge/internal/objects"
+)
+
+const proxyContainer = "istio-proxy"
+
+// stuckReasons are container waiting reasons that do not clear without a
+// change to the pod or its image; a pod showing one is unhealthy at once.
+var stuckReasons = map[string]bool{
+	"CrashLoopBackOff":           true,
+	"ImagePullBackOff":           true,
+	"ErrImagePull":               true,
+	"InvalidImageName":           true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+}
+
+// StuckReason tells a container waiting reason that makes a pod unhealthy
+// at once.
+func StuckReason(reason string) bool { return stuckReasons[reason] }
+
+// Read collects what the gate reads of one workload from the cluster's
+// objects. drifted says whether the plan still lists it.
+func Read(set *objects.Set, namespace, kind, name string, drifted bool) Workload {
+	wl := Workload{Kind: kind, Name: name, Drifted: drifted}
+	switch kind {
+	case "Deployment":
+		for _, d := range set.Deployments {
+			if d.Namespace == namespace && d.Name == name {
+				wl.Found, wl.Counted = true, true
+				wl.Replicas, wl.Available = replicas(d.Spec.Replicas), d.Status.AvailableReplicas
+			}
+		}
+	case "StatefulSet":
+		for _, s := range set.StatefulSets {
+			if s.Namespace == namespace && s.Name == name {
+				wl.Found, wl.Counted = true, true
+				wl.Replicas, wl.Available = replicas(s.Spec.Replicas), s.Status.AvailableReplicas
+			}
+		}
+	case "DaemonSet":
+		for _, d := range set.DaemonSets {
+			if d.Namespace == namespace && d.Name == name {
+				wl.Found, wl.Counted = true, true
+				wl.Replicas, wl.Available = d.Status.DesiredNumberScheduled, d.Status.NumberAvailable
+			}
+		}
+	case "Rollout":
+		for _, r := range set.Rollouts {
+			if r.Namespace == namespace && r.Name == name {
+				wl.Found = true
+			}
+		}
+	}
+	if !wl.Found {
+		return wl
+	}
+	owners := replicaSetOwners(set, namespace)
+	for i := range set.Pods {
+		p := &set.Pods[i]
+		if p.Namespace != namespace || !live(p) {
+			continue
+		}
+		if k, n := topOwner(p, owners); k == kind && n == name {
+			wl.Pods = append(wl.Pods, podOf(p))
+		}
+	}
+	return wl
+}
+
+// replicas is spec.replicas, which the API server defaults to 1.
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+func live(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// replicaSetOwners maps each ReplicaSet of the namespace to its controller
+// (a Deployment or an Argo Rollout).
+func replicaSetOwners(set *objects.Set, namespace string) map[string]metav1.OwnerReference {
+	out := map[string]metav1.OwnerReference{}
+	for _, rs := range set.ReplicaSets {
+		if rs.Namespace != namespace {
+			continue
+		}
+		if ref := metav1.GetControllerOfNoCopy(&rs); ref != nil {
+			out[rs.Name] = *ref
+		}
+	}
+	return out
+}
+
+func topOwner(p *corev1.Pod, rsOwners map[string]metav1.OwnerReference) (kind, name string) {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil {
+		return "", ""
+	}
+	if ref.Kind == "ReplicaSet" {
+		if top, ok := rsOwners[ref.Name]; ok {
+			return top.Kind, top.Name
+		}
+	}
+	return ref.Kind, ref.Name
+}
+
+func podOf(p *corev1.Pod) Pod {
+	out := Pod{Name: p.Name}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Ready = c.Status == corev1.ConditionTrue
+			out.ReadySince = c.LastTransitionTime.Time
+		}
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
+		for _, cs := range statuses {
+			if cs.Name == proxyContainer && cs.RestartCount > out.ProxyRestarts {
+				out.ProxyRestarts = cs.RestartCount
+			}
+			if w := cs.State.Waiting; w != nil && stuckReasons[w.Reason] && out.Waiting == "" {
+				out.Waiting = w.Reason
+			}
+		}
+	}
+	return out
+}
