@@ -11,33 +11,42 @@ import (
 // (an old pod-template-hash, a retired revision) are forgotten.
 const maxInternedStrings = 1 << 16
 
+// sharedTable hands out one value for each key, bounded: past the limit it
+// starts afresh. Values already shared stay shared; keys that stopped
+// repeating are forgotten.
+type sharedTable[V any] struct {
+	mu    sync.Mutex
+	limit int
+	table map[string]V
+}
+
+func (t *sharedTable[V]) share(key string, v V) V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if shared, ok := t.table[key]; ok {
+		return shared
+	}
+	if len(t.table) >= t.limit {
+		clear(t.table)
+	}
+	t.table[key] = v
+	return v
+}
+
 // interner hands out one copy of each distinct string, so the thousands of
 // pods of a cluster share their label keys, label values, owner names and
 // injection status instead of holding a copy each.
-type interner struct {
-	mu    sync.Mutex
-	limit int
-	table map[string]string
-}
+type interner struct{ sharedTable[string] }
 
 func newInterner(limit int) *interner {
-	return &interner{limit: limit, table: make(map[string]string)}
+	return &interner{sharedTable[string]{limit: limit, table: make(map[string]string)}}
 }
 
 func (in *interner) get(s string) string {
 	if s == "" {
 		return ""
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if shared, ok := in.table[s]; ok {
-		return shared
-	}
-	if len(in.table) >= in.limit {
-		clear(in.table)
-	}
-	in.table[s] = s
-	return s
+	return in.share(s, s)
 }
 
 // maxInternedMaps bounds the map interner the way maxInternedStrings bounds
@@ -45,28 +54,14 @@ func (in *interner) get(s string) string {
 const maxInternedMaps = 1 << 14
 
 // mapInterner hands out one map for each distinct set of entries.
-type mapInterner struct {
-	mu    sync.Mutex
-	limit int
-	table map[string]map[string]string
-}
+type mapInterner struct{ sharedTable[map[string]string] }
 
 func newMapInterner(limit int) *mapInterner {
-	return &mapInterner{limit: limit, table: make(map[string]map[string]string)}
+	return &mapInterner{sharedTable[map[string]string]{limit: limit, table: make(map[string]map[string]string)}}
 }
 
 func (in *mapInterner) get(m map[string]string) map[string]string {
-	key := mapKey(m)
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if shared, ok := in.table[key]; ok {
-		return shared
-	}
-	if len(in.table) >= in.limit {
-		clear(in.table)
-	}
-	in.table[key] = m
-	return m
+	return in.share(mapKey(m), m)
 }
 
 // mapKey spells a map's entries in key order, each string after its

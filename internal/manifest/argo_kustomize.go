@@ -1,12 +1,9 @@
 package manifest
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -22,7 +19,6 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/yamledit"
-	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // argoKustomizes reports whether Argo CD builds the source's path with
@@ -205,33 +201,15 @@ func readArgoApplications(root string, files []string) []argoManifest {
 
 func argoManifestsIn(rel string, data []byte) []argoManifest {
 	var out []argoManifest
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	meter := yamlguard.NewMeter(yamlguard.Repository)
-	for index := 0; ; {
-		var node yaml.Node
-		err := dec.Decode(&node)
-		if errors.Is(err, io.EOF) || err != nil || meter.Add(&node) != nil {
-			return out
-		}
-		if len(node.Content) == 0 {
-			continue
-		}
-		n := node.Content[0]
-		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
-			continue
-		}
-		if items := lookup(n, "items"); items != nil && items.Kind == yaml.SequenceNode && strings.HasSuffix(scalarAt(n, "kind"), "List") {
-			index += len(items.Content)
-			continue
-		}
+	eachObjectNode(data, func(index int, n *yaml.Node) {
 		var doc map[string]any
 		if isApplicationKind(scalarAt(n, "apiVersion"), scalarAt(n, "kind")) && n.Decode(&doc) == nil {
 			if app, ok := applicationFrom(doc); ok {
 				out = append(out, argoManifest{File: rel, Document: index, App: app})
 			}
 		}
-		index++
-	}
+	})
+	return out
 }
 
 // argoManifestOf finds the repository's copy of the Application that ref
@@ -328,16 +306,10 @@ func (s *argoSite) hasRestart(kind string) bool { return s.restartEntry(kind) !=
 // annotationsOver returns the render's template annotations with those of
 // kedge's entry on top, as Argo CD's build applies them.
 func (s *argoSite) annotationsOver(rendered map[string]string, kind string) map[string]string {
-	p := s.restartEntry(kind)
-	if p == nil {
-		return rendered
+	if p := s.restartEntry(kind); p != nil {
+		return withRestartPatch(rendered, p.Patch)
 	}
-	out := maps.Clone(rendered)
-	if out == nil {
-		out = map[string]string{}
-	}
-	maps.Copy(out, restartShaped(p.Patch))
-	return out
+	return rendered
 }
 
 // argoEdit is one restart that goes in an Application source's patches.
@@ -347,44 +319,14 @@ type argoEdit struct {
 }
 
 // applyArgoPatches writes kedge's entries into the Application sources of
-// one file: an entry kedge wrote before for the same document is updated in
-// place, never duplicated.
+// one file.
 func (ix *Index) applyArgoPatches(f *pendingFile) ([]FileEdit, *Refusal) {
-	var all []podTemplateEdit
+	edits := make([]patchListEdit, 0, len(f.argo))
 	for _, ae := range f.argo {
-		all = append(all, ae.edit)
-	}
-	all = append(all, f.inPlace...)
-	if len(f.inPlace) > 0 || f.patchRoot != "" || len(f.flux) > 0 {
-		return nil, refusalFor(f.path, all, errors.New("the file holds an Argo CD Application kedge patches and another edit"))
-	}
-	before, err := ix.readInside(f.path)
-	if err != nil {
-		return nil, refusalFor(f.path, all, err)
-	}
-	sort.Slice(f.argo, func(i, j int) bool { return f.argo[i].edit.id.String() < f.argo[j].edit.id.String() })
-	after := before
-	var ids []WorkloadID
-	for _, ae := range f.argo {
-		ids = append(ids, ae.edit.id)
-		entry, err := fluxPatchEntry(fluxEdit{site: &fluxSite{target: ae.site.target}, edit: ae.edit})
-		if err != nil {
-			return nil, refusalFor(f.path, all, err)
-		}
 		list := yamledit.PatchList{Kind: "Application", At: ae.site.at + ".kustomize"}
-		owns := ownsEntry(fluxEdit{site: &fluxSite{target: ae.site.target}, edit: ae.edit})
-		out, changed, err := yamledit.SetPatchEntry(after, ae.site.manifest.Document, list, entry, owns)
-		if err != nil {
-			return nil, refusalFor(f.path, all, err)
-		}
-		if changed {
-			after = out
-		}
+		edits = append(edits, patchListEdit{edit: ae.edit, target: ae.site.target, document: ae.site.manifest.Document, list: list})
 	}
-	if bytes.Equal(before, after) {
-		return nil, nil
-	}
-	return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil
+	return ix.applyPatchListEdits(f, edits, "an Argo CD Application")
 }
 
 // checkArgo builds the path of every Application source an edit patches,

@@ -476,9 +476,22 @@ func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal) {
 		}
 		after = appendDocument(after, doc, len(docs) > 0)
 	}
+	out, failed, err := ix.patchFileEdits(f.path, root, before, after, created, ids, func(kustomization []byte) ([]byte, bool, error) {
+		return yamledit.AddKustomizationPatch(kustomization, path.Base(f.path))
+	})
+	if err != nil {
+		return nil, refusalFor(failed, f.patches, err)
+	}
+	return out, nil
+}
+
+// patchFileEdits are the edits of an overlay patch file: the file, when it
+// is new or changed, and its root's kustomization, when listing the file
+// (which list does) changes it. On error it names the file at fault.
+func (ix *Index) patchFileEdits(file string, root *Root, before, after []byte, created bool, ids []WorkloadID, list func([]byte) ([]byte, bool, error)) ([]FileEdit, string, error) {
 	var out []FileEdit
 	if created || !bytes.Equal(before, after) {
-		fe := FileEdit{Path: f.path, After: after, Created: created, Workloads: ids}
+		fe := FileEdit{Path: file, After: after, Created: created, Workloads: ids}
 		if !created {
 			fe.Before = before
 		}
@@ -487,16 +500,16 @@ func (ix *Index) applyPatchFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	kpath := path.Join(root.Dir, root.File)
 	kbefore, err := ix.readInside(kpath)
 	if err != nil {
-		return nil, refusalFor(kpath, f.patches, err)
+		return nil, kpath, err
 	}
-	kafter, changed, err := yamledit.AddKustomizationPatch(kbefore, path.Base(f.path))
+	kafter, changed, err := list(kbefore)
 	if err != nil {
-		return nil, refusalFor(kpath, f.patches, err)
+		return nil, kpath, err
 	}
 	if changed {
 		out = append(out, FileEdit{Path: kpath, Before: kbefore, After: kafter, Workloads: ids})
 	}
-	return out, nil
+	return out, "", nil
 }
 
 const patchFileHeader = "# Pod template annotations by which kedge restarts workloads of this overlay,\n" +

@@ -1,9 +1,6 @@
 package manifest
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,7 +10,6 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
-	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // fluxSubstituteKey, set to "disabled" as a label or annotation, keeps
@@ -128,30 +124,7 @@ func mayHoldFluxSources(data []byte) bool { return fluxKinds.Match(data) }
 // add reads the Flux objects of one file; a file that does not parse is
 // the index's to report, not this reader's.
 func (s *fluxSources) add(rel string, data []byte) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	meter := yamlguard.NewMeter(yamlguard.Repository)
-	for index := 0; ; {
-		var node yaml.Node
-		err := dec.Decode(&node)
-		if errors.Is(err, io.EOF) || err != nil || meter.Add(&node) != nil {
-			return
-		}
-		if len(node.Content) == 0 {
-			continue
-		}
-		n := node.Content[0]
-		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
-			continue
-		}
-		// Objects are counted as parseDocuments counts them, List items
-		// one by one; those are never patched, only counted.
-		if items := lookup(n, "items"); items != nil && items.Kind == yaml.SequenceNode && strings.HasSuffix(scalarAt(n, "kind"), "List") {
-			index += len(items.Content)
-			continue
-		}
-		s.addDocument(rel, index, n)
-		index++
-	}
+	eachObjectNode(data, func(index int, n *yaml.Node) { s.addDocument(rel, index, n) })
 }
 
 func (s *fluxSources) addDocument(rel string, index int, n *yaml.Node) {

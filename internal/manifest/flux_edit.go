@@ -3,7 +3,6 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -50,15 +49,20 @@ func (s *fluxSite) hasRestart(kind string) bool { return s.restartEntry(kind) !=
 // annotationsOver returns the render's template annotations with those of
 // kedge's entry on top, as kustomize-controller's build applies them.
 func (s *fluxSite) annotationsOver(rendered map[string]string, kind string) map[string]string {
-	p := s.restartEntry(kind)
-	if p == nil {
-		return rendered
+	if p := s.restartEntry(kind); p != nil {
+		return withRestartPatch(rendered, p.Patch)
 	}
+	return rendered
+}
+
+// withRestartPatch returns the render's template annotations with those a
+// restart patch sets on top, as a kustomize build applies it.
+func withRestartPatch(rendered map[string]string, patch string) map[string]string {
 	out := maps.Clone(rendered)
 	if out == nil {
 		out = map[string]string{}
 	}
-	maps.Copy(out, restartShaped(p.Patch))
+	maps.Copy(out, restartShaped(patch))
 	return out
 }
 
@@ -108,32 +112,42 @@ func templateAnnotationsOnly(spec map[string]any) map[string]string {
 	return out
 }
 
-// applyFluxPatches writes kedge's entries into the Flux Kustomizations of
-// one file: an entry kedge wrote before for the same document is updated in
-// place, never duplicated.
-func (ix *Index) applyFluxPatches(f *pendingFile) ([]FileEdit, *Refusal) {
+// patchListEdit is one restart written as an entry of a patch list in a
+// GitOps object's file: a Flux Kustomization's spec.patches, or an Argo CD
+// Application source's kustomize.patches.
+type patchListEdit struct {
+	edit     podTemplateEdit
+	target   string // the name kedge's entry targets, as the build sees it
+	document int
+	list     yamledit.PatchList
+}
+
+// applyPatchListEdits writes kedge's entries into the GitOps objects of one
+// file (what names them, for the refusal): an entry kedge wrote before for
+// the same document is updated in place, never duplicated.
+func (ix *Index) applyPatchListEdits(f *pendingFile, edits []patchListEdit, what string) ([]FileEdit, *Refusal) {
 	var all []podTemplateEdit
-	for _, fe := range f.flux {
-		all = append(all, fe.edit)
+	for _, e := range edits {
+		all = append(all, e.edit)
 	}
 	all = append(all, f.inPlace...)
-	if len(f.inPlace) > 0 || f.patchRoot != "" {
-		return nil, refusalFor(f.path, all, errors.New("the file holds a Flux Kustomization kedge patches and a workload it edits"))
+	if len(f.inPlace) > 0 || f.patchRoot != "" || len(f.flux) > 0 && len(f.argo) > 0 {
+		return nil, refusalFor(f.path, all, fmt.Errorf("the file holds %s kedge patches and another edit", what))
 	}
 	before, err := ix.readInside(f.path)
 	if err != nil {
 		return nil, refusalFor(f.path, all, err)
 	}
-	sort.Slice(f.flux, func(i, j int) bool { return f.flux[i].edit.id.String() < f.flux[j].edit.id.String() })
+	sort.Slice(edits, func(i, j int) bool { return edits[i].edit.id.String() < edits[j].edit.id.String() })
 	after := before
 	var ids []WorkloadID
-	for _, fe := range f.flux {
-		ids = append(ids, fe.edit.id)
-		entry, err := fluxPatchEntry(fe)
+	for _, e := range edits {
+		ids = append(ids, e.edit.id)
+		entry, err := restartPatchEntry(e.edit, e.target)
 		if err != nil {
 			return nil, refusalFor(f.path, all, err)
 		}
-		out, changed, err := yamledit.SetFluxKustomizationPatch(after, fe.site.manifest.Document, entry, ownsEntry(fe))
+		out, changed, err := yamledit.SetPatchEntry(after, e.document, e.list, entry, ownsEntry(e.edit, e.target))
 		if err != nil {
 			return nil, refusalFor(f.path, all, err)
 		}
@@ -147,11 +161,20 @@ func (ix *Index) applyFluxPatches(f *pendingFile) ([]FileEdit, *Refusal) {
 	return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil
 }
 
-// fluxPatchEntry is kedge's entry for one restart: the patch document an
+// applyFluxPatches writes kedge's entries into the Flux Kustomizations of
+// one file.
+func (ix *Index) applyFluxPatches(f *pendingFile) ([]FileEdit, *Refusal) {
+	edits := make([]patchListEdit, 0, len(f.flux))
+	for _, fe := range f.flux {
+		edits = append(edits, patchListEdit{edit: fe.edit, target: fe.site.target, document: fe.site.manifest.Document, list: yamledit.FluxKustomizationPatches})
+	}
+	return ix.applyPatchListEdits(f, edits, "a Flux Kustomization")
+}
+
+// restartPatchEntry is kedge's entry for one restart: the patch document an
 // overlay would get, selecting the document by kind and name.
-func fluxPatchEntry(fe fluxEdit) (yamledit.PatchEntry, error) {
-	e := fe.edit
-	e.target = yamledit.Target{Kind: e.target.Kind, Name: fe.site.target}
+func restartPatchEntry(e podTemplateEdit, target string) (yamledit.PatchEntry, error) {
+	e.target = yamledit.Target{Kind: e.target.Kind, Name: target}
 	if e.target.Kind == "" {
 		e.target.Kind = e.id.Kind
 	}
@@ -159,18 +182,18 @@ func fluxPatchEntry(fe fluxEdit) (yamledit.PatchEntry, error) {
 	if err != nil {
 		return yamledit.PatchEntry{}, err
 	}
-	return yamledit.PatchEntry{Patch: string(doc), Kind: e.target.Kind, Name: fe.site.target}, nil
+	return yamledit.PatchEntry{Patch: string(doc), Kind: e.target.Kind, Name: target}, nil
 }
 
 // ownsEntry recognises kedge's entry for the same document: it selects the
 // document by kind and name alone and sets kedge's annotations only.
-func ownsEntry(fe fluxEdit) func(string, map[string]string) bool {
+func ownsEntry(e podTemplateEdit, name string) func(string, map[string]string) bool {
 	return func(patch string, target map[string]string) bool {
-		if len(target) != 2 || target["kind"] != fe.edit.id.Kind || target["name"] != fe.site.target {
+		if len(target) != 2 || target["kind"] != e.id.Kind || target["name"] != name {
 			return false
 		}
 		ann := restartShaped(patch)
-		for k := range fe.edit.set {
+		for k := range e.set {
 			if _, ok := ann[k]; !ok {
 				return false
 			}

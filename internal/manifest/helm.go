@@ -230,26 +230,12 @@ func (ix *Index) applyReleasePatch(f *pendingFile) ([]FileEdit, *Refusal) {
 	if err != nil {
 		return fail(f.path, err)
 	}
-	var out []FileEdit
-	if created || string(before) != string(after) {
-		fe := FileEdit{Path: f.path, After: after, Created: created, Workloads: ids}
-		if !created {
-			fe.Before = before
-		}
-		out = append(out, fe)
-	}
-	kpath := path.Join(root.Dir, root.File)
-	kbefore, err := ix.readInside(kpath)
-	if err != nil {
-		return fail(kpath, err)
-	}
 	target := yamledit.PatchTarget{Kind: first.Source.Kind, Name: first.Source.Name}
-	kafter, changed, err := yamledit.AddKustomizationTargetPatch(kbefore, path.Base(f.path), target)
+	out, failed, err := ix.patchFileEdits(f.path, root, before, after, created, ids, func(kustomization []byte) ([]byte, bool, error) {
+		return yamledit.AddKustomizationTargetPatch(kustomization, path.Base(f.path), target)
+	})
 	if err != nil {
-		return fail(kpath, err)
-	}
-	if changed {
-		out = append(out, FileEdit{Path: kpath, Before: kbefore, After: kafter, Workloads: ids})
+		return fail(failed, err)
 	}
 	return out, nil
 }

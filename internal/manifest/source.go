@@ -84,6 +84,34 @@ func parseDocuments(data []byte) ([]document, error) {
 	}
 }
 
+// eachObjectNode calls fn with every top-level object of a YAML stream and
+// its index as parseDocuments counts it. The items of a List are counted
+// one by one but not handed out: kedge never writes into them. A document
+// that does not parse or exceeds the budget ends the walk.
+func eachObjectNode(data []byte, fn func(index int, n *yaml.Node)) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	meter := yamlguard.NewMeter(yamlguard.Repository)
+	for index := 0; ; {
+		var node yaml.Node
+		if err := dec.Decode(&node); err != nil || meter.Add(&node) != nil {
+			return
+		}
+		if len(node.Content) == 0 {
+			continue
+		}
+		n := node.Content[0]
+		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+			continue
+		}
+		if items := lookup(n, "items"); items != nil && items.Kind == yaml.SequenceNode && strings.HasSuffix(scalarAt(n, "kind"), "List") {
+			index += len(items.Content)
+			continue
+		}
+		fn(index, n)
+		index++
+	}
+}
+
 func describeDocument(index int, n *yaml.Node) document {
 	d := document{Index: index}
 	if n.Kind == yaml.MappingNode {

@@ -27,11 +27,14 @@ type PatchList struct {
 	At   string
 }
 
+// FluxKustomizationPatches is a Flux Kustomization's spec.patches.
+var FluxKustomizationPatches = PatchList{Kind: "Kustomization", At: "spec"}
+
 // SetFluxKustomizationPatch makes object doc of the file (counted as
 // Target.Document counts), a Flux Kustomization, carry entry in
 // spec.patches: SetPatchEntry at that list.
 func SetFluxKustomizationPatch(src []byte, doc int, entry PatchEntry, owns func(patch string, target map[string]string) bool) (out []byte, changed bool, err error) {
-	return SetPatchEntry(src, doc, PatchList{Kind: "Kustomization", At: "spec"}, entry, owns)
+	return SetPatchEntry(src, doc, FluxKustomizationPatches, entry, owns)
 }
 
 // SetPatchEntry makes object doc of the file (counted as Target.Document

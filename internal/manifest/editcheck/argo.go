@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -195,26 +194,7 @@ func buildArgo(repo string, source map[string]any) ([]*unstructured.Unstructured
 	if err != nil {
 		return nil, err
 	}
-	kopts := krusty.MakeDefaultOptions()
-	kopts.LoadRestrictions = types.LoadRestrictionsNone
-	kopts.PluginConfig = types.DisabledPluginConfig()
-	rm, err := krusty.MakeKustomizer(kopts).Run(overlaid{FileSystem: filesys.MakeFsOnDisk(), path: file, data: generated}, dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range rm.Resources() {
-		raw, err := r.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		o, err := decode(raw)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, nil
+	return kustomizeBuild(overlaid{FileSystem: filesys.MakeFsOnDisk(), path: file, data: generated}, dir)
 }
 
 // imageFromArg reads `kustomize edit set image` arguments: [name=]ref,

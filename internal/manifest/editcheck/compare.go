@@ -240,25 +240,10 @@ func build(repo, root string, read map[string]bool) ([]*unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = types.LoadRestrictionsNone
-	opts.PluginConfig = types.DisabledPluginConfig()
 	disk := readsOf{FileSystem: filesys.MakeFsOnDisk(), read: map[string]bool{}}
-	rm, err := krusty.MakeKustomizer(opts).Run(disk, filepath.Join(repo, filepath.FromSlash(root)))
+	out, err := kustomizeBuild(disk, filepath.Join(repo, filepath.FromSlash(root)))
 	if err != nil {
 		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range rm.Resources() {
-		data, err := r.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		o, err := decode(data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
 	}
 	for p := range disk.read {
 		if rel, err := filepath.Rel(top, p); err == nil {
@@ -398,4 +383,29 @@ func kustomizationIn(dir string) *types.Kustomization {
 		return &k
 	}
 	return nil
+}
+
+// kustomizeBuild runs kustomize on dir from the library's defaults, with no load
+// restrictions and no plugins, and decodes what it renders.
+func kustomizeBuild(fs filesys.FileSystem, dir string) ([]*unstructured.Unstructured, error) {
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsNone
+	opts.PluginConfig = types.DisabledPluginConfig()
+	rm, err := krusty.MakeKustomizer(opts).Run(fs, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range rm.Resources() {
+		data, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		o, err := decode(data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/fluxcd/pkg/envsubst"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -105,27 +104,7 @@ func buildFlux(repo string, k *unstructured.Unstructured) ([]*unstructured.Unstr
 	if err != nil {
 		return nil, err
 	}
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = types.LoadRestrictionsNone
-	opts.PluginConfig = types.DisabledPluginConfig()
-	disk := overlaid{FileSystem: filesys.MakeFsOnDisk(), path: file, data: generated}
-	rm, err := krusty.MakeKustomizer(opts).Run(disk, dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range rm.Resources() {
-		data, err := r.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		o, err := decode(data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, nil
+	return kustomizeBuild(overlaid{FileSystem: filesys.MakeFsOnDisk(), path: file, data: generated}, dir)
 }
 
 // pathKustomization reads the kustomization of dir, or makes the one
