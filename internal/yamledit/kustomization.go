@@ -77,20 +77,19 @@ func SetKustomizationLabel(src []byte, key, value string) ([]byte, bool, error) 
 	if err != nil {
 		return nil, false, err
 	}
-	var places [][]step
-	if common := lookupValue(root, "commonLabels"); common != nil && lookupValue(common, key) != nil {
-		places = append(places, keys("commonLabels"))
-	}
-	if labels := lookupValue(root, "labels"); labels != nil && labels.Kind == yaml.SequenceNode {
-		for i, entry := range labels.Content {
-			if pairs := lookupValue(entry, "pairs"); pairs != nil && lookupValue(pairs, key) != nil {
-				places = append(places, []step{{key: "labels", index: -1}, {index: i}, {key: "pairs", index: -1}})
-			}
-		}
-	}
+	places := labelPlaces(root, key)
 	if len(places) == 0 {
 		return nil, false, refuse(CodeNotFound, "the kustomization sets label %q neither in commonLabels nor in labels", key)
 	}
+	return atEachPlace(src, places, func(cur *source, doc int, at []step) ([]byte, bool, error) {
+		return cur.setScalar(doc, at, key, value)
+	})
+}
+
+// atEachPlace applies edit at each place of a kustomization in turn, the
+// file read afresh before each, so that every edit sees the lines the one
+// before wrote.
+func atEachPlace(src []byte, places [][]step, edit func(cur *source, doc int, at []step) ([]byte, bool, error)) ([]byte, bool, error) {
 	out, changed := src, false
 	for _, at := range places {
 		cur, err := load(out)
@@ -101,7 +100,7 @@ func SetKustomizationLabel(src []byte, key, value string) ([]byte, bool, error) 
 		if err != nil {
 			return nil, false, err
 		}
-		next, ch, err := cur.setScalar(doc, at, key, value)
+		next, ch, err := edit(cur, doc, at)
 		if err != nil {
 			return nil, false, err
 		}

@@ -46,26 +46,9 @@ func RemoveKustomizationLabel(src []byte, key string) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	places := labelPlaces(root, key)
-	out, changed := s.original(), false
-	for _, at := range places {
-		cur, err := load(out)
-		if err != nil {
-			return nil, false, err
-		}
-		doc, _, err := cur.kustomization()
-		if err != nil {
-			return nil, false, err
-		}
-		next, ch, err := cur.removeKey(doc, at, key)
-		if err != nil {
-			return nil, false, err
-		}
-		if ch {
-			out, changed = next, true
-		}
-	}
-	return out, changed, nil
+	return atEachPlace(s.original(), labelPlaces(root, key), func(cur *source, doc int, at []step) ([]byte, bool, error) {
+		return cur.removeKey(doc, at, key)
+	})
 }
 
 // ReplaceKustomizationLabels sets the labels of set in each place of the kustomization that sets the label
@@ -93,23 +76,17 @@ func ReplaceKustomizationLabels(src []byte, anchor string, set map[string]string
 		}
 		return nil, false, refuse(CodeNotFound, "the kustomization sets label %q neither in commonLabels nor in labels", anchor)
 	}
+	for _, k := range keys {
+		if err := validateLabel(k, set[k]); err != nil {
+			return nil, false, err
+		}
+	}
 	out := s.original()
-	for _, at := range places {
-		for _, k := range keys {
-			if err := validateLabel(k, set[k]); err != nil {
-				return nil, false, err
-			}
-			cur, err := load(out)
-			if err != nil {
-				return nil, false, err
-			}
-			doc, _, err := cur.kustomization()
-			if err != nil {
-				return nil, false, err
-			}
-			if out, _, err = cur.setScalar(doc, at, k, set[k]); err != nil {
-				return nil, false, err
-			}
+	for _, k := range keys {
+		if out, _, err = atEachPlace(out, places, func(cur *source, doc int, at []step) ([]byte, bool, error) {
+			return cur.setScalar(doc, at, k, set[k])
+		}); err != nil {
+			return nil, false, err
 		}
 	}
 	for _, k := range remove {
