@@ -63,6 +63,9 @@ demo: build
 	@echo
 	@echo "== the same drift as a dashboard (kedge plan --output markdown) =="
 	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output markdown
+	@echo
+	@echo "== sidecar -> ambient: with ambient mode installed, a migration policy moves the search team out of sidecars =="
+	@$(GO) run ./hack/demo -ambient search
 
 bench:
 	$(GO) run ./hack/benchreport -out docs/benchmarks.md

@@ -11,12 +11,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
@@ -28,14 +34,15 @@ func main() {
 	snapshot := flag.String("snapshot", "testdata/demo/cluster", "cluster snapshot")
 	repo := flag.String("repo", "testdata/demo/gitops", "GitOps repository tree")
 	full := flag.Bool("full", false, "print every PR body in full (default: the first one)")
+	ambientTeam := flag.String("ambient", "", "with ambient mode installed, move this team's namespaces (label team) from sidecars to ambient, and show only their PRs")
 	flag.Parse()
-	if err := run(*snapshot, *repo, *full); err != nil {
+	if err := run(*snapshot, *repo, *full, *ambientTeam); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(snapshot, tree string, full bool) error {
+func run(snapshot, tree string, full bool, ambientTeam string) error {
 	work, err := os.MkdirTemp("", "kedge-demo-")
 	if err != nil {
 		return err
@@ -62,12 +69,18 @@ func run(snapshot, tree string, full bool) error {
 	cfg.Git.CacheDir = filepath.Join(work, "cache")
 	cfg.Limits.MutationGap = 0
 	cfg.Reviewers.ByNamespace = map[string][]string{"payments": {"example-org/payments-team"}}
+	if ambientTeam != "" {
+		cfg.Migrations = []config.Migration{{From: "1-25-0", To: "ambient", Namespaces: map[string]string{"team": ambientTeam}}}
+	}
 	if err := cfg.Validate(config.ModeRun); err != nil {
 		return err
 	}
 	set, err := cluster.ReadSnapshot(snapshot)
 	if err != nil {
 		return err
+	}
+	if ambientTeam != "" {
+		set = withAmbientInstalled(set)
 	}
 	source := func(context.Context) (*objects.Set, error) { return set, nil }
 	svc, err := assemble.New(context.Background(), cfg, source, assemble.Options{})
@@ -84,6 +97,9 @@ func run(snapshot, tree string, full bool) error {
 	printed := 0
 	for _, pr := range gh.PRs() {
 		ns := strings.TrimPrefix(pr.GetHead().GetRef(), "kedge/prod-eu-1/")
+		if ambientTeam != "" && !migrated(report.Plan.Migrations, ns) {
+			continue
+		}
 		var labels []string
 		for _, l := range pr.Labels {
 			labels = append(labels, l.GetName())
@@ -104,6 +120,9 @@ func run(snapshot, tree string, full bool) error {
 		}
 	}
 
+	if ambientTeam != "" {
+		return nil
+	}
 	gh.ResetCalls()
 	report, err = svc.Reconciler.RunOnce(context.Background())
 	if err != nil {
@@ -121,6 +140,32 @@ func run(snapshot, tree string, full bool) error {
 		fmt.Printf("  %-16s %-8s %s #%d\n", ns, o.Action, o.State, o.PR)
 	}
 	return nil
+}
+
+// withAmbientInstalled is the cluster once Istio's ambient mode is
+// installed beside the sidecars: ztunnel Ready on every node and istio-cni
+// with ambient enabled, which kedge checks before it moves a namespace.
+func withAmbientInstalled(set *objects.Set) *objects.Set {
+	out := *set
+	out.DaemonSets = append(slices.Clone(set.DaemonSets), appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "ztunnel"},
+		Status:     appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, NumberReady: 3},
+	})
+	out.ConfigMaps = append(slices.Clone(set.ConfigMaps), corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istio-cni-config"},
+		Data:       map[string]string{"AMBIENT_ENABLED": "true"},
+	})
+	return &out
+}
+
+// migrated reports whether the plan moves the namespace.
+func migrated(migrations []drift.Migration, namespace string) bool {
+	for _, m := range migrations {
+		if m.Namespace == namespace && m.Blocked == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // bareRepo commits the tree as one commit on main in a bare repository,
