@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
@@ -148,6 +149,8 @@ type Index struct {
 	flux *fluxSources
 	// argo are the Argo CD Application documents the repository writes.
 	argo []argoManifest
+	// cache is what the build read, for Update to reuse.
+	cache *buildCache
 }
 
 // Root returns the absolute path of the indexed checkout.
@@ -192,6 +195,12 @@ func (ix *Index) Shared(path string) bool { return ix.sharedFor(path, -1, Hints{
 
 // BuildIndex indexes the checkout at root.
 func BuildIndex(root string, opts IndexOptions) (*Index, error) {
+	return buildIndex(root, opts, nil)
+}
+
+// buildIndex indexes the checkout at root, reusing what prior read of the
+// files that did not change since; a nil prior reads everything.
+func buildIndex(root string, opts IndexOptions, prior *priorBuild) (*Index, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -210,6 +219,7 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		kustomizationLabels: map[string]map[string][]string{},
 		inlineNamespaces:    map[string][]Namespace{},
 		includedBy:          map[string][]string{},
+		cache:               newBuildCache(),
 	}
 	starts, err := ix.startDirs(opts.Paths)
 	if err != nil {
@@ -221,12 +231,19 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 			return nil, err
 		}
 	}
+	for _, l := range scan.symlinks {
+		ix.cache.symlinks[l] = true
+	}
+	if reason := prior.rootsMoved(ix, scan); reason != "" {
+		slog.Debug("manifest index rebuilt in full", "reason", reason)
+		return buildIndex(root, opts, nil)
+	}
 
 	kfiles := map[string]*kustomizationFile{}
 	reached := map[string]bool{}
 	dirs := sortedKeys(scan.kustomizations)
 	for _, dir := range dirs {
-		kf, err := readKustomizationFile(dir, scan.kustomizations[dir])
+		kf, err := ix.readKustomization(dir, scan.kustomizations[dir], prior)
 		if err != nil {
 			ix.addRoot(dir, scan.kustomizations[dir], &Problem{Kind: ProblemBuildFailed, Err: err.Error()})
 			ix.overBudget(filepath.Join(dir, scan.kustomizations[dir]), err)
@@ -264,7 +281,8 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 			}
 		}
 	}
-	for i, rendered := range renderRoots(builds, remote, ix.root) {
+	for i, rendered := range renderRoots(builds, remote, ix.root, prior.reusable(ix)) {
+		ix.cache.rendered[ix.rel(builds[i].dir)] = rendered
 		for r := range ix.addRendered(builds[i], rendered) {
 			reached[r] = true
 		}
@@ -283,12 +301,12 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		plain = append(plain, f)
 	}
 	parsed := make([]plainFile, len(plain))
-	inParallel(len(plain), func(i int) { parsed[i] = readPlainFile(plain[i]) })
+	inParallel(len(plain), func(i int) { parsed[i] = prior.plainFile(ix, plain[i]) })
 	for i, f := range parsed {
+		ix.cache.plain[ix.rel(plain[i])] = f
 		ix.addPlainFile(plain[i], f)
 	}
-	ix.flux = readFluxSources(ix.root, scan.yamlFiles)
-	ix.argo = readArgoApplications(ix.root, scan.yamlFiles)
+	ix.readSources(scan.yamlFiles, prior)
 	ix.finish()
 	return ix, nil
 }
@@ -320,6 +338,8 @@ type scanResult struct {
 	// name.
 	kustomizations map[string]string
 	yamlFiles      []string
+	// symlinks are the repo-relative symlinks the walk passed.
+	symlinks []string
 }
 
 func (ix *Index) walk(start string, scan *scanResult) error {
@@ -339,6 +359,7 @@ func (ix *Index) walk(start string, scan *scanResult) error {
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
+			scan.symlinks = append(scan.symlinks, ix.rel(p))
 			// Symlinks are not followed: a target inside the checkout is
 			// indexed where it lives; one outside is refused.
 			if target, err := filepath.EvalSymlinks(p); err != nil || !within(ix.root, target) {
@@ -462,15 +483,26 @@ type renderedRoot struct {
 	restartPatch map[string]bool
 	// refused are the files over budget the build tried to read.
 	refused map[string]error
+	// listed are the absolute directories the build listed; true when it
+	// walked the whole tree below.
+	listed map[string]bool
 }
 
 // renderRoots renders the roots on every CPU. The kustomize API is safe for
 // concurrent builds since kyaml guards its OpenAPI schema with a lock
 // (kubernetes-sigs/kustomize#3659); each build has its own file system.
-func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot string) []*renderedRoot {
+// A root that reuse returns (not nil) is not rendered again.
+func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot string, reuse func(*kustomizationFile) *renderedRoot) []*renderedRoot {
 	out := make([]*renderedRoot, len(kfs))
+	var dirty []int
+	for i, kf := range kfs {
+		if out[i] = reuse(kf); out[i] == nil {
+			dirty = append(dirty, i)
+		}
+	}
 	docs := &docCache{entries: map[string]*cachedDocs{}}
-	inParallel(len(kfs), func(i int) {
+	inParallel(len(dirty), func(j int) {
+		i := dirty[j]
 		out[i] = renderRoot(kfs[i], remote[kfs[i].dir], repoRoot, docs)
 	})
 	return out
@@ -572,9 +604,9 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 		if errors.Is(err, errOutsideRepo) || strings.Contains(err.Error(), errOutsideRepo.Error()) {
 			kind = ProblemOutsideRepo
 		}
-		return &renderedRoot{problem: &Problem{Kind: kind, Err: err.Error()}, reads: gfs.reads, refused: gfs.refused}
+		return &renderedRoot{problem: &Problem{Kind: kind, Err: err.Error()}, reads: gfs.reads, refused: gfs.refused, listed: gfs.listed}
 	}
-	out := &renderedRoot{reads: gfs.reads, restartPatch: readRestartPatch(kf)}
+	out := &renderedRoot{reads: gfs.reads, listed: gfs.listed, restartPatch: readRestartPatch(kf)}
 	rootDir := relTo(repoRoot, kf.dir)
 	for _, res := range rm.Resources() {
 		if isNamespaceKind(res.GetApiVersion(), res.GetKind()) {

@@ -1,0 +1,244 @@
+package manifest
+
+import (
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// buildCache is what one build read, per file and per root, kept with the
+// index so that the next one reads again only what changed. Nothing in it
+// is written after the build that made it returns.
+type buildCache struct {
+	// kustomizations are the parsed kustomization files, by repo-relative
+	// path.
+	kustomizations map[string]readKustomizationResult
+	// rendered are the rendered roots, by repo-relative directory.
+	rendered map[string]*renderedRoot
+	// plain are the parsed plain files, by repo-relative path.
+	plain map[string]plainFile
+	// sources are the repo-relative files that may hold Flux or Argo CD
+	// objects; any other file is known not to, until it changes.
+	sources map[string]bool
+	// symlinks are the repo-relative symlinks the walk passed.
+	symlinks map[string]bool
+}
+
+type readKustomizationResult struct {
+	kf  *kustomizationFile
+	err error
+}
+
+func newBuildCache() *buildCache {
+	return &buildCache{
+		kustomizations: map[string]readKustomizationResult{},
+		rendered:       map[string]*renderedRoot{},
+		plain:          map[string]plainFile{},
+		sources:        map[string]bool{},
+		symlinks:       map[string]bool{},
+	}
+}
+
+// priorBuild is an earlier index of the same checkout and the files changed
+// since it was built. A nil priorBuild reuses nothing.
+type priorBuild struct {
+	ix      *Index
+	changed map[string]bool
+}
+
+// Update returns the index of the checkout after the given files changed
+// (repo-relative, slash-separated; a rename is its old and its new path),
+// equal to what BuildIndex would return for it now. It re-reads the changed
+// files and re-renders only the roots whose builds read one, and builds
+// everything again when a change could move roots. ix is left as it is:
+// the new index shares what did not change with it.
+func (ix *Index) Update(changed []string) (*Index, error) {
+	if len(changed) == 0 {
+		return ix, nil
+	}
+	opts := IndexOptions{Paths: ix.paths}
+	set := make(map[string]bool, len(changed))
+	for _, p := range changed {
+		set[path.Clean(strings.TrimPrefix(filepath.ToSlash(p), "./"))] = true
+	}
+	prior := &priorBuild{ix: ix, changed: set}
+	if reason := prior.rebuildReason(); reason != "" {
+		slog.Debug("manifest index rebuilt in full", "reason", reason)
+		return buildIndex(ix.root, opts, nil)
+	}
+	return buildIndex(ix.root, opts, prior)
+}
+
+// rebuildReason names a change whose effect the prior build did not record,
+// or "" when re-reading what read the changed files is enough.
+func (p *priorBuild) rebuildReason() string {
+	known := p.knownKustomizations()
+	for _, rel := range sortedKeys(p.changed) {
+		if p.ix.cache.symlinks[rel] || isSymlink(p.ix.abs(rel)) {
+			// Builds record the files symlinks resolve to, not the links.
+			return "symlink " + rel + " changed"
+		}
+		if slices.Contains(kustomizationFileNames, path.Base(rel)) && known[rel] != exists(p.ix.abs(rel)) {
+			// A kustomization file that appears or goes away changes what
+			// a directory entry of any build means, listed or not.
+			return "kustomization " + rel + " added or removed"
+		}
+	}
+	return ""
+}
+
+// knownKustomizations are the kustomization files the prior build found
+// or read, by repo-relative path.
+func (p *priorBuild) knownKustomizations() map[string]bool {
+	known := map[string]bool{}
+	for rel := range p.ix.cache.kustomizations {
+		known[rel] = true
+	}
+	for _, r := range p.ix.roots {
+		for _, read := range r.reads {
+			if slices.Contains(kustomizationFileNames, path.Base(read)) {
+				known[read] = true
+			}
+		}
+	}
+	return known
+}
+
+// rootsMoved names why the walk's kustomizations are not the prior
+// build's roots, or returns "" when they are (or there is no prior build).
+func (p *priorBuild) rootsMoved(ix *Index, scan *scanResult) string {
+	if p == nil {
+		return ""
+	}
+	if len(scan.kustomizations) != len(p.ix.roots) {
+		return "kustomize roots added or removed"
+	}
+	for dir, name := range scan.kustomizations {
+		r := p.ix.roots[ix.rel(dir)]
+		if r == nil || r.File != name {
+			return "kustomize root " + ix.rel(dir) + " added or renamed"
+		}
+	}
+	if len(scan.symlinks) != len(p.ix.cache.symlinks) {
+		return "symlinks added or removed"
+	}
+	for _, l := range scan.symlinks {
+		if !p.ix.cache.symlinks[l] {
+			return "symlink " + l + " added"
+		}
+	}
+	return ""
+}
+
+// readKustomization reads the kustomization file in dir, or takes the
+// prior build's reading of it when it did not change.
+func (ix *Index) readKustomization(dir, name string, prior *priorBuild) (*kustomizationFile, error) {
+	rel := ix.rel(filepath.Join(dir, name))
+	res, ok := prior.cachedKustomization(rel)
+	if !ok {
+		res.kf, res.err = readKustomizationFile(dir, name)
+	}
+	ix.cache.kustomizations[rel] = res
+	return res.kf, res.err
+}
+
+func (p *priorBuild) cachedKustomization(rel string) (readKustomizationResult, bool) {
+	if p == nil || p.changed[rel] {
+		return readKustomizationResult{}, false
+	}
+	res, ok := p.ix.cache.kustomizations[rel]
+	return res, ok
+}
+
+// reusable returns, for the new index, which roots keep the prior build's
+// rendering: those that built without a problem and whose builds read no
+// changed file and listed no directory a change is in.
+func (p *priorBuild) reusable(ix *Index) func(*kustomizationFile) *renderedRoot {
+	return func(kf *kustomizationFile) *renderedRoot {
+		if p == nil {
+			return nil
+		}
+		dir := ix.rel(kf.dir)
+		prev, r := p.ix.roots[dir], p.ix.cache.rendered[dir]
+		// A build that failed may have stopped before reading the file
+		// that would mend it; such roots are few and always built again.
+		if prev == nil || r == nil || prev.Problem != nil || r.problem != nil || prev.File != kf.name {
+			return nil
+		}
+		if p.changed[path.Join(dir, kf.name)] || slices.ContainsFunc(prev.reads, func(f string) bool { return p.changed[f] }) {
+			return nil
+		}
+		if p.listedChanged(ix, r.listed) {
+			return nil
+		}
+		return r
+	}
+}
+
+// listedChanged reports whether a change is in a directory a build listed,
+// or below one it walked.
+func (p *priorBuild) listedChanged(ix *Index, listed map[string]bool) bool {
+	for dir, tree := range listed {
+		rel := ix.rel(dir)
+		for c := range p.changed {
+			parent := path.Dir(c)
+			if parent == rel || (tree && (rel == "." || strings.HasPrefix(c, rel+"/"))) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// plainFile reads the plain file at absolute path f, or takes the prior
+// build's reading when it did not change.
+func (p *priorBuild) plainFile(ix *Index, f string) plainFile {
+	if p != nil {
+		rel := ix.rel(f)
+		if cached, ok := p.ix.cache.plain[rel]; ok && !p.changed[rel] {
+			return cached
+		}
+	}
+	return readPlainFile(f)
+}
+
+// readSources reads the Flux and Argo CD objects of the given absolute
+// files, each file once. A file the prior build found holds neither is not
+// read again until it changes.
+func (ix *Index) readSources(files []string, prior *priorBuild) {
+	ix.flux = &fluxSources{configMaps: map[string]map[string]string{}, secretKeys: map[string][]string{}}
+	for _, f := range files {
+		rel := ix.rel(f)
+		if prior != nil && !prior.changed[rel] && !prior.ix.cache.sources[rel] {
+			// Unchanged, and the walk is the same: the prior build read it.
+			continue
+		}
+		data, err := readRegular(f)
+		if err != nil {
+			continue
+		}
+		flux, argo := mayHoldFluxSources(data), argoKind.Match(data)
+		if flux {
+			ix.flux.add(rel, data)
+		}
+		if argo {
+			ix.argo = append(ix.argo, argoManifestsIn(rel, data)...)
+		}
+		if flux || argo {
+			ix.cache.sources[rel] = true
+		}
+	}
+}
+
+func isSymlink(p string) bool {
+	info, err := os.Lstat(p)
+	return err == nil && info.Mode()&os.ModeSymlink != 0
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
