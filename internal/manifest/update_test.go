@@ -246,7 +246,9 @@ var (
 	resourcesList = regexp.MustCompile(`(?m)^resources:\n((?:- .*\n|  - .*\n)*)`)
 )
 
-func isYAMLFile(rel string) bool { return strings.HasSuffix(rel, ".yaml") || strings.HasSuffix(rel, ".yml") }
+func isYAMLFile(rel string) bool {
+	return strings.HasSuffix(rel, ".yaml") || strings.HasSuffix(rel, ".yml")
+}
 
 func isKustomization(rel string) bool {
 	return slices.Contains(kustomizationFileNames, path.Base(rel))
