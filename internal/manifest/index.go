@@ -269,7 +269,7 @@ func buildIndex(root string, opts IndexOptions, prior *priorBuild) (*Index, erro
 		}
 		// remoteRef fills kfiles with bases outside the indexed paths, so
 		// it runs before the builds share the map.
-		remote[dir] = ix.remoteRef(kf.dir, kfiles, map[string]bool{})
+		remote[dir] = ix.remoteRef(kf.dir, kfiles, map[string]bool{}, prior)
 		builds = append(builds, kf)
 	}
 	for _, kf := range kfiles {
@@ -429,7 +429,7 @@ func (ix *Index) addRoot(dir, file string, pr *Problem) *Root {
 // remoteRef returns the first remote entry the kustomization in dir reaches
 // through local bases and components, or "" when it reaches none. Bases
 // outside the checkout are not read here; the build refuses them.
-func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, seen map[string]bool) string {
+func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, seen map[string]bool, prior *priorBuild) string {
 	if seen[dir] {
 		return ""
 	}
@@ -437,9 +437,7 @@ func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, see
 	kf, ok := kfiles[dir]
 	if !ok {
 		// A base outside the indexed paths is still read by the build.
-		if resolved, err := filepath.EvalSymlinks(dir); err == nil && within(ix.root, resolved) {
-			kf = loadKustomizationIn(resolved)
-		}
+		kf = ix.kustomizationAt(dir, prior)
 		kfiles[dir] = kf
 	}
 	if kf == nil {
@@ -449,7 +447,7 @@ func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, see
 		if isRemoteRef(ref) {
 			return ref
 		}
-		if r := ix.remoteRef(filepath.Join(kf.dir, ref), kfiles, seen); r != "" {
+		if r := ix.remoteRef(filepath.Join(kf.dir, ref), kfiles, seen, prior); r != "" {
 			return r
 		}
 	}

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,9 +21,12 @@ type buildCache struct {
 	rendered map[string]*renderedRoot
 	// plain are the parsed plain files, by repo-relative path.
 	plain map[string]plainFile
-	// sources are the repo-relative files that may hold Flux or Argo CD
-	// objects; any other file is known not to, until it changes.
-	sources map[string]bool
+	// sources are the Flux and Argo CD objects of each repo-relative YAML
+	// file; nil for a file that holds none.
+	sources map[string]*fileSources
+	// kustomizationsAt are the kustomizations of the directories that
+	// kustomization entries name, by absolute unresolved path.
+	kustomizationsAt map[string]dirKustomization
 	// symlinks are the repo-relative symlinks the walk passed.
 	symlinks map[string]bool
 }
@@ -34,11 +38,12 @@ type readKustomizationResult struct {
 
 func newBuildCache() *buildCache {
 	return &buildCache{
-		kustomizations: map[string]readKustomizationResult{},
-		rendered:       map[string]*renderedRoot{},
-		plain:          map[string]plainFile{},
-		sources:        map[string]bool{},
-		symlinks:       map[string]bool{},
+		kustomizations:   map[string]readKustomizationResult{},
+		rendered:         map[string]*renderedRoot{},
+		plain:            map[string]plainFile{},
+		sources:          map[string]*fileSources{},
+		kustomizationsAt: map[string]dirKustomization{},
+		symlinks:         map[string]bool{},
 	}
 }
 
@@ -205,32 +210,107 @@ func (p *priorBuild) plainFile(ix *Index, f string) plainFile {
 	return readPlainFile(f)
 }
 
+// fileSources are the Flux and Argo CD objects of one file.
+type fileSources struct {
+	flux *fluxSources
+	argo []argoManifest
+}
+
 // readSources reads the Flux and Argo CD objects of the given absolute
-// files, each file once. A file the prior build found holds neither is not
-// read again until it changes.
+// files, each file once, or takes the prior build's reading of the files
+// that did not change.
 func (ix *Index) readSources(files []string, prior *priorBuild) {
-	ix.flux = &fluxSources{configMaps: map[string]map[string]string{}, secretKeys: map[string][]string{}}
+	ix.flux = newFluxSources()
 	for _, f := range files {
 		rel := ix.rel(f)
-		if prior != nil && !prior.changed[rel] && !prior.ix.cache.sources[rel] {
-			// Unchanged, and the walk is the same: the prior build read it.
+		src, ok := prior.cachedSources(rel)
+		if !ok {
+			src = readFileSources(f, rel)
+		}
+		ix.cache.sources[rel] = src
+		if src == nil {
 			continue
 		}
-		data, err := readRegular(f)
-		if err != nil {
-			continue
-		}
-		flux, argo := mayHoldFluxSources(data), argoKind.Match(data)
-		if flux {
-			ix.flux.add(rel, data)
-		}
-		if argo {
-			ix.argo = append(ix.argo, argoManifestsIn(rel, data)...)
-		}
-		if flux || argo {
-			ix.cache.sources[rel] = true
+		// Later files win, as when one reader reads them all in order.
+		ix.flux.kustomizations = append(ix.flux.kustomizations, src.flux.kustomizations...)
+		maps.Copy(ix.flux.configMaps, src.flux.configMaps)
+		maps.Copy(ix.flux.secretKeys, src.flux.secretKeys)
+		ix.argo = append(ix.argo, src.argo...)
+	}
+}
+
+func newFluxSources() *fluxSources {
+	return &fluxSources{configMaps: map[string]map[string]string{}, secretKeys: map[string][]string{}}
+}
+
+func readFileSources(f, rel string) *fileSources {
+	data, err := readRegular(f)
+	if err != nil {
+		return nil
+	}
+	flux, argo := mayHoldFluxSources(data), argoKind.Match(data)
+	if !flux && !argo {
+		return nil
+	}
+	src := &fileSources{flux: newFluxSources()}
+	if flux {
+		src.flux.add(rel, data)
+	}
+	if argo {
+		src.argo = argoManifestsIn(rel, data)
+	}
+	return src
+}
+
+func (p *priorBuild) cachedSources(rel string) (*fileSources, bool) {
+	if p == nil || p.changed[rel] {
+		return nil, false
+	}
+	src, ok := p.ix.cache.sources[rel]
+	return src, ok
+}
+
+// dirKustomization is the kustomization of a directory a kustomization
+// entry names: resolved is the directory with symlinks resolved, empty
+// when it does not resolve inside the checkout; kf is nil when it has no
+// kustomization.
+type dirKustomization struct {
+	resolved string
+	kf       *kustomizationFile
+}
+
+// kustomizationAt returns the kustomization of the directory dir, or nil
+// when dir is not a kustomization directory inside the checkout. The prior
+// build's answer stands while the kustomization files there are unchanged:
+// one appearing or going away rebuilds everything.
+func (ix *Index) kustomizationAt(dir string, prior *priorBuild) *kustomizationFile {
+	at, ok := prior.cachedKustomizationAt(ix, dir)
+	if !ok {
+		if resolved, err := filepath.EvalSymlinks(dir); err == nil && within(ix.root, resolved) {
+			at = dirKustomization{resolved: resolved, kf: loadKustomizationIn(resolved)}
 		}
 	}
+	ix.cache.kustomizationsAt[dir] = at
+	return at.kf
+}
+
+func (p *priorBuild) cachedKustomizationAt(ix *Index, dir string) (dirKustomization, bool) {
+	if p == nil {
+		return dirKustomization{}, false
+	}
+	at, ok := p.ix.cache.kustomizationsAt[dir]
+	if !ok {
+		return dirKustomization{}, false
+	}
+	if at.resolved != "" {
+		rel := ix.rel(at.resolved)
+		for _, name := range kustomizationFileNames {
+			if p.changed[path.Join(rel, name)] {
+				return dirKustomization{}, false
+			}
+		}
+	}
+	return at, true
 }
 
 func isSymlink(p string) bool {
