@@ -31,7 +31,7 @@ func TestUpdateEqualsFreshBuild(t *testing.T) {
 	require.NoError(t, err)
 	for i, e := range entries {
 		t.Run(e.Name(), func(t *testing.T) {
-			checkUpdates(t, copyCase(t, e.Name()), uint64(i), 0)
+			checkUpdates(t, copyCase(t, e.Name()), IndexOptions{}, uint64(i), 0)
 		})
 	}
 	t.Run("synth", func(t *testing.T) {
@@ -42,17 +42,26 @@ func TestUpdateEqualsFreshBuild(t *testing.T) {
 		require.NoError(t, err)
 		// Edits verify by rendering; a sample of the fleet's workloads
 		// covers every shape it has.
-		checkUpdates(t, dir, 99, 40)
+		checkUpdates(t, dir, IndexOptions{}, 99, 40)
+	})
+	t.Run("synth-paths", func(t *testing.T) {
+		fleet, err := synth.New(synth.Spec{Seed: 8, Namespaces: 24, Workloads: 80, Pods: 160, Drift: 0.5})
+		require.NoError(t, err)
+		dir := t.TempDir()
+		_, err = fleet.WriteRepo(dir)
+		require.NoError(t, err)
+		// The overlays' shared bases lie outside the indexed paths.
+		checkUpdates(t, dir, IndexOptions{Paths: []string{"tenants", "clusters"}}, 100, 40)
 	})
 }
 
 // checkUpdates commits at random in dir and compares the updated index
 // with a fresh build after every commit. sample > 0 limits the workloads
 // Locate and Edits are compared on.
-func checkUpdates(t *testing.T, dir string, seed uint64, sample int) {
+func checkUpdates(t *testing.T, dir string, opts IndexOptions, seed uint64, sample int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 18))
-	ix, err := BuildIndex(dir, IndexOptions{})
+	ix, err := BuildIndex(dir, opts)
 	require.NoError(t, err)
 	unchanged, err := ix.Update(nil)
 	require.NoError(t, err)
@@ -61,7 +70,7 @@ func checkUpdates(t *testing.T, dir string, seed uint64, sample int) {
 		c := randomCommit(t, rng, dir, step)
 		next, err := ix.Update(c.changed)
 		require.NoError(t, err, c.what)
-		fresh, err := BuildIndex(dir, IndexOptions{})
+		fresh, err := BuildIndex(dir, opts)
 		require.NoError(t, err, c.what)
 		t.Logf("commit %d: %s %v; %d of %d roots kept", step, c.what, c.changed, keptRoots(ix, next), len(next.roots))
 		if !assertSameIndex(t, fresh, next, rng, sample) {
