@@ -221,15 +221,9 @@ func buildIndex(root string, opts IndexOptions, prior *priorBuild) (*Index, erro
 		includedBy:          map[string][]string{},
 		cache:               newBuildCache(),
 	}
-	starts, err := ix.startDirs(opts.Paths)
+	scan, err := ix.scanCheckout(opts.Paths, prior)
 	if err != nil {
 		return nil, err
-	}
-	scan := &scanResult{kustomizations: map[string]string{}}
-	for _, start := range starts {
-		if err := ix.walk(start, scan); err != nil {
-			return nil, err
-		}
 	}
 	for _, l := range scan.symlinks {
 		ix.cache.symlinks[l] = true
@@ -309,6 +303,28 @@ func buildIndex(root string, opts IndexOptions, prior *priorBuild) (*Index, erro
 	ix.readSources(scan.yamlFiles, prior)
 	ix.finish()
 	return ix, nil
+}
+
+// scanCheckout walks the indexed paths, or, given a prior build of the
+// whole checkout, takes its walk with the changed files walked again.
+func (ix *Index) scanCheckout(paths []string, prior *priorBuild) (*scanResult, error) {
+	if scan, problems, ok := prior.rescan(ix, paths); ok {
+		ix.Problems = append(ix.Problems, problems...)
+		ix.cache.scan, ix.cache.walkProblems = scan, problems
+		return scan, nil
+	}
+	starts, err := ix.startDirs(paths)
+	if err != nil {
+		return nil, err
+	}
+	scan := &scanResult{kustomizations: map[string]string{}}
+	for _, start := range starts {
+		if err := ix.walk(start, scan); err != nil {
+			return nil, err
+		}
+	}
+	ix.cache.scan, ix.cache.walkProblems = scan, slices.Clone(ix.Problems)
+	return scan, nil
 }
 
 func (ix *Index) startDirs(paths []string) ([]string, error) {

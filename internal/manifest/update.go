@@ -29,6 +29,10 @@ type buildCache struct {
 	kustomizationsAt map[string]dirKustomization
 	// symlinks are the repo-relative symlinks the walk passed.
 	symlinks map[string]bool
+	// scan is what the walk found, and walkProblems the problems it
+	// reported, in walk order.
+	scan         *scanResult
+	walkProblems []Problem
 }
 
 type readKustomizationResult struct {
@@ -136,6 +140,101 @@ func (p *priorBuild) rootsMoved(ix *Index, scan *scanResult) string {
 		}
 	}
 	return ""
+}
+
+// rescan returns the prior build's walk with the changed files walked
+// again, and the walk's problems; false when it indexed some paths only,
+// which a rescan would have to check against each path.
+func (p *priorBuild) rescan(ix *Index, paths []string) (*scanResult, []Problem, bool) {
+	if p == nil || len(paths) != 0 || p.ix.cache.scan == nil {
+		return nil, nil, false
+	}
+	prev := p.ix.cache.scan
+	// Kustomization files that appear or go away rebuild everything, so
+	// the kustomizations and symlinks are the prior walk's.
+	scan := &scanResult{kustomizations: prev.kustomizations, symlinks: prev.symlinks}
+	kept := make([]string, 0, len(prev.yamlFiles))
+	for _, f := range prev.yamlFiles {
+		if !p.changed[ix.rel(f)] {
+			kept = append(kept, f)
+		}
+	}
+	var added []string
+	var problems []Problem
+	for _, pr := range p.ix.cache.walkProblems {
+		if !p.changed[pr.Path] {
+			problems = append(problems, pr)
+		}
+	}
+	for _, rel := range sortedKeys(p.changed) {
+		if hiddenPath(rel) {
+			continue
+		}
+		info, err := os.Lstat(ix.abs(rel))
+		kustomization := slices.Contains(kustomizationFileNames, path.Base(rel))
+		switch {
+		case err != nil || info.IsDir():
+			// Gone, or a directory whose files are changes of their own.
+		case !info.Mode().IsRegular():
+			if kustomization {
+				return nil, nil, false // no longer a root: walk again
+			}
+			problems = append(problems, Problem{Path: rel, Kind: ProblemNotRegular, Err: errNotRegular.Error()})
+		case kustomization:
+		case !isYAMLName(path.Base(rel)):
+			problems = append(problems, Problem{Path: rel, Kind: ProblemNotYAML})
+		default:
+			added = append(added, ix.abs(rel))
+		}
+	}
+	slices.SortFunc(added, walkOrder)
+	scan.yamlFiles = mergeSorted(kept, added)
+	slices.SortStableFunc(problems, func(a, b Problem) int { return walkOrder(a.Path, b.Path) })
+	return scan, problems, true
+}
+
+// mergeSorted merges two lists sorted in walk order.
+func mergeSorted(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if walkOrder(a[0], b[0]) <= 0 {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// walkOrder orders paths as filepath.WalkDir visits them: directory by
+// directory, each one's entries by name. A separator sorts before any
+// byte of a name, so comparing with it as the lowest byte does that.
+func walkOrder(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if x == '/' {
+			return -1
+		}
+		if y == '/' {
+			return 1
+		}
+		return int(x) - int(y)
+	}
+	return len(a) - len(b)
+}
+
+// hiddenPath reports whether the walk skips rel: a name in it starts
+// with a dot.
+func hiddenPath(rel string) bool {
+	for _, name := range strings.Split(rel, "/") {
+		if strings.HasPrefix(name, ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // readKustomization reads the kustomization file in dir, or takes the

@@ -417,3 +417,25 @@ func (m *mutator) removeEntry() []string {
 	m.write(rel, content[:loc[2]]+strings.TrimPrefix(entries, first)+content[loc[3]:])
 	return []string{rel}
 }
+
+// TestWalkOrderIsTheWalks holds the order an update keeps its file list in
+// to the order filepath.WalkDir visits files, on names that sort apart
+// from the paths holding them.
+func TestWalkOrderIsTheWalks(t *testing.T) {
+	dir := t.TempDir()
+	m := &mutator{t: t, dir: dir}
+	var sorted []string
+	for _, f := range []string{"a-b/x.yaml", "a.b", "a/b/c.yaml", "ab/x.yaml", "a b/x.yaml", "a/b-c.yaml", "Z.yaml", "a/b.yaml"} {
+		m.write(f, "")
+		sorted = append(sorted, filepath.Join(dir, f))
+	}
+	slices.SortFunc(sorted, walkOrder)
+	var walked []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			walked = append(walked, p)
+		}
+		return err
+	}))
+	assert.Equal(t, walked, sorted)
+}
