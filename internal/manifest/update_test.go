@@ -68,8 +68,13 @@ func checkUpdates(t *testing.T, dir string, opts IndexOptions, seed uint64, samp
 	assertSameIndex(t, ix, unchanged, rng, sample)
 	for step := range commitsPerRepo {
 		c := randomCommit(t, rng, dir, step)
+		objects, roots, problems := ix.Objects(), ix.Roots(), slices.Clone(ix.Problems)
 		next, err := ix.Update(c.changed)
 		require.NoError(t, err, c.what)
+		// The index updated from is a value: what it served stands.
+		require.Equal(t, objects, ix.Objects())
+		require.Equal(t, roots, ix.Roots())
+		require.Equal(t, problems, ix.Problems)
 		fresh, err := BuildIndex(dir, opts)
 		require.NoError(t, err, c.what)
 		t.Logf("commit %d: %s %v; %d of %d roots kept", step, c.what, c.changed, keptRoots(ix, next), len(next.roots))
