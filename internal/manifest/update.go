@@ -63,7 +63,8 @@ type priorBuild struct {
 // equal to what BuildIndex would return for it now. It re-reads the changed
 // files and re-renders only the roots whose builds read one, and builds
 // everything again when a change could move roots. ix is left as it is:
-// the new index shares what did not change with it.
+// the new index shares what did not change with it, and with nothing
+// changed it is ix itself.
 func (ix *Index) Update(changed []string) (*Index, error) {
 	if len(changed) == 0 {
 		return ix, nil
