@@ -92,6 +92,7 @@ func (r *report) rows() []row {
 			fmt.Sprintf("%.0f / %.0f", pushes, mutating), "–", "–", "0 / 0", yes(pushes == 0 && mutating == 0)})
 		rows = append(rows, row{"the same cycle: reads answered 304", fmt.Sprintf("%.0f of %.0f", notModified, reads), "–", "–", "all", yes(reads > 0 && notModified == reads)})
 	}
+	rows = append(rows, r.indexUpdateRows()...)
 	debounce, _ := r.Bench.metric("BenchmarkMeshChangeToPR", "debounce-s")
 	for _, c := range []struct{ unit, what string }{
 		{"namespace-label-s", "namespace label"},
@@ -102,6 +103,26 @@ func (r *report) rows() []row {
 			rows = append(rows, row{fmt.Sprintf("%s change → PR opened (debounce %.0f s included)", c.what, debounce),
 				fmt.Sprintf("%.1f s", v), fmt.Sprintf("debounce: %.0f s", debounce), "–", "≤ 60 s", yes(v <= 60)})
 		}
+	}
+	return rows
+}
+
+// indexUpdateRows are the CPU a service cycle spends on its index, set
+// against a full index build of the same repository in the same run.
+func (r *report) indexUpdateRows() []row {
+	full, ok := r.Bench.metric("BenchmarkIndexUpdate/full-build", "cpu-ms/op")
+	if !ok || full <= 0 {
+		return nil
+	}
+	var rows []row
+	floor := fmt.Sprintf("full index build: %.0f ms", full)
+	if v, ok := r.Bench.metric("BenchmarkIndexUpdate/unchanged", "cpu-ms/op"); ok {
+		rows = append(rows, row{"unchanged service cycle: index update CPU vs full index build",
+			fmt.Sprintf("%.1f ms", v), floor, fmt.Sprintf("%.1f%%", 100*v/full), "≤ 5%", yes(v <= 0.05*full)})
+	}
+	if v, ok := r.Bench.metric("BenchmarkIndexUpdate/one-file-edited", "cpu-ms/op"); ok {
+		rows = append(rows, row{"service cycle after a commit editing one workload: index update CPU",
+			fmt.Sprintf("%.0f ms", v), floor, fmt.Sprintf("%.1f%%", 100*v/full), "–", nil})
 	}
 	return rows
 }
@@ -166,6 +187,9 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "**Index of a %d-file repository**: `manifest.BuildIndex` in a child process on the repository of a fleet "+
 		"of %d namespaces (%d workloads indexed); the time is the child's own measurement of the call, the memory its peak RSS. Runs: %s.\n\n",
 		f.IndexRepoFiles, f.IndexSpec.Namespaces, r.IndexObjects, indexRuns(r))
+	b.WriteString("**Index updates** are `BenchmarkIndexUpdate` (`internal/manifest`) on the fleet's repository: the CPU time " +
+		"(user and system, every core) of a full `manifest.BuildIndex` against that of the `Index.Update` a service cycle makes " +
+		"from the files Git changed since the last cycle's commit: none, or one workload's file.\n\n")
 	b.WriteString("**Informer memory** is `BenchmarkTrimmedPodCache` (`internal/cluster`): 10,000 of the fleet's pods decoded " +
 		"one by one and added through the live source's transform to an informer's indexer; the heap it keeps, per pod.\n\n")
 	b.WriteString("**Cycles** are `BenchmarkCycleOpening500PRs` and `BenchmarkCycleUnchanged` (`internal/reconcile`): the whole " +

@@ -185,20 +185,6 @@ type argoManifest struct {
 // argoKind finds files that may hold an Application.
 var argoKind = regexp.MustCompile(`kind"?\s*:\s*["']?Application\b`)
 
-// readArgoApplications reads the Application documents of the given
-// absolute files, counting objects as Target.Document counts them.
-func readArgoApplications(root string, files []string) []argoManifest {
-	var out []argoManifest
-	for _, p := range files {
-		data, err := readRegular(p)
-		if err != nil || !argoKind.Match(data) {
-			continue
-		}
-		out = append(out, argoManifestsIn(relTo(root, p), data)...)
-	}
-	return out
-}
-
 func argoManifestsIn(rel string, data []byte) []argoManifest {
 	var out []argoManifest
 	eachObjectNode(data, func(index int, n *yaml.Node) {

@@ -102,19 +102,6 @@ type fluxPatch struct {
 	Target map[string]string `yaml:"target"`
 }
 
-// readFluxSources reads the Flux objects of the given absolute files.
-func readFluxSources(root string, files []string) *fluxSources {
-	out := &fluxSources{configMaps: map[string]map[string]string{}, secretKeys: map[string][]string{}}
-	for _, p := range files {
-		data, err := readRegular(p)
-		if err != nil || !mayHoldFluxSources(data) {
-			continue
-		}
-		out.add(relTo(root, p), data)
-	}
-	return out
-}
-
 // fluxKinds finds a kind the reader keeps, written in YAML or JSON: most
 // manifests name Secrets (secretRef) without being one.
 var fluxKinds = regexp.MustCompile(`kind"?\s*:\s*["']?(Kustomization|ConfigMap|Secret)\b`)

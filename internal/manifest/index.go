@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
@@ -148,6 +149,8 @@ type Index struct {
 	flux *fluxSources
 	// argo are the Argo CD Application documents the repository writes.
 	argo []argoManifest
+	// cache is what the build read, for Update to reuse.
+	cache *buildCache
 }
 
 // Root returns the absolute path of the indexed checkout.
@@ -192,6 +195,12 @@ func (ix *Index) Shared(path string) bool { return ix.sharedFor(path, -1, Hints{
 
 // BuildIndex indexes the checkout at root.
 func BuildIndex(root string, opts IndexOptions) (*Index, error) {
+	return buildIndex(root, opts, nil)
+}
+
+// buildIndex indexes the checkout at root, reusing what prior read of the
+// files that did not change since; a nil prior reads everything.
+func buildIndex(root string, opts IndexOptions, prior *priorBuild) (*Index, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, err
@@ -210,23 +219,25 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		kustomizationLabels: map[string]map[string][]string{},
 		inlineNamespaces:    map[string][]Namespace{},
 		includedBy:          map[string][]string{},
+		cache:               newBuildCache(),
 	}
-	starts, err := ix.startDirs(opts.Paths)
+	scan, err := ix.scanCheckout(opts.Paths, prior)
 	if err != nil {
 		return nil, err
 	}
-	scan := &scanResult{kustomizations: map[string]string{}}
-	for _, start := range starts {
-		if err := ix.walk(start, scan); err != nil {
-			return nil, err
-		}
+	for _, l := range scan.symlinks {
+		ix.cache.symlinks[l] = true
+	}
+	if reason := prior.rootsMoved(ix, scan); reason != "" {
+		slog.Debug("manifest index rebuilt in full", "reason", reason)
+		return buildIndex(root, opts, nil)
 	}
 
 	kfiles := map[string]*kustomizationFile{}
 	reached := map[string]bool{}
 	dirs := sortedKeys(scan.kustomizations)
 	for _, dir := range dirs {
-		kf, err := readKustomizationFile(dir, scan.kustomizations[dir])
+		kf, err := ix.readKustomization(dir, scan.kustomizations[dir], prior)
 		if err != nil {
 			ix.addRoot(dir, scan.kustomizations[dir], &Problem{Kind: ProblemBuildFailed, Err: err.Error()})
 			ix.overBudget(filepath.Join(dir, scan.kustomizations[dir]), err)
@@ -252,7 +263,7 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		}
 		// remoteRef fills kfiles with bases outside the indexed paths, so
 		// it runs before the builds share the map.
-		remote[dir] = ix.remoteRef(kf.dir, kfiles, map[string]bool{})
+		remote[dir] = ix.remoteRef(kf.dir, kfiles, map[string]bool{}, prior)
 		builds = append(builds, kf)
 	}
 	for _, kf := range kfiles {
@@ -264,7 +275,8 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 			}
 		}
 	}
-	for i, rendered := range renderRoots(builds, remote, ix.root) {
+	for i, rendered := range renderRoots(builds, remote, ix.root, prior.reusable(ix)) {
+		ix.cache.rendered[ix.rel(builds[i].dir)] = rendered
 		for r := range ix.addRendered(builds[i], rendered) {
 			reached[r] = true
 		}
@@ -283,14 +295,36 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 		plain = append(plain, f)
 	}
 	parsed := make([]plainFile, len(plain))
-	inParallel(len(plain), func(i int) { parsed[i] = readPlainFile(plain[i]) })
+	inParallel(len(plain), func(i int) { parsed[i] = prior.plainFile(ix, plain[i]) })
 	for i, f := range parsed {
+		ix.cache.plain[ix.rel(plain[i])] = f
 		ix.addPlainFile(plain[i], f)
 	}
-	ix.flux = readFluxSources(ix.root, scan.yamlFiles)
-	ix.argo = readArgoApplications(ix.root, scan.yamlFiles)
+	ix.readSources(scan.yamlFiles, prior)
 	ix.finish()
 	return ix, nil
+}
+
+// scanCheckout walks the indexed paths, or, given a prior build of the
+// whole checkout, takes its walk with the changed files walked again.
+func (ix *Index) scanCheckout(paths []string, prior *priorBuild) (*scanResult, error) {
+	if scan, problems, ok := prior.rescan(ix, paths); ok {
+		ix.Problems = append(ix.Problems, problems...)
+		ix.cache.scan, ix.cache.walkProblems = scan, problems
+		return scan, nil
+	}
+	starts, err := ix.startDirs(paths)
+	if err != nil {
+		return nil, err
+	}
+	scan := &scanResult{kustomizations: map[string]string{}}
+	for _, start := range starts {
+		if err := ix.walk(start, scan); err != nil {
+			return nil, err
+		}
+	}
+	ix.cache.scan, ix.cache.walkProblems = scan, slices.Clone(ix.Problems)
+	return scan, nil
 }
 
 func (ix *Index) startDirs(paths []string) ([]string, error) {
@@ -320,6 +354,8 @@ type scanResult struct {
 	// name.
 	kustomizations map[string]string
 	yamlFiles      []string
+	// symlinks are the repo-relative symlinks the walk passed.
+	symlinks []string
 }
 
 func (ix *Index) walk(start string, scan *scanResult) error {
@@ -339,6 +375,7 @@ func (ix *Index) walk(start string, scan *scanResult) error {
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
+			scan.symlinks = append(scan.symlinks, ix.rel(p))
 			// Symlinks are not followed: a target inside the checkout is
 			// indexed where it lives; one outside is refused.
 			if target, err := filepath.EvalSymlinks(p); err != nil || !within(ix.root, target) {
@@ -408,7 +445,7 @@ func (ix *Index) addRoot(dir, file string, pr *Problem) *Root {
 // remoteRef returns the first remote entry the kustomization in dir reaches
 // through local bases and components, or "" when it reaches none. Bases
 // outside the checkout are not read here; the build refuses them.
-func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, seen map[string]bool) string {
+func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, seen map[string]bool, prior *priorBuild) string {
 	if seen[dir] {
 		return ""
 	}
@@ -416,9 +453,7 @@ func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, see
 	kf, ok := kfiles[dir]
 	if !ok {
 		// A base outside the indexed paths is still read by the build.
-		if resolved, err := filepath.EvalSymlinks(dir); err == nil && within(ix.root, resolved) {
-			kf = loadKustomizationIn(resolved)
-		}
+		kf = ix.kustomizationAt(dir, prior)
 		kfiles[dir] = kf
 	}
 	if kf == nil {
@@ -428,7 +463,7 @@ func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, see
 		if isRemoteRef(ref) {
 			return ref
 		}
-		if r := ix.remoteRef(filepath.Join(kf.dir, ref), kfiles, seen); r != "" {
+		if r := ix.remoteRef(filepath.Join(kf.dir, ref), kfiles, seen, prior); r != "" {
 			return r
 		}
 	}
@@ -462,15 +497,26 @@ type renderedRoot struct {
 	restartPatch map[string]bool
 	// refused are the files over budget the build tried to read.
 	refused map[string]error
+	// listed are the absolute directories the build listed; true when it
+	// walked the whole tree below.
+	listed map[string]bool
 }
 
 // renderRoots renders the roots on every CPU. The kustomize API is safe for
 // concurrent builds since kyaml guards its OpenAPI schema with a lock
 // (kubernetes-sigs/kustomize#3659); each build has its own file system.
-func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot string) []*renderedRoot {
+// A root that reuse returns (not nil) is not rendered again.
+func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot string, reuse func(*kustomizationFile) *renderedRoot) []*renderedRoot {
 	out := make([]*renderedRoot, len(kfs))
+	var dirty []int
+	for i, kf := range kfs {
+		if out[i] = reuse(kf); out[i] == nil {
+			dirty = append(dirty, i)
+		}
+	}
 	docs := &docCache{entries: map[string]*cachedDocs{}}
-	inParallel(len(kfs), func(i int) {
+	inParallel(len(dirty), func(j int) {
+		i := dirty[j]
 		out[i] = renderRoot(kfs[i], remote[kfs[i].dir], repoRoot, docs)
 	})
 	return out
@@ -572,9 +618,9 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 		if errors.Is(err, errOutsideRepo) || strings.Contains(err.Error(), errOutsideRepo.Error()) {
 			kind = ProblemOutsideRepo
 		}
-		return &renderedRoot{problem: &Problem{Kind: kind, Err: err.Error()}, reads: gfs.reads, refused: gfs.refused}
+		return &renderedRoot{problem: &Problem{Kind: kind, Err: err.Error()}, reads: gfs.reads, refused: gfs.refused, listed: gfs.listed}
 	}
-	out := &renderedRoot{reads: gfs.reads, restartPatch: readRestartPatch(kf)}
+	out := &renderedRoot{reads: gfs.reads, listed: gfs.listed, restartPatch: readRestartPatch(kf)}
 	rootDir := relTo(repoRoot, kf.dir)
 	for _, res := range rm.Resources() {
 		if isNamespaceKind(res.GetApiVersion(), res.GetKind()) {

@@ -182,13 +182,16 @@ type guardFS struct {
 	budget func(path string, data []byte) error
 	// refused maps the absolute resolved paths of files over budget to why.
 	refused map[string]error
+	// listed records the directories listed (false) or walked (true): a
+	// file added there can change the build without any read file changing.
+	listed map[string]bool
 }
 
 var _ filesys.FileSystem = (*guardFS)(nil)
 
 func newGuardFS(root string, replace map[string][]byte) *guardFS {
 	return &guardFS{
-		root: root, replace: replace, reads: map[string]struct{}{}, refused: map[string]error{},
+		root: root, replace: replace, reads: map[string]struct{}{}, refused: map[string]error{}, listed: map[string]bool{},
 		budget: func(_ string, data []byte) error { return yamlguard.Check(data, yamlguard.Repository) },
 	}
 }
@@ -259,6 +262,7 @@ func (g *guardFS) ReadDir(p string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.list(r, false)
 	entries, err := os.ReadDir(r)
 	if err != nil {
 		return nil, err
@@ -282,6 +286,7 @@ func (g *guardFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 }
 
 func (g *guardFS) Glob(pattern string) ([]string, error) {
+	g.listGlob(pattern)
 	matches, err := filepath.Glob(pattern)
 	if err != nil {
 		return nil, err
@@ -323,7 +328,24 @@ func (g *guardFS) Walk(p string, fn filepath.WalkFunc) error {
 	if err != nil {
 		return err
 	}
+	g.list(r, true)
 	return filepath.Walk(r, fn)
+}
+
+// list records that the build listed dir, or the whole tree below it.
+func (g *guardFS) list(dir string, tree bool) {
+	g.listed[dir] = g.listed[dir] || tree
+}
+
+// listGlob records what a glob lists: the directory of its pattern, or the
+// tree below the part before the first wildcard when a directory is one.
+func (g *guardFS) listGlob(pattern string) {
+	dir := filepath.Dir(pattern)
+	if i := strings.IndexAny(dir, "*?[\\"); i >= 0 {
+		g.list(filepath.Dir(dir[:i]+"x"), true)
+		return
+	}
+	g.list(dir, false)
 }
 
 // errNotRegular is returned for a path that is a device, socket or named

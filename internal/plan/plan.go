@@ -33,7 +33,11 @@ type Options struct {
 	// not hints for this one. Empty: every source is this repository.
 	RepoURLs []string
 	// Paths limits the index to these sub-trees of the checkout.
-	Paths       []string
+	Paths []string
+	// Index is the index of RepoRoot when the caller has it already (a
+	// service updates the last cycle's from what Git changed); nil builds
+	// one.
+	Index       *manifest.Index
 	Annotations manifest.Annotations
 	// Migrations move namespaces to another revision or tag; see
 	// internal/migrate.
@@ -81,9 +85,12 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 		drifted.Migrations = migrate.WithoutRepository(selected, drifted)
 		return summarise(set, model, drifted, manifest.EditSet{Namespaces: map[string][]manifest.FileEdit{}}, nil, nil), nil
 	}
-	index, err := manifest.BuildIndex(opts.RepoRoot, manifest.IndexOptions{Paths: opts.Paths})
-	if err != nil {
-		return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
+	index := opts.Index
+	if index == nil {
+		var err error
+		if index, err = manifest.BuildIndex(opts.RepoRoot, manifest.IndexOptions{Paths: opts.Paths}); err != nil {
+			return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
+		}
 	}
 	// Without the cluster's Applications, those written in the repository
 	// say what Argo CD applies.

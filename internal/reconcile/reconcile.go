@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -16,6 +17,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -66,6 +68,18 @@ type Deps struct {
 type Reconciler struct {
 	settings Settings
 	deps     Deps
+
+	mu sync.Mutex
+	// last is the index the previous cycle planned with; the next cycle
+	// updates it from what Git changed instead of indexing everything.
+	last *indexedCheckout
+}
+
+// indexedCheckout is an index and the commit of the checkout it indexes.
+type indexedCheckout struct {
+	index    *manifest.Index
+	commit   plumbing.Hash
+	worktree string
 }
 
 // New returns a Reconciler.
@@ -116,6 +130,18 @@ type Report struct {
 	// Previews are the rendered PRs (dry runs only), by namespace.
 	Previews map[string]Preview
 	Result   *plan.Result
+	// Index says how the cycle's manifest index was made.
+	Index IndexUpdate
+}
+
+// IndexUpdate says how a cycle's manifest index was made: from the last
+// cycle's and the files Git changed since, or by reading the whole
+// checkout.
+type IndexUpdate struct {
+	Incremental bool
+	// ChangedFiles is how many files changed since the last cycle's
+	// commit; 0 when the index was read in full.
+	ChangedFiles int
 }
 
 // Preview is a PR as it would be opened.
@@ -156,6 +182,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	}
 	opts := r.settings.Plan
 	opts.RepoRoot = repo.Worktree()
+	var indexed IndexUpdate
+	if opts.Index, indexed, err = r.index(repo); err != nil {
+		return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
+	}
 	res, err := plan.Build(set, opts)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
@@ -174,7 +204,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 
-	report := &Report{Started: start, Plan: res.Plan, Namespaces: map[string]Outcome{}, Result: res, Previews: map[string]Preview{}}
+	report := &Report{Started: start, Plan: res.Plan, Namespaces: map[string]Outcome{}, Result: res, Previews: map[string]Preview{}, Index: indexed}
 	states := r.gather(set, res, prs, remote, issue)
 	for _, st := range states {
 		st.baseBranch = repo.BaseBranch()
@@ -215,6 +245,35 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 		errs = append(errs, err)
 	}
 	return report, errors.Join(errs...)
+}
+
+// index returns the index of the checkout at the base tip: the last
+// cycle's updated from the files Git changed since, or a new one when there
+// is none or the difference is not known.
+func (r *Reconciler) index(repo *gitrepo.Repo) (*manifest.Index, IndexUpdate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tip, worktree := repo.BaseTip(), repo.Worktree()
+	if last := r.last; last != nil && last.worktree == worktree {
+		changed, err := repo.ChangedSince(last.commit)
+		if err == nil {
+			index, err := last.index.Update(changed)
+			if err == nil {
+				r.last = &indexedCheckout{index: index, commit: tip, worktree: worktree}
+				return index, IndexUpdate{Incremental: true, ChangedFiles: len(changed)}, nil
+			}
+			r.deps.Log.Debug("index update failed; indexing the whole checkout", "error", err)
+		} else {
+			r.deps.Log.Debug("changes since the last indexed commit unknown; indexing the whole checkout", "commit", last.commit.String(), "error", err)
+		}
+	}
+	index, err := manifest.BuildIndex(worktree, manifest.IndexOptions{Paths: r.settings.Plan.Paths})
+	if err != nil {
+		r.last = nil
+		return nil, IndexUpdate{}, err
+	}
+	r.last = &indexedCheckout{index: index, commit: tip, worktree: worktree}
+	return index, IndexUpdate{}, nil
 }
 
 // gather collects, per namespace, the work the plan asks for and kedge's

@@ -1,0 +1,55 @@
+package reconcile_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/assemble"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/reconcile"
+)
+
+// TestCyclesUpdateTheIndexFromGit runs cycles of one service: the first
+// indexes the checkout, a cycle with nothing new in Git reuses the index
+// as it is, and one after a commit updates it from the commit's files to
+// what a fresh index of the checkout holds.
+func TestCyclesUpdateTheIndexFromGit(t *testing.T) {
+	w := newWorld(t)
+	svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
+	require.NoError(t, err)
+	run := func() *reconcile.Report {
+		t.Helper()
+		report, err := svc.Reconciler.RunOnce(context.Background())
+		require.NoError(t, err)
+		return report
+	}
+
+	first := run()
+	assert.Equal(t, reconcile.IndexUpdate{}, first.Index, "the first cycle reads the whole checkout")
+
+	second := run()
+	assert.Equal(t, reconcile.IndexUpdate{Incremental: true}, second.Index)
+	assert.Same(t, first.Result.Index, second.Result.Index, "nothing changed in Git: the index is the same")
+
+	w.git.CommitAsHuman(t, repoName, "main", map[string]string{
+		"apps/prod-eu-1/search/indexer.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: indexer-v2\n  namespace: search\nspec:\n  template:\n    spec:\n      containers:\n        - name: indexer\n          image: example.com/indexer:2\n",
+		"apps/prod-eu-1/extra/worker.yaml":   "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: worker\n  namespace: extra\nspec:\n  template:\n    spec:\n      containers:\n        - name: worker\n          image: example.com/worker:1\n",
+	}, "Rename the indexer, add a worker")
+	third := run()
+	assert.Equal(t, reconcile.IndexUpdate{Incremental: true, ChangedFiles: 2}, third.Index)
+	fresh, err := manifest.BuildIndex(third.Result.Index.Root(), manifest.IndexOptions{Paths: w.cfg.Repo.Paths})
+	require.NoError(t, err)
+	updated := third.Result.Index
+	assert.Equal(t, fresh.Objects(), updated.Objects())
+	assert.Equal(t, fresh.Roots(), updated.Roots())
+	assert.Equal(t, fresh.Namespaces(), updated.Namespaces())
+	assert.Equal(t, fresh.Problems, updated.Problems)
+	names := map[string]bool{}
+	for _, o := range updated.Objects() {
+		names[o.Name] = true
+	}
+	assert.True(t, names["indexer-v2"] && names["worker"], "the commit's workloads are indexed")
+}
