@@ -168,8 +168,15 @@ type Rollout struct {
 	Active int
 }
 
-// MayOpen tells whether a namespace of wave i may get its PR.
-func (r Rollout) MayOpen(i int) bool { return i <= r.Active }
+// MayOpen tells whether a namespace of wave i may get its PR: one of a done
+// wave or of the active one, unless the active wave is blocked, which stops
+// the target's rollout for its own namespaces still without a PR too.
+func (r Rollout) MayOpen(i int) bool {
+	if _, blocked := r.Blocked(); blocked && i == r.Active {
+		return false
+	}
+	return i <= r.Active
+}
 
 // Blocked is the wave that stops the rollout, if any.
 func (r Rollout) Blocked() (Status, bool) {

@@ -229,3 +229,28 @@ func TestRead(t *testing.T) {
 	}}, got)
 	assert.False(t, Read(set, "shop", "Deployment", "gone", false).Found)
 }
+
+// TestMayOpen: namespaces of done waves and of the active one get their PRs;
+// a blocked active wave holds even its own namespaces still without one.
+func TestMayOpen(t *testing.T) {
+	waves := []Status{{State: StateDone}, {State: StateInProgress}, {State: StateWaiting}}
+	blocked := []Status{{State: StateDone}, {State: StateBlocked}, {State: StateWaiting}}
+	tests := []struct {
+		name    string
+		rollout Rollout
+		wave    int
+		want    bool
+	}{
+		{"a done wave", Rollout{Waves: waves, Active: 1}, 0, true},
+		{"the active wave", Rollout{Waves: waves, Active: 1}, 1, true},
+		{"a later wave", Rollout{Waves: waves, Active: 1}, 2, false},
+		{"the blocked active wave", Rollout{Waves: blocked, Active: 1}, 1, false},
+		{"a done wave before a blocked one", Rollout{Waves: blocked, Active: 1}, 0, true},
+		{"every wave done", Rollout{Waves: waves[:1], Active: 1}, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.rollout.MayOpen(tt.wave))
+		})
+	}
+}
