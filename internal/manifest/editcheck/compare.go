@@ -136,7 +136,9 @@ func (c Check) compare(where string, before, after []*unstructured.Unstructured,
 			continue
 		}
 		if isArgoApplication(a) {
-			c.compareArgo(where, b, a, res)
+			if !c.compareArgoValues(where, b, a, res) {
+				c.compareArgo(where, b, a, res)
+			}
 			continue
 		}
 		r := c.restartOn(a)
