@@ -447,6 +447,19 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// A chart whose components have their own podAnnotations: the
+		// value is the drifted component's, written where each Application
+		// writes its values (a values text, parameters, a second source).
+		repo: "argo-helm-components", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("web", "Deployment", "platform-web", istio125), "platform"),
+			argoTracked(drifted("jobs", "Deployment", "platform-jobs-worker", istio125), "platform-jobs"),
+			argoTracked(drifted("multi", "Deployment", "multi-web", istio125), "platform-multi"),
+			// The Application's kustomize source renders this one.
+			argoTracked(drifted("multi", "Deployment", "reporter", istio125), "platform-multi"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			drifted("vault", "Deployment", "good", istio125),

@@ -78,8 +78,13 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	}
 	for _, p := range hints.Paths {
 		// Argo CD renders a directory holding a chart with Helm.
-		if ix.chartIn(p) {
-			return ix.locateChart(w, hints, p)
+		if !ix.chartIn(p) {
+			continue
+		}
+		// A chart that does not render the workload leaves it to the
+		// Application's other sources.
+		if loc, renders := ix.locateChart(w, hints, p); renders {
+			return loc
 		}
 	}
 

@@ -46,27 +46,28 @@ type valuesSite struct {
 
 // locateChart finds the chart value restarting w, a workload the chart in
 // dir renders for the Application the hints name. What kedge cannot edit
-// keeps the status helm, with the reason.
-func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) Location {
-	renders := hints.Via + " renders the chart in " + dir
-	helm := func(detail string) Location {
-		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: detail}}
+// keeps the status helm, with the reason. renders is false when the chart,
+// rendered, has no such workload.
+func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) (loc Location, renders bool) {
+	via := hints.Via + " renders the chart in " + dir
+	helm := func(detail string) (Location, bool) {
+		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: detail}}, true
 	}
 	d := hints.argoDirectoryAt(dir)
 	if d == nil {
-		return helm(renders)
+		return helm(via)
 	}
 	m, src := ix.argoManifestOf(d.Source, dir)
 	if m == nil {
-		return helm(renders + "; its Application is not in the repository")
+		return helm(via + "; its Application is not in the repository")
 	}
 	chrt, err := loader.Load(ix.abs(dir))
 	if err != nil {
-		return helm(fmt.Sprintf("%s; loading the chart: %v", renders, err))
+		return helm(fmt.Sprintf("%s; loading the chart: %v", via, err))
 	}
 	values, err := ix.argoChartValues(dir, src.Helm)
 	if err != nil {
-		return helm(fmt.Sprintf("%s; reading its values: %v", renders, err))
+		return helm(fmt.Sprintf("%s; reading its values: %v", via, err))
 	}
 	site := &valuesSite{manifest: m, at: d.Source.At, chartDir: dir, release: argoReleaseName(m, src),
 		namespace: m.App.Spec.Destination.Namespace, workload: w.Kind + "/" + w.Name}
@@ -74,8 +75,11 @@ func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) Location
 		site.namespace = w.Namespace
 	}
 	key, before, err := findPodAnnotationValue(chrt, values, site.release, site.namespace, site.workload)
+	if before != nil && before[site.workload] == nil {
+		return Location{}, false
+	}
 	if err != nil {
-		return helm(fmt.Sprintf("%s: %v", renders, err))
+		return helm(fmt.Sprintf("%s: %v", via, err))
 	}
 	site.key = key
 	return Location{
@@ -84,7 +88,7 @@ func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) Location
 		Source:              Source{Path: m.File, Document: m.Document, APIVersion: m.App.APIVersion, Kind: "Application", Name: m.App.Name, Namespace: m.App.Namespace},
 		TemplateAnnotations: templateAnnotations(before[site.workload]),
 		values:              site,
-	}
+	}, true
 }
 
 // argoReleaseName is the release Argo CD renders the chart as: the helm
@@ -131,7 +135,7 @@ func (ix *Index) argoChartValues(dir string, h *objects.ApplicationSourceHelm) (
 		if p.ForceString {
 			set = strvals.ParseIntoString
 		}
-		if err := set(p.Name+"="+p.Value, out); err != nil {
+		if err := set(p.Name+"="+argoSetValue(p.Value), out); err != nil {
 			return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
 		}
 	}
@@ -188,10 +192,31 @@ func setArgoValues(data []byte, site *valuesSite, set map[string]string) ([]byte
 		}
 	}
 	doc, helmAt := site.manifest.Document, site.at+".helm"
-	if h != nil && h.ValuesObject == nil && h.Values != "" {
+	switch {
+	case h == nil || h.ValuesObject != nil:
+	case h.Values != "":
 		return yamledit.SetChartValuesText(data, doc, yamledit.ValuesMap{Kind: "Application", At: helmAt + ".values"}, site.key, set)
+	case len(h.Parameters) > 0:
+		return setArgoParameters(data, doc, helmAt, site.key, set)
 	}
 	return yamledit.SetChartValues(data, doc, yamledit.ValuesMap{Kind: "Application", At: helmAt + ".valuesObject"}, site.key, set)
+}
+
+// setArgoParameters writes one string parameter per annotation: Argo CD
+// passes each as --set-string, where a dot in a key is written \.
+func setArgoParameters(data []byte, doc int, helmAt string, key []string, set map[string]string) ([]byte, bool, error) {
+	changed := false
+	for _, k := range sortedKeys(set) {
+		name := valuePathString(append(append([]string{}, key...), k))
+		out, ch, err := yamledit.SetChartParameter(data, doc, yamledit.ValuesMap{Kind: "Application", At: helmAt}, name, set[k])
+		if err != nil {
+			return nil, false, err
+		}
+		if ch {
+			data, changed = out, true
+		}
+	}
+	return data, changed, nil
 }
 
 // checkValues renders the chart of every Application source an edit sets
@@ -279,7 +304,8 @@ func (ix *Index) chartIn(dir string) bool {
 }
 
 // argoValuesOnly reports whether a rendered object is an Argo CD
-// Application whose spec changed in its sources' helm values only: what
+// Application whose spec changed in its sources' helm values or parameters
+// only: what
 // those do is checked by rendering the chart (checkValues).
 func argoValuesOnly(beforeJSON []byte, after map[string]any) bool {
 	if kind, _ := after["kind"].(string); !isApplicationKind(fmt.Sprint(after["apiVersion"]), kind) {
@@ -304,6 +330,7 @@ func argoValuesOnly(beforeJSON []byte, after map[string]any) bool {
 			}
 			delete(h, "values")
 			delete(h, "valuesObject")
+			delete(h, "parameters")
 			if len(h) == 0 {
 				delete(src, "helm")
 			}
@@ -311,4 +338,22 @@ func argoValuesOnly(beforeJSON []byte, after map[string]any) bool {
 		return out
 	}
 	return reflect.DeepEqual(strip(before), strip(after))
+}
+
+// argoSetValue is a parameter's value as Argo CD hands it to --set: every
+// comma not already escaped is escaped, unless the value is a {list}.
+func argoSetValue(v string) string {
+	if strings.HasPrefix(v, "{") && strings.HasSuffix(v, "}") {
+		return v
+	}
+	var b strings.Builder
+	prev := rune(0)
+	for _, r := range v {
+		if r == ',' && prev != '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	return b.String()
 }

@@ -273,3 +273,97 @@ func annotationNames(set map[string]string) ([]string, error) {
 	sort.Strings(names)
 	return names, nil
 }
+
+// SetChartParameter makes the block list `parameters` of the mapping at
+// m.At (an Argo CD source's helm block) carry name=value as a string
+// (forceString: true, so that a value of digits stays a string): an item
+// of that name gets the value in place, else an item is appended after the
+// last one. Every other line stays byte for byte.
+func SetChartParameter(src []byte, doc int, m ValuesMap, name, value string) (out []byte, changed bool, err error) {
+	if !utf8.ValidString(value) || strings.ContainsAny(value, "\"\\{") || strings.ContainsAny(name, "'\n") {
+		return nil, false, refuse(CodeInvalidInput, "parameter %s=%s cannot be written plainly", name, value)
+	}
+	at, err := parseListPath(m.At + ".parameters")
+	if err != nil {
+		return nil, false, err
+	}
+	s, err := load(src)
+	if err != nil {
+		return nil, false, err
+	}
+	objs := s.objects()
+	if doc < 0 || doc >= len(objs) || objs[doc].path != nil || objs[doc].kind != m.Kind {
+		return nil, false, refuse(CodeNotFound, "object %d of the file is not a %s document", doc, m.Kind)
+	}
+	list := objs[doc].node
+	for i, st := range at {
+		if st.isIndex() {
+			if list.Kind != yaml.SequenceNode || st.index >= len(list.Content) {
+				return nil, false, refuse(CodeNotFound, "%s has no item %d", pathString(at[:i]), st.index)
+			}
+			list = list.Content[st.index]
+			continue
+		}
+		if list.Kind != yaml.MappingNode {
+			return nil, false, refuse(CodeNotFound, "%s is not a mapping", pathString(at[:i]))
+		}
+		_, v, err := s.findKey(list, st.key, at[:i])
+		if err != nil {
+			return nil, false, err
+		}
+		if v == nil {
+			return nil, false, refuse(CodeNotFound, "%s is missing", pathString(at[:i+1]))
+		}
+		list = v
+	}
+	if list.Kind != yaml.SequenceNode || list.Style&yaml.FlowStyle != 0 || len(list.Content) == 0 {
+		return nil, false, refuse(CodeUnsupported, "%s is not a block list with items", pathString(at))
+	}
+	full := append(append([]step{}, objs[doc].path...), at...)
+	for i, item := range list.Content {
+		if item.Kind != yaml.MappingNode || item.Style&yaml.FlowStyle != 0 {
+			return nil, false, refuse(CodeUnsupported, "item %d of %s is not a block mapping", i, pathString(at))
+		}
+		if scalarAt(item, "name") != name {
+			continue
+		}
+		if scalarAt(item, "forceString") != "true" {
+			return nil, false, refuse(CodeUnsupported, "parameter %s is not a string parameter (forceString: true)", name)
+		}
+		return s.setScalar(objs[doc].doc, append(full, step{index: i}), "value", value)
+	}
+	last := list.Content[len(list.Content)-1]
+	col := last.Column - 1
+	dash := strings.Index(s.content(last.Line), "-")
+	if dash < 0 || dash >= col {
+		return nil, false, refuse(CodeUnsupported, "the items of %s do not start on their dash's line", pathString(at))
+	}
+	end := s.endLine(list, dash)
+	if s.endsWithoutBreak(end) {
+		return nil, false, refuse(CodeUnsupported, "the file ends without a line break after %s", pathString(at))
+	}
+	pad := strings.Repeat(" ", col)
+	lines := []string{
+		strings.Repeat(" ", dash) + "-" + strings.Repeat(" ", col-dash-1) + "name: '" + name + "'",
+		pad + "value: " + doubleQuote(value),
+		pad + "forceString: true",
+	}
+	sp, err := s.insertAfter(end, "", lines)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err = s.commit(objs[doc].doc, sp, func(root *cnode) error {
+		n := root.at(full)
+		if n == nil || n.kind != yaml.SequenceNode {
+			return fmt.Errorf("%s is not a list", pathString(full))
+		}
+		n.content = append(n.content, &cnode{kind: yaml.MappingNode, tag: "!!map", content: []*cnode{
+			str("name"), str(name), str("value"), str(value), str("forceString"), {kind: yaml.ScalarNode, tag: "!!bool", value: "true"},
+		}})
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}

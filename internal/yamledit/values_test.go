@@ -104,3 +104,45 @@ func TestSetChartValuesText(t *testing.T) {
 		})
 	}
 }
+
+func TestSetChartParameter(t *testing.T) {
+	m := ValuesMap{Kind: "Application", At: "spec.source.helm"}
+	params := appHead + "    helm:\n      parameters:\n        - name: image.tag   # pinned\n          value: \"1.2\"\n"
+	tests := []struct {
+		name, in, want string
+		wantErr        string
+	}{
+		{
+			name: "appended after the last item",
+			in:   params + "    targetRevision: main\n",
+			want: params + "        - name: 'podAnnotations.kedge\\.io/restart'\n          value: \"abc\"\n          forceString: true\n    targetRevision: main\n",
+		},
+		{
+			name: "kedge's item updated in place",
+			in:   params + "        - name: 'podAnnotations.kedge\\.io/restart'\n          value: \"old\"\n          forceString: true\n",
+			want: params + "        - name: 'podAnnotations.kedge\\.io/restart'\n          value: \"abc\"\n          forceString: true\n",
+		},
+		{
+			name:    "an item of that name the team wrote without forceString",
+			in:      params + "        - name: podAnnotations.kedge\\.io/restart\n          value: \"1\"\n",
+			wantErr: "not a string parameter",
+		},
+		{name: "no parameters", in: appHead + "    helm:\n      releaseName: web\n", wantErr: "parameters is missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, changed, err := SetChartParameter([]byte(tt.in), 0, m, `podAnnotations.kedge\.io/restart`, "abc")
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, changed)
+			assert.Equal(t, tt.want, string(out))
+			_, changed, err = SetChartParameter(out, 0, m, `podAnnotations.kedge\.io/restart`, "abc")
+			require.NoError(t, err)
+			assert.False(t, changed, "a rerun changes nothing")
+		})
+	}
+}

@@ -208,3 +208,31 @@ func isValuesChain(added []string, keys []string) bool {
 	}
 	return true
 }
+
+// isParameterEntries reports whether a block of added lines is Helm
+// parameters of an Argo CD source that set restart annotations alone: items
+// {name, value, forceString: true} whose name ends in an escaped annotation
+// key (--set-string podAnnotations.kedge\.io/restart=...).
+func isParameterEntries(added []string, keys []string) bool {
+	var items []map[string]any
+	if len(added) == 0 || yaml.Unmarshal([]byte(dedent(added)), &items) != nil || len(items) == 0 {
+		return false
+	}
+	for _, it := range items {
+		name, _ := it["name"].(string)
+		_, hasValue := it["value"].(string)
+		if len(it) != 3 || !hasValue || it["forceString"] != true || !endsInKey(name, keys) {
+			return false
+		}
+	}
+	return true
+}
+
+func endsInKey(name string, keys []string) bool {
+	for _, k := range keys {
+		if strings.HasSuffix(name, "."+strings.ReplaceAll(k, ".", `\.`)) {
+			return true
+		}
+	}
+	return false
+}
