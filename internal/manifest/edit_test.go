@@ -442,6 +442,8 @@ var editCases = []editCase{
 		workloads: []drift.Workload{
 			argoTracked(drifted("shop", "Deployment", "shop-podinfo", istio125), "podinfo"),
 			argoTracked(drifted("labs", "Deployment", "podinfo-new", istio125), "podinfo-new"),
+			// Restarted before for an older target: updated in place.
+			argoTracked(drifted("legacy", "Deployment", "podinfo-old", istio125), "podinfo-old"),
 			// The chart writes its pod annotations itself: no value reaches them.
 			argoTracked(drifted("tools", "Deployment", "fixed", istio125), "fixed"),
 		},
