@@ -118,4 +118,3 @@ func copyRepo(t *testing.T, src string) string {
 	}))
 	return dst
 }
-
