@@ -54,6 +54,7 @@ func PlanOptions(cfg *config.Config, repoRoot string) plan.Options {
 		RepoURLs:    RepoURLs(cfg),
 		Paths:       cfg.Repo.Paths,
 		Annotations: manifest.Annotations{Restart: cfg.Restart.Annotation, Target: cfg.Restart.TargetAnnotation},
+		HelmValues:  cfg.Helm.Prefer == config.HelmPreferValues,
 		Migrations:  MigrationPolicies(cfg),
 	}
 }

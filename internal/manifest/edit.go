@@ -298,7 +298,7 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 		}
 		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, argo: loc.argo, values: loc.values, hints: loc.hints})
 		if loc.values != nil {
-			f := add(loc.values.manifest.File)
+			f := add(loc.values.file())
 			f.values = append(f.values, valuesEdit{site: loc.values, edit: e})
 			continue
 		}

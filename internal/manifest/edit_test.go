@@ -75,6 +75,9 @@ type editCase struct {
 	// vars are the variables Flux substitutes in what the case's
 	// Kustomizations apply, values of Secrets included.
 	vars map[string]string
+	// preferValues restarts workloads of HelmReleases through chart values
+	// (config helm.prefer: values).
+	preferValues bool
 }
 
 var editCases = []editCase{
@@ -462,6 +465,17 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// A team that prefers values: the release's chart is in the
+		// repository and its podAnnotations reaches the workload, so the
+		// restart goes in spec.values; a chart without such a value keeps
+		// the post-renderer.
+		repo: "helm-values", cluster: "clusters/prod", preferValues: true,
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+			helmRendered(drifted("tools", "Deployment", "fixed", istio125), "tools", "fixed"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			drifted("vault", "Deployment", "good", istio125),
@@ -490,7 +504,15 @@ func (c editCase) hintsFunc(t *testing.T) func(drift.Workload) Hints {
 	if c.repoURL != "" {
 		urls = append(urls, c.repoURL)
 	}
-	return HintsFor(set, urls...)
+	hints := HintsFor(set, urls...)
+	if !c.preferValues {
+		return hints
+	}
+	return func(w drift.Workload) Hints {
+		h := hints(w)
+		h.PreferValues = true
+		return h
+	}
 }
 
 func (c editCase) plan() *drift.Plan {

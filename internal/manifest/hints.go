@@ -35,6 +35,10 @@ type Hints struct {
 	// Release is the Flux HelmRelease that renders the workload; its file
 	// gets the restart as a post-renderer patch.
 	Release *ReleaseRef
+	// PreferValues restarts a workload of a Flux HelmRelease through a
+	// chart value in its spec.values when its chart has one, rather than
+	// through a post-renderer.
+	PreferValues bool
 	// Charts is set when the tracking object renders Helm charts besides
 	// the Paths (an Argo CD Application with several sources): a workload
 	// not found under the paths comes from a chart.

@@ -28,10 +28,14 @@ import (
 // value that reaches its pod template, written into that helm block
 // (https://argo-cd.readthedocs.io/en/stable/user-guide/helm/).
 
-// valuesSite is an Application source of the repository whose chart value
-// key restarts a workload.
+// valuesSite is where a chart value key that restarts a workload is
+// written: an Application source of the repository, or a Flux HelmRelease's
+// spec.values.
 type valuesSite struct {
+	// manifest is the Application; nil for a HelmRelease.
 	manifest *argoManifest
+	// helmRelease is the HelmRelease's document; nil for an Application.
+	helmRelease *Source
 	// at is the source's place in the Application ("spec.sources[1]").
 	at       string
 	chartDir string
@@ -142,6 +146,27 @@ func (ix *Index) argoChartValues(dir string, h *objects.ApplicationSourceHelm) (
 	return out, nil
 }
 
+// file is the repository file the value is written in.
+func (s *valuesSite) file() string {
+	if s.helmRelease != nil {
+		return s.helmRelease.Path
+	}
+	return s.manifest.File
+}
+
+// valuesIn reads the values the site's release is rendered with from a
+// version of its file.
+func (s *valuesSite) valuesIn(ix *Index, data []byte) (map[string]any, error) {
+	if s.helmRelease != nil {
+		return releaseValuesOf(data, s.helmRelease.Document)
+	}
+	src, err := argoSourceAt(data, s.manifest.Document, s.at)
+	if err != nil {
+		return nil, err
+	}
+	return ix.argoChartValues(s.chartDir, src.Helm)
+}
+
 // valuesEdit is one restart that goes in an Application source's values.
 type valuesEdit struct {
 	site *valuesSite
@@ -157,7 +182,7 @@ func (ix *Index) applyValues(f *pendingFile) ([]FileEdit, *Refusal) {
 		all = append(all, ve.edit)
 	}
 	if len(f.inPlace) > 0 || f.patchRoot != "" || len(f.flux) > 0 || len(f.argo) > 0 || len(f.releases) > 0 {
-		return nil, refusalFor(f.path, all, errors.New("the file holds an Argo CD Application kedge sets chart values in and another edit"))
+		return nil, refusalFor(f.path, all, errors.New("the file holds a release kedge sets chart values of and another edit"))
 	}
 	before, err := ix.readInside(f.path)
 	if err != nil {
@@ -168,7 +193,7 @@ func (ix *Index) applyValues(f *pendingFile) ([]FileEdit, *Refusal) {
 	var ids []WorkloadID
 	for _, ve := range f.values {
 		ids = append(ids, ve.edit.id)
-		out, changed, err := setArgoValues(after, ve.site, ve.edit.set)
+		out, changed, err := setValues(after, ve.site, ve.edit.set)
 		if err != nil {
 			return nil, refusalFor(f.path, all, err)
 		}
@@ -182,9 +207,13 @@ func (ix *Index) applyValues(f *pendingFile) ([]FileEdit, *Refusal) {
 	return []FileEdit{{Path: f.path, Before: before, After: after, Workloads: ids}}, nil
 }
 
-// setArgoValues sets the annotations under the site's value in the
-// Application source as the repository's copy writes its values.
-func setArgoValues(data []byte, site *valuesSite, set map[string]string) ([]byte, bool, error) {
+// setValues sets the annotations under the site's value: in a
+// HelmRelease's spec.values, or in the Application source as the
+// repository's copy writes its values.
+func setValues(data []byte, site *valuesSite, set map[string]string) ([]byte, bool, error) {
+	if site.helmRelease != nil {
+		return yamledit.SetChartValues(data, site.helmRelease.Document, yamledit.ValuesMap{Kind: "HelmRelease", At: "spec.values"}, site.key, set)
+	}
 	var h *objects.ApplicationSourceHelm
 	for _, s := range argoSources(&site.manifest.App) {
 		if s.at == site.at {
@@ -225,12 +254,12 @@ func setArgoParameters(data []byte, doc int, helmAt string, key []string, set ma
 func (v *verifier) checkValues(edits []FileEdit, intended []intent, failed map[int]string) {
 	for i, e := range edits {
 		for _, in := range intended {
-			if in.values == nil || in.values.manifest.File != e.Path {
+			if in.values == nil || in.values.file() != e.Path {
 				continue
 			}
 			if err := v.compareValues(e, in); err != nil {
 				if _, done := failed[i]; !done {
-					failed[i] = fmt.Sprintf("rendering the chart of the Argo CD Application in %s with the edit: %v", e.Path, err)
+					failed[i] = fmt.Sprintf("rendering the chart of the release in %s with the edit: %v", e.Path, err)
 				}
 			}
 		}
@@ -247,11 +276,7 @@ func (v *verifier) compareValues(e FileEdit, in intent) error {
 		return err
 	}
 	render := func(data []byte) (chartRender, error) {
-		src, err := argoSourceAt(data, site.manifest.Document, site.at)
-		if err != nil {
-			return nil, err
-		}
-		values, err := v.ix.argoChartValues(site.chartDir, src.Helm)
+		values, err := site.valuesIn(v.ix, data)
 		if err != nil {
 			return nil, err
 		}

@@ -299,7 +299,7 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]intent) 
 			if err != nil {
 				return err
 			}
-			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) && !argoPatchesOnly(b.json, a.body) && !argoValuesOnly(b.json, a.body) {
+			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) && !argoPatchesOnly(b.json, a.body) && !argoValuesOnly(b.json, a.body) && !releaseValuesOnly(b.json, a.body) {
 				return fmt.Errorf("%s changes beyond the restart annotations", a.id)
 			}
 			continue

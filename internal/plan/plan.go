@@ -35,6 +35,10 @@ type Options struct {
 	// Paths limits the index to these sub-trees of the checkout.
 	Paths       []string
 	Annotations manifest.Annotations
+	// HelmValues restarts workloads of Flux HelmReleases through a chart
+	// value in spec.values where the chart has one (config helm.prefer:
+	// values), rather than through a post-renderer.
+	HelmValues bool
 	// Migrations move namespaces to another revision or tag; see
 	// internal/migrate.
 	Migrations []migrate.Policy
@@ -88,6 +92,9 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	// Without the cluster's Applications, those written in the repository
 	// say what Argo CD applies.
 	hints := manifest.HintsFor(manifest.WithRepositoryApplications(set, index), opts.RepoURLs...)
+	if opts.HelmValues {
+		hints = preferValues(hints)
+	}
 	// Where each moving namespace's label is written is settled before any
 	// restart is planned: the restarts are planned for the revision the
 	// namespace will have.
@@ -123,4 +130,14 @@ func selectMigrations(set *objects.Set, model *mesh.Model, opts Options) ([]drif
 // from.
 func namespaceHints(set *objects.Set, hints func(drift.Workload) manifest.Hints) func(string) manifest.Hints {
 	return func(namespace string) manifest.Hints { return hints(migrate.NamespaceAsWorkload(set, namespace)) }
+}
+
+// preferValues makes every workload's hints ask for chart values over
+// post-renderers.
+func preferValues(hints func(drift.Workload) manifest.Hints) func(drift.Workload) manifest.Hints {
+	return func(w drift.Workload) manifest.Hints {
+		h := hints(w)
+		h.PreferValues = true
+		return h
+	}
 }

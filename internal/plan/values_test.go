@@ -12,6 +12,7 @@ import (
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/testing/helmcluster"
 )
 
 // TestArgoHelmValuesEndToEnd plans the fixtures whose Applications render
@@ -117,4 +118,38 @@ func copyRepo(t *testing.T, src string) string {
 		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
 	}))
 	return dst
+}
+
+// TestHelmReleaseValuesWhenPreferred: with HelmValues (config helm.prefer:
+// values) a workload of a HelmRelease whose chart is in the repository is
+// restarted through the chart's value in spec.values; by default it gets a
+// post-renderer.
+func TestHelmReleaseValuesWhenPreferred(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		values bool
+		want   drift.Manifest
+	}{
+		{name: "values preferred", values: true, want: drift.Manifest{Status: drift.ManifestFound, Path: "apps/podinfo/release.yaml",
+			Edit: drift.EditHelmValues, Detail: "HelmRelease podinfo/podinfo (release podinfo, value podAnnotations)"}},
+		{name: "by default", want: drift.Manifest{Status: drift.ManifestFound, Path: "apps/podinfo/release.yaml",
+			Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease podinfo/podinfo"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := copyRepo(t, filepath.Join(manifestFixtures, "helm-values", "repo"))
+			set := helmcluster.New(helmcluster.Release{Namespace: "podinfo", ReleaseNamespace: "podinfo", ReleaseName: "podinfo", Deployment: "podinfo"})
+			res, err := plan.Build(set, plan.Options{RepoRoot: repo, HelmValues: tt.values})
+			require.NoError(t, err)
+			require.Len(t, res.Plan.Workloads, 1)
+			assert.Equal(t, tt.want, res.Plan.Workloads[0].Manifest)
+			edits := res.Edits.All()
+			require.Len(t, edits, 1)
+			require.NoError(t, os.WriteFile(filepath.Join(repo, filepath.FromSlash(edits[0].Path)), edits[0].After, 0o644))
+
+			again, err := plan.Build(set, plan.Options{RepoRoot: repo, HelmValues: tt.values})
+			require.NoError(t, err)
+			assert.Empty(t, again.Edits.All(), "a second plan over the edited checkout writes nothing")
+			assert.Equal(t, drift.EditAlreadyBumped, again.Plan.Workloads[0].Manifest.Edit)
+		})
+	}
 }

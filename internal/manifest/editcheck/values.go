@@ -236,3 +236,10 @@ func endsInKey(name string, keys []string) bool {
 	}
 	return false
 }
+
+// changedInValuesOnly reports whether a HelmRelease changed in spec.values
+// alone: helm-controller then renders the chart with the new values, which
+// compareRelease renders too.
+func changedInValuesOnly(before, after *unstructured.Unstructured) bool {
+	return !reflect.DeepEqual(before.Object, after.Object) && reflect.DeepEqual(withoutSpec(before, "values"), withoutSpec(after, "values"))
+}
