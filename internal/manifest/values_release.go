@@ -175,4 +175,3 @@ func releaseValuesOnly(beforeJSON []byte, after map[string]any) bool {
 	}
 	return reflect.DeepEqual(strip(before), strip(after))
 }
-
