@@ -108,7 +108,10 @@ func TestPullReports(t *testing.T) {
 	}{
 		{
 			name: "an index that is not one", version: "6.7.0", wantErr: "is not a chart repository index",
-			serve: func(t *testing.T) string { srv, _ := chartRepo(t, nil, "<html>maintenance</html>\n"); return srv.URL + "/repo" },
+			serve: func(t *testing.T) string {
+				srv, _ := chartRepo(t, nil, "<html>maintenance</html>\n")
+				return srv.URL + "/repo"
+			},
 		},
 		{
 			name: "a chart the index does not list", version: "9.9.9", wantErr: "no version of the chart matching",
