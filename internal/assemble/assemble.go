@@ -158,8 +158,15 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 		Grace:                cfg.Rollout.Grace,
 		DryRun:               opts.DryRun,
 	}
+	puller, err := ChartPuller(cfg)
+	if err != nil {
+		return nil, err
+	}
 	rec := reconcile.New(settings, reconcile.Deps{
-		Source:   source,
+		Source: source,
+		Charts: func(ctx context.Context, set *objects.Set) map[string]manifest.PulledChart {
+			return PullCharts(ctx, set, puller)
+		},
 		OpenRepo: func(ctx context.Context) (*gitrepo.Repo, error) { return gitrepo.Open(ctx, gitOpts) },
 		Forge:    client,
 		Renderer: renderer,

@@ -69,6 +69,9 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	if hints.Release != nil {
 		return ix.locateRelease(w, hints)
 	}
+	if loc, ok := ix.locatePulledChart(w, hints); ok {
+		return loc
+	}
 	if hints.Helm != "" {
 		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Helm}}
 	}

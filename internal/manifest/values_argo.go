@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/strvals"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -39,7 +40,10 @@ type valuesSite struct {
 	// at is the source's place in the Application ("spec.sources[1]").
 	at       string
 	chartDir string
-	release  string
+	// chartArchive is a chart pulled from a chart repository, in place of
+	// chartDir.
+	chartArchive string
+	release      string
 	// namespace is the one the chart renders in.
 	namespace string
 	// key is the chart value, a map of pod annotations.
@@ -167,6 +171,14 @@ func (s *valuesSite) valuesIn(ix *Index, data []byte) (map[string]any, error) {
 	return ix.argoChartValues(s.chartDir, src.Helm)
 }
 
+// loadChart loads the site's chart, from the checkout or as pulled.
+func (s *valuesSite) loadChart(ix *Index) (*chart.Chart, error) {
+	if s.chartArchive != "" {
+		return loader.Load(s.chartArchive)
+	}
+	return loader.Load(ix.abs(s.chartDir))
+}
+
 // valuesEdit is one restart that goes in an Application source's values.
 type valuesEdit struct {
 	site *valuesSite
@@ -271,7 +283,7 @@ func (v *verifier) checkValues(edits []FileEdit, intended []intent, failed map[i
 // annotations, and nothing else of the render changes.
 func (v *verifier) compareValues(e FileEdit, in intent) error {
 	site := in.values
-	chrt, err := loader.Load(v.ix.abs(site.chartDir))
+	chrt, err := site.loadChart(v.ix)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,9 @@ type Options struct {
 	// value in spec.values where the chart has one (config helm.prefer:
 	// values), rather than through a post-renderer.
 	HelmValues bool
+	// Charts are the charts of chart repositories the cluster's Argo CD
+	// Applications name, pulled before the plan, by manifest.ChartKey.
+	Charts map[string]manifest.PulledChart
 	// Migrations move namespaces to another revision or tag; see
 	// internal/migrate.
 	Migrations []migrate.Policy
@@ -95,6 +98,9 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	if opts.HelmValues {
 		hints = preferValues(hints)
 	}
+	if len(opts.Charts) > 0 {
+		hints = withCharts(hints, opts.Charts)
+	}
 	// Where each moving namespace's label is written is settled before any
 	// restart is planned: the restarts are planned for the revision the
 	// namespace will have.
@@ -140,4 +146,9 @@ func preferValues(hints func(drift.Workload) manifest.Hints) func(drift.Workload
 		h.PreferValues = true
 		return h
 	}
+}
+
+// withCharts gives every workload's hints the pulled charts.
+func withCharts(hints func(drift.Workload) manifest.Hints, charts map[string]manifest.PulledChart) func(drift.Workload) manifest.Hints {
+	return func(w drift.Workload) manifest.Hints { return manifest.WithPulledCharts(hints(w), charts) }
 }

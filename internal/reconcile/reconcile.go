@@ -16,6 +16,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -53,6 +54,9 @@ type Deps struct {
 	Forge    *forge.Client
 	Renderer *dashboard.Renderer
 	Log      *slog.Logger
+	// Charts pulls the charts of chart repositories the cluster's Argo CD
+	// Applications name; nil pulls none.
+	Charts func(context.Context, *objects.Set) map[string]manifest.PulledChart
 	// Now is the clock; tests fix it.
 	Now func() time.Time
 }
@@ -149,6 +153,9 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	}
 	opts := r.settings.Plan
 	opts.RepoRoot = repo.Worktree()
+	if r.deps.Charts != nil {
+		opts.Charts = r.deps.Charts(ctx, set)
+	}
 	res, err := plan.Build(set, opts)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
