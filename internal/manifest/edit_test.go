@@ -78,6 +78,9 @@ type editCase struct {
 	// preferValues restarts workloads of HelmReleases through chart values
 	// (config helm.prefer: values).
 	preferValues bool
+	// charts are the charts of chart repositories the case's Applications
+	// name, by manifest.ChartKey, as directories of the case.
+	charts map[string]string
 }
 
 var editCases = []editCase{
@@ -476,6 +479,15 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// An Application naming a chart of a chart repository: the chart,
+		// pulled before the plan, is rendered from its copy.
+		repo: "argo-helm-pulled", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		charts: map[string]string{"https://stefanprodan.github.io/podinfo podinfo 6.7.0": "pulled/podinfo"},
+		workloads: []drift.Workload{
+			argoTracked(drifted("shop", "Deployment", "podinfo", istio125), "podinfo"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			drifted("vault", "Deployment", "good", istio125),
@@ -505,14 +517,26 @@ func (c editCase) hintsFunc(t *testing.T) func(drift.Workload) Hints {
 		urls = append(urls, c.repoURL)
 	}
 	hints := HintsFor(set, urls...)
-	if !c.preferValues {
-		return hints
+	pulled := map[string]PulledChart{}
+	for key, dir := range c.pulledCharts() {
+		pulled[key] = PulledChart{Archive: dir}
 	}
 	return func(w drift.Workload) Hints {
-		h := hints(w)
-		h.PreferValues = true
+		h := WithPulledCharts(hints(w), pulled)
+		h.PreferValues = c.preferValues
 		return h
 	}
+}
+
+// pulledCharts are the case's charts of chart repositories, as absolute
+// directories.
+func (c editCase) pulledCharts() map[string]string {
+	out := map[string]string{}
+	for key, dir := range c.charts {
+		abs, _ := filepath.Abs(filepath.Join(fixtures, c.repo, filepath.FromSlash(dir)))
+		out[key] = abs
+	}
+	return out
 }
 
 func (c editCase) plan() *drift.Plan {
@@ -635,6 +659,7 @@ func TestEditsApplyAndRender(t *testing.T) {
 					gitApply(t, after, UnifiedDiff(set.Namespaces[ns]))
 					checkApplied(t, editcheck.Check{
 						Before: fixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t), Argo: c.argoApplied(t),
+						Charts: c.pulledCharts(),
 					}, c.plan(), set.Namespaces[ns])
 				})
 			}

@@ -79,6 +79,9 @@ func SetChartValuesText(src []byte, doc int, m ValuesMap, valuePath []string, se
 	if err != nil {
 		return nil, false, err
 	}
+	if s.endsWithoutBreak(block.last) {
+		return nil, false, refuse(CodeUnsupported, "the file ends without a line break after %s", pathString(at))
+	}
 	edited, err := setInText(block.text(), valuePath, set)
 	if err != nil {
 		return nil, false, err
@@ -193,6 +196,11 @@ func (b *literalBlock) splice(edited, eol string) *splice {
 	}
 	if p == len(lines) && p == len(b.lines) {
 		return nil
+	}
+	// Lines added after the block's last one are written with it: the
+	// splice then starts on a line of the file, even at its end.
+	if p == len(b.lines) {
+		p--
 	}
 	q := 0
 	for q < len(lines)-p && q < len(b.lines)-p && lines[len(lines)-1-q] == b.lines[len(b.lines)-1-q] {

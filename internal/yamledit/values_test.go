@@ -77,6 +77,16 @@ func TestSetChartValuesText(t *testing.T) {
 			want: "kind: Application\r\nmetadata:\r\n  name: web\r\nspec:\r\n  source:\r\n    helm:\r\n      values: |-\r\n        web:\r\n          podAnnotations:\r\n            team: a\r\n            kedge.io/restart: \"abc\"\r\n        db: {}\r\n",
 		},
 		{
+			name: "a block that ends the file", path: []string{"podAnnotations"},
+			in:   appHead + "    helm:\n      values: |-\n        replicas: 2\n",
+			want: appHead + "    helm:\n      values: |-\n        replicas: 2\n        podAnnotations:\n          kedge.io/restart: \"abc\"\n",
+		},
+		{
+			name: "a block that ends the file without a line break", path: []string{"podAnnotations"},
+			in:      appHead + "    helm:\n      values: |-\n        replicas: 2",
+			wantErr: "without a line break",
+		},
+		{
 			name: "a folded block", path: []string{"podAnnotations"},
 			in:      appHead + "    helm:\n      values: >\n        replicas: 2\n",
 			wantErr: "not a literal block scalar",

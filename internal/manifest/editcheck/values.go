@@ -45,12 +45,12 @@ func (c Check) compareArgoValues(where string, b, a *unstructured.Unstructured, 
 		if reflect.DeepEqual(before[i], after[i]) {
 			continue
 		}
-		objsBefore, err := renderArgoChart(c.Before, a.GetName(), namespace, before[i])
+		objsBefore, err := renderArgoChart(c.Before, c.Charts, a.GetName(), namespace, before[i])
 		if err != nil {
 			problem("source %d does not render before the change: %v", i, err)
 			continue
 		}
-		objsAfter, err := renderArgoChart(c.After, a.GetName(), namespace, after[i])
+		objsAfter, err := renderArgoChart(c.After, c.Charts, a.GetName(), namespace, after[i])
 		if err != nil {
 			problem("source %d renders before the change, not after: %v", i, err)
 			continue
@@ -87,9 +87,12 @@ func withoutSourceValues(o *unstructured.Unstructured) map[string]any {
 // renderArgoChart renders the chart at a source's path in a checkout as
 // Argo CD's repo server does, objects without a namespace landing in the
 // destination's.
-func renderArgoChart(repo, app, namespace string, source map[string]any) ([]*unstructured.Unstructured, error) {
+func renderArgoChart(repo string, charts map[string]string, app, namespace string, source map[string]any) ([]*unstructured.Unstructured, error) {
 	var src struct {
-		Path string `json:"path"`
+		Path           string `json:"path"`
+		RepoURL        string `json:"repoURL"`
+		Chart          string `json:"chart"`
+		TargetRevision string `json:"targetRevision"`
 		Helm struct {
 			ReleaseName  string         `json:"releaseName"`
 			ValueFiles   []string       `json:"valueFiles"`
@@ -114,6 +117,12 @@ func renderArgoChart(repo, app, namespace string, source map[string]any) ([]*uns
 		return nil, err
 	}
 	dir := filepath.Join(top, filepath.FromSlash(strings.TrimPrefix(src.Path, "./")))
+	if src.Chart != "" {
+		var ok bool
+		if dir, ok = charts[src.RepoURL+" "+src.Chart+" "+src.TargetRevision]; !ok {
+			return nil, fmt.Errorf("no copy of chart %s %s from %s", src.Chart, src.TargetRevision, src.RepoURL)
+		}
+	}
 	chrt, err := loader.Load(dir)
 	if err != nil {
 		return nil, err
