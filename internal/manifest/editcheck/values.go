@@ -93,7 +93,7 @@ func renderArgoChart(repo string, charts map[string]string, app, namespace strin
 		RepoURL        string `json:"repoURL"`
 		Chart          string `json:"chart"`
 		TargetRevision string `json:"targetRevision"`
-		Helm struct {
+		Helm           struct {
 			ReleaseName  string         `json:"releaseName"`
 			ValueFiles   []string       `json:"valueFiles"`
 			Values       string         `json:"values"`
