@@ -294,6 +294,7 @@ func applicationHints(app *objects.Application, sameRepo func(string) bool) Hint
 	if len(h.Paths) > 0 {
 		if len(charts) > 0 {
 			h.Charts = via + " (chart " + strings.Join(charts, ", ") + ")"
+			h.ChartSources = chartSources(app)
 		}
 		return h
 	}

@@ -69,7 +69,7 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	if hints.Release != nil {
 		return ix.locateRelease(w, hints)
 	}
-	if loc, ok := ix.locatePulledChart(w, hints); ok {
+	if loc, ok := ix.locatePulledChart(w, hints); ok && hints.Helm != "" {
 		return loc
 	}
 	if hints.Helm != "" {
@@ -168,6 +168,11 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 }
 
 func (ix *Index) notFoundDetail(w drift.Workload, hints Hints) Location {
+	// A workload the Application's paths do not hold may come from its
+	// charts.
+	if loc, ok := ix.locatePulledChart(w, hints); ok {
+		return loc
+	}
 	if hints.Charts != "" {
 		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm,
 			Detail: fmt.Sprintf("%s; no %s %s/%s under %s", hints.Charts, w.Kind, w.Namespace, w.Name, strings.Join(hints.Paths, ", "))}}

@@ -6,6 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 const chartYAML = "apiVersion: v2\nname: app\nversion: 0.1.0\n"
@@ -86,4 +89,43 @@ func TestWithValueLeavesTheValuesAlone(t *testing.T) {
 
 func TestValuePathString(t *testing.T) {
 	assert.Equal(t, `web.podAnnotations.kedge\.io/restart`, valuePathString([]string{"web", "podAnnotations", "kedge.io/restart"}))
+}
+
+// TestChartSourceBesidePaths: a workload an Application's paths do not
+// hold is found in the pulled chart of its other source.
+func TestChartSourceBesidePaths(t *testing.T) {
+	app := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: shop\n  namespace: argocd\nspec:\n" +
+		"  destination:\n    namespace: shop\n  sources:\n    - repoURL: https://github.com/example-org/fleet\n      path: apps/web\n" +
+		"    - repoURL: https://charts.example.com\n      chart: app\n      targetRevision: 0.1.0\n"
+	repo := writeTree(t, map[string]string{
+		"argocd/shop.yaml":  app,
+		"apps/web/web.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers: []\n",
+	})
+	chartDir := writeTree(t, valueCharts["podAnnotations"])
+	ix, err := BuildIndex(repo, IndexOptions{})
+	require.NoError(t, err)
+	set := WithRepositoryApplications(&objects.Set{}, ix)
+	hints := HintsFor(set, "https://github.com/example-org/fleet")
+	key := ChartKey("https://charts.example.com", "app", "0.1.0")
+	tests := []struct {
+		name   string
+		pulled map[string]PulledChart
+		want   drift.Manifest
+	}{
+		{name: "pulled", pulled: map[string]PulledChart{key: {Archive: chartDir}},
+			want: drift.Manifest{Status: drift.ManifestFound, Path: "argocd/shop.yaml", Edit: drift.EditHelmValues,
+				Detail: "Argo CD Application argocd/shop (release shop, value podAnnotations)"}},
+		{name: "not pulled", pulled: map[string]PulledChart{key: {Error: "chart app 0.1.0 from https://charts.example.com: reading the repository's index: offline"}},
+			want: drift.Manifest{Status: drift.ManifestHelm,
+				Detail: "Argo CD Application argocd/shop renders chart app 0.1.0 from https://charts.example.com; chart app 0.1.0 from https://charts.example.com: reading the repository's index: offline"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := argoTracked(drifted("shop", "Deployment", "shop-web", istio125), "shop")
+			loc := ix.LocateOne(w, WithPulledCharts(hints(w), tt.pulled))
+			assert.Equal(t, tt.want, loc.Manifest)
+			web := argoTracked(drifted("shop", "Deployment", "web", istio125), "shop")
+			assert.Equal(t, drift.EditInPlace, ix.LocateOne(web, WithPulledCharts(hints(web), tt.pulled)).Manifest.Edit, "the path's own workload")
+		})
+	}
 }
