@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kedge-io/kedge/internal/assemble"
+	"github.com/kedge-io/kedge/internal/chartpull"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
@@ -64,8 +66,20 @@ func newPlanCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		opts := assemble.PlanOptions(cfg, repo)
+		if repo != "" {
+			// plan leaves nothing behind: the charts it pulls go in a
+			// directory removed when it ends.
+			charts, err := os.MkdirTemp("", "kedge-charts-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(charts)
+			puller := &chartpull.Puller{Dir: charts, Timeout: assemble.ChartPullTimeout}
+			opts.Charts = assemble.PullCharts(cmd.Context(), set, puller)
+		}
 		res, err := untilCancelled(cmd.Context(), func() (*plan.Result, error) {
-			return plan.Build(set, assemble.PlanOptions(cfg, repo))
+			return plan.Build(set, opts)
 		})
 		if err != nil {
 			return err

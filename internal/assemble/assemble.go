@@ -59,6 +59,7 @@ func PlanOptions(cfg *config.Config, repoRoot string) plan.Options {
 		RepoURLs:    RepoURLs(cfg),
 		Paths:       cfg.Repo.Paths,
 		Annotations: manifest.Annotations{Restart: cfg.Restart.Annotation, Target: cfg.Restart.TargetAnnotation},
+		HelmValues:  cfg.Helm.Prefer == config.HelmPreferValues,
 		Migrations:  MigrationPolicies(cfg),
 	}
 }
@@ -176,8 +177,15 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 		ResumeLabel:          cfg.Rollout.ResumeLabel,
 		DryRun:               opts.DryRun,
 	}
+	puller, err := ChartPuller(cfg)
+	if err != nil {
+		return nil, err
+	}
 	rec := reconcile.New(settings, reconcile.Deps{
-		Source:   source,
+		Source: source,
+		Charts: func(ctx context.Context, set *objects.Set) map[string]manifest.PulledChart {
+			return PullCharts(ctx, set, puller)
+		},
 		OpenRepo: func(ctx context.Context) (*gitrepo.Repo, error) { return gitrepo.Open(ctx, gitOpts) },
 		Forge:    client,
 		Renderer: renderer,

@@ -36,6 +36,7 @@ type Config struct {
 	GitHub     GitHubConfig     `mapstructure:"github"`
 	Source     SourceConfig     `mapstructure:"source"`
 	Restart    RestartConfig    `mapstructure:"restart"`
+	Helm       HelmConfig       `mapstructure:"helm"`
 	Namespaces NamespacesConfig `mapstructure:"namespaces"`
 	Workloads  WorkloadsConfig  `mapstructure:"workloads"`
 	Git        GitConfig        `mapstructure:"git"`
@@ -75,6 +76,21 @@ type RestartConfig struct {
 	Annotation       string `mapstructure:"annotation"`
 	TargetAnnotation string `mapstructure:"targetAnnotation"`
 }
+
+// HelmConfig says how a workload a Flux HelmRelease renders is restarted.
+type HelmConfig struct {
+	// Prefer is HelmPreferPostRenderer (a kustomize patch in the release's
+	// spec.postRenderers, which works for every chart) or HelmPreferValues
+	// (a chart value that reaches the pod template, in spec.values, when
+	// the chart is in the repository and has one).
+	Prefer string `mapstructure:"prefer"`
+}
+
+// The values of helm.prefer.
+const (
+	HelmPreferPostRenderer = "post-renderer"
+	HelmPreferValues       = "values"
+)
 
 type NamespacesConfig struct {
 	Include []string `mapstructure:"include"`
@@ -195,6 +211,7 @@ var defaults = map[string]any{
 	"source.kubeconfig":          "",
 	"restart.annotation":         "kedge.io/restartedAt",
 	"restart.targetAnnotation":   "kedge.io/restart-target",
+	"helm.prefer":                HelmPreferPostRenderer,
 	"namespaces.include":         []string{},
 	"namespaces.exclude":         []string{},
 	"workloads.kinds":            []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"},
@@ -380,6 +397,9 @@ func (c *Config) Validate(mode Mode) error {
 	}
 	if c.Restart.Annotation == c.Restart.TargetAnnotation {
 		return &Error{Key: "restart.targetAnnotation", Msg: "must differ from restart.annotation"}
+	}
+	if c.Helm.Prefer != HelmPreferPostRenderer && c.Helm.Prefer != HelmPreferValues {
+		return &Error{Key: "helm.prefer", Msg: fmt.Sprintf("%q is neither %s nor %s", c.Helm.Prefer, HelmPreferPostRenderer, HelmPreferValues)}
 	}
 	if _, err := c.Server.SlogLevel(); err != nil {
 		return err

@@ -51,6 +51,7 @@ func TestDefaults(t *testing.T) {
 	cfg, err := Load("", nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "kedge.io/restartedAt", cfg.Restart.Annotation)
+	assert.Equal(t, HelmPreferPostRenderer, cfg.Helm.Prefer)
 	assert.Equal(t, "https://api.github.com/", cfg.GitHub.APIURL)
 	assert.Equal(t, []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"}, cfg.Workloads.Kinds)
 	assert.Equal(t, 10*time.Second, cfg.Cycle.Debounce)
@@ -89,6 +90,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"bad kind", "workloads: {kinds: [Job]}\n", ModePlan, "workloads.kinds"},
 		{"bad glob", "namespaces: {include: ['[']}\n", ModePlan, "namespaces"},
 		{"same annotations", "restart: {annotation: a/b, targetAnnotation: a/b}\n", ModePlan, "restart.targetAnnotation"},
+		{"unknown helm preference", "helm: {prefer: chart}\n", ModePlan, "helm.prefer"},
 		{"bad annotation", "restart: {annotation: 'has space'}\n", ModePlan, "restart.annotation"},
 		{"missing cluster", "repo: {owner: o, name: n}\ngithub: {token: t}\n", ModeRun, "cluster"},
 		{"cluster not a branch part", "cluster: 'a b'\nrepo: {owner: o, name: n}\ngithub: {token: t}\n", ModeRun, "cluster"},

@@ -143,6 +143,7 @@ var editMeaning = map[string]string{
 	drift.EditOverlayPatch:     "patch in the namespace's overlay",
 	drift.EditAlreadyBumped:    "already bumped, waiting for the rollout",
 	drift.EditHelmPostRenderer: "post-renderer patch in its HelmRelease; helm-controller upgrades the release",
+	drift.EditHelmValues:       "chart value in its HelmRelease or Argo CD Application; helm-controller upgrades the release, Argo CD syncs the Application",
 }
 
 var fateMeaning = map[Fate]string{

@@ -73,5 +73,6 @@ func TestMeaningShowsUnknownCodes(t *testing.T) {
 	assert.Equal(t, "several files could define it", meaning(drift.ManifestAmbiguous))
 	assert.Equal(t, "patch in the namespace's overlay", meaning(drift.EditOverlayPatch))
 	assert.Equal(t, "post-renderer patch in its HelmRelease; helm-controller upgrades the release", meaning(drift.EditHelmPostRenderer))
+	assert.Equal(t, "chart value in its HelmRelease or Argo CD Application; helm-controller upgrades the release, Argo CD syncs the Application", meaning(drift.EditHelmValues))
 	assert.Equal(t, "brand-new", meaning(drift.Reason("brand-new")))
 }

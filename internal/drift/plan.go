@@ -47,6 +47,10 @@ const (
 	// spec.postRenderers (or an overlay's patch adding it there), which
 	// helm-controller applies to what the chart renders.
 	EditHelmPostRenderer = "helm-post-renderer"
+	// EditHelmValues is a chart value that reaches the workload's pod
+	// template annotations, set where the release's values are written (an
+	// Argo CD Application's helm source, a Flux HelmRelease's spec.values).
+	EditHelmValues = "helm-values"
 )
 
 // Plan is what kedge would do for one cluster. Its JSON form is a contract.

@@ -136,6 +136,9 @@ type pendingFile struct {
 	// argo are the patches that go in the Argo CD Applications of this
 	// file.
 	argo []argoEdit
+	// values are the chart values set in the Argo CD Applications of this
+	// file.
+	values []valuesEdit
 }
 
 // planned is one workload's restart, before it is written.
@@ -293,7 +296,12 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 			f.releases = append(f.releases, r)
 			continue
 		}
-		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, argo: loc.argo, hints: loc.hints})
+		intended = append(intended, intent{id: e.id, set: e.set, source: loc.Source, flux: loc.flux, argo: loc.argo, values: loc.values, hints: loc.hints})
+		if loc.values != nil {
+			f := add(loc.values.file())
+			f.values = append(f.values, valuesEdit{site: loc.values, edit: e})
+			continue
+		}
 		if loc.argo != nil {
 			f := add(loc.argo.manifest.File)
 			f.argo = append(f.argo, argoEdit{site: loc.argo, edit: e})
@@ -361,6 +369,9 @@ func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 	}
 	if f.patchRoot != "" {
 		return ix.applyPatchFile(f)
+	}
+	if len(f.values) > 0 {
+		return ix.applyValues(f)
 	}
 	if len(f.argo) > 0 {
 		return ix.applyArgoPatches(f)

@@ -75,6 +75,12 @@ type editCase struct {
 	// vars are the variables Flux substitutes in what the case's
 	// Kustomizations apply, values of Secrets included.
 	vars map[string]string
+	// preferValues restarts workloads of HelmReleases through chart values
+	// (config helm.prefer: values).
+	preferValues bool
+	// charts are the charts of chart repositories the case's Applications
+	// name, by manifest.ChartKey, as directories of the case.
+	charts map[string]string
 }
 
 var editCases = []editCase{
@@ -436,6 +442,52 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// Charts in the repository that Argo CD Applications render: the
+		// restart is a chart value found by rendering, set in the helm block.
+		repo: "argo-helm-values", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("shop", "Deployment", "shop-podinfo", istio125), "podinfo"),
+			argoTracked(drifted("labs", "Deployment", "podinfo-new", istio125), "podinfo-new"),
+			// Restarted before for an older target: updated in place.
+			argoTracked(drifted("legacy", "Deployment", "podinfo-old", istio125), "podinfo-old"),
+			// The chart writes its pod annotations itself: no value reaches them.
+			argoTracked(drifted("tools", "Deployment", "fixed", istio125), "fixed"),
+		},
+	},
+	{
+		// A chart whose components have their own podAnnotations: the
+		// value is the drifted component's, written where each Application
+		// writes its values (a values text, parameters, a second source).
+		repo: "argo-helm-components", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			argoTracked(drifted("web", "Deployment", "platform-web", istio125), "platform"),
+			argoTracked(drifted("jobs", "Deployment", "platform-jobs-worker", istio125), "platform-jobs"),
+			argoTracked(drifted("multi", "Deployment", "multi-web", istio125), "platform-multi"),
+			// The Application's kustomize source renders this one.
+			argoTracked(drifted("multi", "Deployment", "reporter", istio125), "platform-multi"),
+		},
+	},
+	{
+		// A team that prefers values: the release's chart is in the
+		// repository and its podAnnotations reaches the workload, so the
+		// restart goes in spec.values; a chart without such a value keeps
+		// the post-renderer.
+		repo: "helm-values", cluster: "clusters/prod", preferValues: true,
+		workloads: []drift.Workload{
+			helmRendered(drifted("podinfo", "Deployment", "podinfo", istio125), "podinfo", "podinfo"),
+			helmRendered(drifted("tools", "Deployment", "fixed", istio125), "tools", "fixed"),
+		},
+	},
+	{
+		// An Application naming a chart of a chart repository: the chart,
+		// pulled before the plan, is rendered from its copy.
+		repo: "argo-helm-pulled", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		charts: map[string]string{"https://stefanprodan.github.io/podinfo podinfo 6.7.0": "pulled/podinfo"},
+		workloads: []drift.Workload{
+			argoTracked(drifted("shop", "Deployment", "podinfo", istio125), "podinfo"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			drifted("vault", "Deployment", "good", istio125),
@@ -464,7 +516,27 @@ func (c editCase) hintsFunc(t *testing.T) func(drift.Workload) Hints {
 	if c.repoURL != "" {
 		urls = append(urls, c.repoURL)
 	}
-	return HintsFor(set, urls...)
+	hints := HintsFor(set, urls...)
+	pulled := map[string]PulledChart{}
+	for key, dir := range c.pulledCharts() {
+		pulled[key] = PulledChart{Archive: dir}
+	}
+	return func(w drift.Workload) Hints {
+		h := WithPulledCharts(hints(w), pulled)
+		h.PreferValues = c.preferValues
+		return h
+	}
+}
+
+// pulledCharts are the case's charts of chart repositories, as absolute
+// directories.
+func (c editCase) pulledCharts() map[string]string {
+	out := map[string]string{}
+	for key, dir := range c.charts {
+		abs, _ := filepath.Abs(filepath.Join(fixtures, c.repo, filepath.FromSlash(dir)))
+		out[key] = abs
+	}
+	return out
 }
 
 func (c editCase) plan() *drift.Plan {
@@ -587,6 +659,7 @@ func TestEditsApplyAndRender(t *testing.T) {
 					gitApply(t, after, UnifiedDiff(set.Namespaces[ns]))
 					checkApplied(t, editcheck.Check{
 						Before: fixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t), Argo: c.argoApplied(t),
+						Charts: c.pulledCharts(),
 					}, c.plan(), set.Namespaces[ns])
 				})
 			}

@@ -96,7 +96,15 @@ func (ix *Index) locateRelease(w drift.Workload, hints Hints) Location {
 		loc.Manifest.Detail = found.Manifest.Detail
 		return loc
 	}
-	if r := ix.releaseIn(found.Root, found.Source); r != nil {
+	r := ix.releaseIn(found.Root, found.Source)
+	// A post-renderer patch kedge wrote before for the workload would be
+	// applied after the values, and undo a later restart through them.
+	if hints.PreferValues && (r == nil || r.Restarts[w.Kind+"/"+w.Name] == nil) && len(ix.includedBy[found.Root]) == 0 {
+		if byValue, ok := ix.releaseValues(w, loc); ok {
+			return byValue
+		}
+	}
+	if r != nil {
 		loc.TemplateAnnotations = r.Restarts[w.Kind+"/"+w.Name]
 		rel.postRenderers = r.PostRenderers
 		if r.Restarts != nil {

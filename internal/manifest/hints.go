@@ -35,6 +35,14 @@ type Hints struct {
 	// Release is the Flux HelmRelease that renders the workload; its file
 	// gets the restart as a post-renderer patch.
 	Release *ReleaseRef
+	// ChartSources are the sources of an Argo CD Application that name a
+	// chart of a chart repository (chart:), with the chart when it was
+	// pulled.
+	ChartSources []ChartSource
+	// PreferValues restarts a workload of a Flux HelmRelease through a
+	// chart value in its spec.values when its chart has one, rather than
+	// through a post-renderer.
+	PreferValues bool
 	// Charts is set when the tracking object renders Helm charts besides
 	// the Paths (an Argo CD Application with several sources): a workload
 	// not found under the paths comes from a chart.
@@ -286,11 +294,12 @@ func applicationHints(app *objects.Application, sameRepo func(string) bool) Hint
 	if len(h.Paths) > 0 {
 		if len(charts) > 0 {
 			h.Charts = via + " (chart " + strings.Join(charts, ", ") + ")"
+			h.ChartSources = chartSources(app)
 		}
 		return h
 	}
 	if len(charts) > 0 {
-		return Hints{Helm: via + " (chart " + strings.Join(charts, ", ") + ")", Via: via}
+		return Hints{Helm: via + " (chart " + strings.Join(charts, ", ") + ")", Via: via, ChartSources: chartSources(app)}
 	}
 	if len(others) > 0 {
 		h.OtherRepo = others[0]

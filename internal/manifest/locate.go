@@ -2,8 +2,6 @@ package manifest
 
 import (
 	"fmt"
-	"os"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -34,6 +32,9 @@ type Location struct {
 	// argo is set for an overlay-patch edit that goes in an Argo CD
 	// Application source's kustomize.patches (Root is then empty).
 	argo *argoSite
+	// values is set for a workload restarted through a chart value in an
+	// Argo CD Application.
+	values *valuesSite
 }
 
 // Locations are where the workloads of a plan are defined, by workload.
@@ -68,6 +69,9 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	if hints.Release != nil {
 		return ix.locateRelease(w, hints)
 	}
+	if loc, ok := ix.locatePulledChart(w, hints); ok && hints.Helm != "" {
+		return loc
+	}
 	if hints.Helm != "" {
 		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Helm}}
 	}
@@ -77,8 +81,13 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 	}
 	for _, p := range hints.Paths {
 		// Argo CD renders a directory holding a chart with Helm.
-		if _, err := os.Stat(ix.abs(path.Join(p, "Chart.yaml"))); err == nil {
-			return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Via + " renders the chart in " + p}}
+		if !ix.chartIn(p) {
+			continue
+		}
+		// A chart that does not render the workload leaves it to the
+		// Application's other sources.
+		if loc, renders := ix.locateChart(w, hints, p); renders {
+			return loc
 		}
 	}
 
@@ -159,6 +168,11 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 }
 
 func (ix *Index) notFoundDetail(w drift.Workload, hints Hints) Location {
+	// A workload the Application's paths do not hold may come from its
+	// charts.
+	if loc, ok := ix.locatePulledChart(w, hints); ok {
+		return loc
+	}
 	if hints.Charts != "" {
 		return Location{Manifest: drift.Manifest{Status: drift.ManifestHelm,
 			Detail: fmt.Sprintf("%s; no %s %s/%s under %s", hints.Charts, w.Kind, w.Namespace, w.Name, strings.Join(hints.Paths, ", "))}}

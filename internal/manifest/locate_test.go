@@ -342,7 +342,9 @@ func TestHintsFor(t *testing.T) {
 		{
 			name: "Argo CD chart source",
 			w:    w(map[string]string{"app.kubernetes.io/instance": "redis"}, nil),
-			want: Hints{Helm: "Argo CD Application argocd/redis (chart redis)", Via: "Argo CD Application argocd/redis"},
+			want: Hints{Helm: "Argo CD Application argocd/redis (chart redis)", Via: "Argo CD Application argocd/redis",
+				ChartSources: []ChartSource{{Source: ArgoSourceRef{Namespace: "argocd", Name: "redis", At: "spec.source"},
+					RepoURL: "https://charts.bitnami.com/bitnami", Chart: "redis", Version: "19.0.0"}}},
 		},
 		{
 			name: "instance label of a Helm release without an Application",

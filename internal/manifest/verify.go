@@ -157,6 +157,9 @@ type intent struct {
 	flux *fluxSite
 	// argo is set when the restart is a patch in an Argo CD Application.
 	argo *argoSite
+	// values is set when the restart is a chart value in an Argo CD
+	// Application.
+	values *valuesSite
 	// hints are those the workload was located with.
 	hints Hints
 	// release is set for a HelmRelease: the annotations kedge's
@@ -215,6 +218,7 @@ func (v *verifier) check(edits []FileEdit, intended []intent) ([]FileEdit, []Ref
 	}
 	v.checkFlux(edits, intended, failed)
 	v.checkArgo(edits, intended, failed)
+	v.checkValues(edits, intended, failed)
 	if len(failed) == 0 {
 		return edits, nil, overridden
 	}
@@ -295,7 +299,7 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]intent) 
 			if err != nil {
 				return err
 			}
-			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) && !argoPatchesOnly(b.json, a.body) {
+			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) && !argoPatchesOnly(b.json, a.body) && !argoValuesOnly(b.json, a.body) && !releaseValuesOnly(b.json, a.body) {
 				return fmt.Errorf("%s changes beyond the restart annotations", a.id)
 			}
 			continue

@@ -87,6 +87,27 @@ type ApplicationSource struct {
 	// Kustomize configures a kustomize source; set, it makes the source
 	// one even without a kustomization file.
 	Kustomize *ApplicationSourceKustomize `json:"kustomize,omitempty"`
+	// Helm configures a Helm source: the chart in Path, or Chart.
+	Helm *ApplicationSourceHelm `json:"helm,omitempty"`
+}
+
+// ApplicationSourceHelm is what Argo CD passes to Helm when it renders a
+// chart (https://argo-cd.readthedocs.io/en/stable/user-guide/helm/).
+type ApplicationSourceHelm struct {
+	ReleaseName string   `json:"releaseName,omitempty"`
+	ValueFiles  []string `json:"valueFiles,omitempty"`
+	// Values is a YAML document in a string; ValuesObject, when set, is
+	// used in its place.
+	Values       string          `json:"values,omitempty"`
+	ValuesObject map[string]any  `json:"valuesObject,omitempty"`
+	Parameters   []HelmParameter `json:"parameters,omitempty"`
+}
+
+// HelmParameter is one --set (or --set-string) of an Argo CD Helm source.
+type HelmParameter struct {
+	Name        string `json:"name,omitempty"`
+	Value       string `json:"value,omitempty"`
+	ForceString bool   `json:"forceString,omitempty"`
 }
 
 // ApplicationDestination is where an Application deploys.

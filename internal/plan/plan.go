@@ -39,6 +39,13 @@ type Options struct {
 	// one.
 	Index       *manifest.Index
 	Annotations manifest.Annotations
+	// HelmValues restarts workloads of Flux HelmReleases through a chart
+	// value in spec.values where the chart has one (config helm.prefer:
+	// values), rather than through a post-renderer.
+	HelmValues bool
+	// Charts are the charts of chart repositories the cluster's Argo CD
+	// Applications name, pulled before the plan, by manifest.ChartKey.
+	Charts map[string]manifest.PulledChart
 	// Migrations move namespaces to another revision or tag; see
 	// internal/migrate.
 	Migrations []migrate.Policy
@@ -95,6 +102,12 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	// Without the cluster's Applications, those written in the repository
 	// say what Argo CD applies.
 	hints := manifest.HintsFor(manifest.WithRepositoryApplications(set, index), opts.RepoURLs...)
+	if opts.HelmValues {
+		hints = preferValues(hints)
+	}
+	if len(opts.Charts) > 0 {
+		hints = withCharts(hints, opts.Charts)
+	}
 	// Where each moving namespace's label is written is settled before any
 	// restart is planned: the restarts are planned for the revision the
 	// namespace will have.
@@ -130,4 +143,19 @@ func selectMigrations(set *objects.Set, model *mesh.Model, opts Options) ([]drif
 // from.
 func namespaceHints(set *objects.Set, hints func(drift.Workload) manifest.Hints) func(string) manifest.Hints {
 	return func(namespace string) manifest.Hints { return hints(migrate.NamespaceAsWorkload(set, namespace)) }
+}
+
+// preferValues makes every workload's hints ask for chart values over
+// post-renderers.
+func preferValues(hints func(drift.Workload) manifest.Hints) func(drift.Workload) manifest.Hints {
+	return func(w drift.Workload) manifest.Hints {
+		h := hints(w)
+		h.PreferValues = true
+		return h
+	}
+}
+
+// withCharts gives every workload's hints the pulled charts.
+func withCharts(hints func(drift.Workload) manifest.Hints, charts map[string]manifest.PulledChart) func(drift.Workload) manifest.Hints {
+	return func(w drift.Workload) manifest.Hints { return manifest.WithPulledCharts(hints(w), charts) }
 }

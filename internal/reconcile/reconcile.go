@@ -60,6 +60,9 @@ type Deps struct {
 	Forge    *forge.Client
 	Renderer *dashboard.Renderer
 	Log      *slog.Logger
+	// Charts pulls the charts of chart repositories the cluster's Argo CD
+	// Applications name; nil pulls none.
+	Charts func(context.Context, *objects.Set) map[string]manifest.PulledChart
 	// Now is the clock; tests fix it.
 	Now func() time.Time
 }
@@ -185,6 +188,9 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	var indexed IndexUpdate
 	if opts.Index, indexed, err = r.index(repo); err != nil {
 		return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
+	}
+	if r.deps.Charts != nil {
+		opts.Charts = r.deps.Charts(ctx, set)
 	}
 	res, err := plan.Build(set, opts)
 	if err != nil {

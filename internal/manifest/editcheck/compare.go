@@ -51,6 +51,9 @@ type Check struct {
 	// Argo maps repo-relative directories to how an Argo CD Application's
 	// kustomize block renames what they render.
 	Argo map[string]ArgoApply
+	// Charts maps a chart of a chart repository, "<repoURL> <chart>
+	// <version>" as an Argo CD source names it, to a copy of it on disk.
+	Charts map[string]string
 }
 
 // Result is what comparing a checkout before and after a patch found.
@@ -136,7 +139,9 @@ func (c Check) compare(where string, before, after []*unstructured.Unstructured,
 			continue
 		}
 		if isArgoApplication(a) {
-			c.compareArgo(where, b, a, res)
+			if !c.compareArgoValues(where, b, a, res) {
+				c.compareArgo(where, b, a, res)
+			}
 			continue
 		}
 		r := c.restartOn(a)

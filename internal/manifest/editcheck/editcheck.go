@@ -60,7 +60,7 @@ func PatchLineViolations(patch string, rules Rules) []string {
 	file := ""
 	var removed, added []string
 	flush := func() {
-		if len(removed) == 0 && isFluxRestartEntry(added, rules.AnnotationKeys) || rules.releaseBlock(file, added) {
+		if len(removed) == 0 && (isFluxRestartEntry(added, rules.AnnotationKeys) || isValuesChain(added, rules.AnnotationKeys) || isParameterEntries(added, rules.AnnotationKeys)) || rules.releaseBlock(file, added) {
 			added = nil
 		}
 		for _, r := range removed {

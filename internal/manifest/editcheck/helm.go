@@ -40,11 +40,16 @@ func (c Check) compareRelease(where string, before, after *unstructured.Unstruct
 	problem := func(format string, args ...any) {
 		res.Problems = append(res.Problems, where+": "+fmt.Sprintf(format, args...))
 	}
-	if !reflect.DeepEqual(withoutSpec(before, "postRenderers"), withoutSpec(after, "postRenderers")) {
+	valuesOnly := changedInValuesOnly(before, after)
+	if !valuesOnly && !reflect.DeepEqual(withoutSpec(before, "postRenderers"), withoutSpec(after, "postRenderers")) {
 		problem("%s changed beyond its post-renderers", name(after))
 		return
 	}
 	b, err := installed(c.Before, before)
+	if errors.Is(err, errChartElsewhere) && valuesOnly {
+		problem("%s: its values changed and its chart is not in the repository to render", name(after))
+		return
+	}
 	if errors.Is(err, errChartElsewhere) {
 		c.comparePostRenderers(where, before, after, deployed, res)
 		return
