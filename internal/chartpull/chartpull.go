@@ -1,5 +1,5 @@
 // Package chartpull fetches Helm charts from HTTP chart repositories (an
-// index.yaml and the packaged charts it lists) into a cache directory
+// index.yaml and the packaged charts it lists) and from OCI registries into a cache directory
 // outside the GitOps checkout, so that the pure parts of kedge can render
 // them as files. Every request has a deadline; a repository that cannot be
 // reached, or whose index or chart is broken, is an error naming it, never
@@ -59,8 +59,11 @@ func (r Ref) String() string {
 // Pull returns the path of the chart's archive in the cache, fetching the
 // repository's index and the archive when the version is not there yet.
 func (p *Puller) Pull(ctx context.Context, ref Ref) (string, error) {
+	if isOCI(ref.RepoURL) {
+		return p.pullOCI(ctx, ref)
+	}
 	if u, err := url.Parse(ref.RepoURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("%s: only http and https chart repositories are read", ref)
+		return "", fmt.Errorf("%s: only http, https and OCI chart repositories are read", ref)
 	}
 	dir := filepath.Join(p.Dir, repoKey(ref.RepoURL))
 	if exact := filepath.Join(dir, archiveName(ref.Chart, ref.Version)); isExactVersion(ref.Version) && fileExists(exact) {

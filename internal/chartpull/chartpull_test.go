@@ -144,7 +144,7 @@ func TestPullReports(t *testing.T) {
 				return srv.URL + "/repo"
 			},
 		},
-		{name: "not an HTTP repository", version: "6.7.0", wantErr: "only http and https", serve: func(*testing.T) string { return "oci://registry/charts" }},
+		{name: "neither HTTP nor OCI", version: "6.7.0", wantErr: "only http, https and OCI", serve: func(*testing.T) string { return "s3://bucket/charts" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

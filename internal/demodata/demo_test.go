@@ -111,6 +111,8 @@ func decodeSet(t *testing.T, objs []object) objects.Set {
 			decodeInto(t, &s.Kustomizations, o, false)
 		case "GitRepository":
 			decodeInto(t, &s.GitRepositories, o, false)
+		case "Application":
+			decodeInto(t, &s.Applications, o, false)
 		default:
 			t.Errorf("snapshot holds kind %v, which kedge does not read", o["kind"])
 		}
@@ -122,13 +124,15 @@ func TestSnapshotDecodesIntoTheObjectSet(t *testing.T) {
 	s := decodeSet(t, readSnapshot(t))
 
 	owners := len(s.Deployments) + len(s.StatefulSets) + len(s.DaemonSets) + len(s.Rollouts) + len(s.CronJobs)
-	assert.Equal(t, 13, len(s.Namespaces), "namespaces")
-	assert.Equal(t, 29, owners, "top-level workloads")
+	assert.Equal(t, 14, len(s.Namespaces), "namespaces")
+	assert.Equal(t, 30, owners, "top-level workloads")
 	assert.Equal(t, 3, len(s.MutatingWebhookConfigurations), "injector webhooks")
 	assert.Equal(t, 9, len(s.Kustomizations), "Flux Kustomizations")
 	require.Len(t, s.GitRepositories, 1)
 	assert.Equal(t, "https://github.com/example-org/gitops", s.GitRepositories[0].Spec.URL)
 	assert.Equal(t, "main", s.GitRepositories[0].Spec.Ref.Branch)
+	require.Len(t, s.Applications, 1, "Argo CD Applications")
+	assert.Equal(t, "https://github.com/example-org/gitops", s.Applications[0].Spec.Source.RepoURL)
 }
 
 // podIndex resolves pods to their top-level owner through owner uids, as
@@ -463,6 +467,18 @@ func TestExpectedManifestsMatchTheRepository(t *testing.T) {
 					nestedString(o, "metadata", "labels", "helm.toolkit.fluxcd.io/name")
 				require.Contains(t, origin, release, "its HelmRelease is rendered from the repository")
 				assert.Equal(t, origin[release], w.Manifest.Path)
+			case w.Manifest.Edit == drift.EditHelmValues:
+				// Rendered by Argo CD from a chart: the file is the
+				// Application the tracking id names.
+				assert.False(t, inGit, "not applied by Flux")
+				trackingID := nestedString(o, "metadata", "annotations", "argocd.argoproj.io/tracking-id")
+				app, _, ok := strings.Cut(trackingID, ":")
+				require.True(t, ok, "Argo CD's tracking id %q", trackingID)
+				assert.Equal(t, path.Join(argoApplicationsDir, app+".yaml"), w.Manifest.Path)
+				appObj := findObject(objs, "argocd", "Application", app)
+				require.NotNil(t, appObj, "the Application is in the snapshot")
+				assert.Equal(t, w.Namespace, nestedString(appObj, "spec", "destination", "namespace"))
+				assert.FileExists(t, filepath.Join(demoDir, "gitops", nestedString(appObj, "spec", "source", "path"), "Chart.yaml"))
 			case w.Manifest.Status == drift.ManifestFound:
 				require.True(t, inGit, "rendered from the repository")
 				assert.Equal(t, file, w.Manifest.Path)

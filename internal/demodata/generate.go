@@ -14,7 +14,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -61,7 +63,7 @@ func Generate(gitopsDir string) (map[string][]byte, error) {
 		return nil, err
 	}
 	workloads = append(workloads, extra...)
-	for _, ns := range []string{"default", "kube-node-lease", "kube-public", "kube-system", "flux-system"} {
+	for _, ns := range []string{"default", "kube-node-lease", "kube-public", "kube-system", "flux-system", "argocd"} {
 		c.addNamespace(object{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
 	}
 	used := map[string]bool{}
@@ -82,6 +84,9 @@ func Generate(gitopsDir string) (map[string][]byte, error) {
 		}
 	}
 	if err := c.addFlux(kustomizations); err != nil {
+		return nil, err
+	}
+	if err := c.addArgoApplications(gitopsDir); err != nil {
 		return nil, err
 	}
 	return c.files()
@@ -757,6 +762,40 @@ func (c *cluster) addFlux(kustomizations []*fluxKustomization) error {
 			"lastAttemptedRevision": gitRevision,
 			"observedGeneration":    int64(1),
 		}))
+	}
+	return nil
+}
+
+// argoApplicationsDir holds the Argo CD Applications of the repository;
+// Argo CD, installed next to Flux, has them all synced.
+const argoApplicationsDir = "argocd"
+
+// addArgoApplications stores the Applications as the API server holds them,
+// synced and healthy at the repository's revision.
+func (c *cluster) addArgoApplications(gitopsDir string) error {
+	files, err := filepath.Glob(filepath.Join(gitopsDir, argoApplicationsDir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	created := namespaceCreated["argocd"].Add(2 * time.Minute)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var app object
+		if err := yaml.Unmarshal(data, &app); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		meta := objectMeta("Application", "argocd", nestedString(app, "metadata", "name"), created, 1)
+		md := nestedMap(app, "metadata")
+		md["uid"], md["resourceVersion"], md["generation"] = string(meta.UID), meta.ResourceVersion, meta.Generation
+		md["creationTimestamp"] = created.Format(time.RFC3339)
+		app["status"] = map[string]any{
+			"sync":   map[string]any{"status": "Synced", "revision": strings.TrimPrefix(gitRevision, "main@sha1:")},
+			"health": map[string]any{"status": "Healthy"},
+		}
+		c.add("argocd", "applications", app)
 	}
 	return nil
 }

@@ -181,6 +181,11 @@ var stories = map[string]story{
 			podPlan{Started: mustTime("2025-02-19T04:13:14Z"), Sidecar: defaultBeforeUpgrade},
 		),
 	},
+	// Synced by Argo CD from a chart; its pods predate the upgrade.
+	"orders/Deployment/orders-notifications": {
+		Created: mustTime("2024-10-14T11:20:37Z"), Revision: 4,
+		Templates: current(pods(2, "2025-02-21T08:55:02Z", defaultBeforeUpgrade)...),
+	},
 	"orders/Job/db-migrate-20250303": {
 		Created: mustTime("2025-03-03T07:00:01Z"),
 		Templates: current(podPlan{
@@ -245,6 +250,7 @@ var namespaceCreated = map[string]time.Time{
 	"kube-public":     mustTime("2024-06-10T07:58:02Z"),
 	"kube-system":     mustTime("2024-06-10T07:58:02Z"),
 	"flux-system":     mustTime("2024-06-11T16:20:48Z"),
+	"argocd":          mustTime("2024-10-14T10:02:19Z"),
 	"istio-system":    mustTime("2024-06-12T09:10:03Z"),
 	"istio-ingress":   mustTime("2024-06-12T09:10:03Z"),
 	"orders":          mustTime("2024-06-20T09:12:40Z"),

@@ -80,8 +80,10 @@ func (ix *Index) locate(w drift.Workload, hints Hints) Location {
 			Detail: fmt.Sprintf("%s applies it from %s, not this repository", hints.Via, hints.OtherRepo)}}
 	}
 	for _, p := range hints.Paths {
-		// Argo CD renders a directory holding a chart with Helm.
-		if !ix.chartIn(p) {
+		// Argo CD renders a directory holding a chart with Helm. A
+		// HelmRelease is searched for in every applied path, and a chart
+		// an Application renders there is the source of other workloads.
+		if !ix.chartIn(p) || isHelmReleaseKind(w.APIVersion, w.Kind) {
 			continue
 		}
 		// A chart that does not render the workload leaves it to the

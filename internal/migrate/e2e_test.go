@@ -72,7 +72,7 @@ func TestDemoPlanShowsMigrations(t *testing.T) {
 	// istio-injection=enabled wins over istio.io/rev: it is taken off in
 	// the same edit of the Namespace document.
 	for ns, workloads := range map[string][]drift.MigrationWorkload{
-		"orders":  {{Kind: "Deployment", Name: "orders-worker"}, {Kind: "StatefulSet", Name: "orders-db"}},
+		"orders":  {{Kind: "Deployment", Name: "orders-notifications"}, {Kind: "Deployment", Name: "orders-worker"}, {Kind: "StatefulSet", Name: "orders-db"}},
 		"catalog": {{Kind: "Deployment", Name: "catalog-api"}, {Kind: "Deployment", Name: "catalog-image-resizer"}},
 	} {
 		m := byNamespace[ns]

@@ -75,7 +75,8 @@ func (w *world) change(edit func(set *objects.Set)) {
 }
 
 // applyFrom makes the named Flux Kustomizations apply from another
-// repository than the one kedge is configured for; none named: all of them.
+// repository than the one kedge is configured for; none named: all of them,
+// and every Argo CD Application's sources too.
 func applyFrom(url string, kustomizations ...string) func(*objects.Set) {
 	return func(set *objects.Set) {
 		set.GitRepositories = append(set.GitRepositories, objects.GitRepository{
@@ -85,6 +86,11 @@ func applyFrom(url string, kustomizations ...string) func(*objects.Set) {
 		for i := range set.Kustomizations {
 			if len(kustomizations) == 0 || slices.Contains(kustomizations, set.Kustomizations[i].Name) {
 				set.Kustomizations[i].Spec.SourceRef.Name = "platform"
+			}
+		}
+		for i := range set.Applications {
+			if src := set.Applications[i].Spec.Source; len(kustomizations) == 0 && src != nil {
+				src.RepoURL = url
 			}
 		}
 	}
@@ -118,8 +124,8 @@ func TestRepositoryMismatchIsLoud(t *testing.T) {
 		kustomizations []string
 		namespaces     func(t *testing.T, w *world) []string
 	}{
-		{"two namespaces applied from another repository", []string{"orders", "search"},
-			func(*testing.T, *world) []string { return []string{"orders", "search"} }},
+		{"two namespaces applied from another repository", []string{"analytics", "search"},
+			func(*testing.T, *world) []string { return []string{"analytics", "search"} }},
 		{"the whole cluster applied from another repository", nil, fluxNamespaces},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,183 @@
+package chartpull
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// The media types Helm gives a chart pushed to an OCI registry
+// (helm.sh/docs/topics/registries). The legacy layer type is still read by
+// Helm, so charts pushed by old clients are pulled as Helm pulls them.
+const (
+	helmConfigMediaType       = "application/vnd.cncf.helm.config.v1+json"
+	helmChartLayerMediaType   = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	legacyChartLayerMediaType = "application/tar+gzip"
+)
+
+// isOCI reports whether a repository URL names an OCI registry: Flux's
+// HelmRepository of type oci writes oci://, Argo CD's Helm sources name an
+// OCI repository by host and path without a scheme.
+func isOCI(repoURL string) bool {
+	return strings.HasPrefix(repoURL, "oci://") || !strings.Contains(repoURL, "://")
+}
+
+// ociRepository is the chart's repository in the registry: the URL's host
+// and path followed by the chart's name, as `helm pull oci://…/<chart>`.
+func ociRepository(ref Ref) string {
+	base := strings.TrimSuffix(strings.TrimPrefix(ref.RepoURL, "oci://"), "/")
+	return base + "/" + ref.Chart
+}
+
+// pullOCI fetches the chart layer of the manifest tagged with the version.
+// A range is resolved against the repository's tags as Helm, Flux and Argo
+// CD do; an exact version already in the cache needs no registry at all.
+func (p *Puller) pullOCI(ctx context.Context, ref Ref) (string, error) {
+	dir := filepath.Join(p.Dir, repoKey(ociRepository(ref)))
+	if exact := filepath.Join(dir, archiveName(ref.Chart, ref.Version)); isExactVersion(ref.Version) && fileExists(exact) {
+		return exact, nil
+	}
+	repo, err := name.NewRepository(ociRepository(ref))
+	if err != nil {
+		return "", fmt.Errorf("%s: not an OCI repository: %w", ref, err)
+	}
+	ctx, cancel := p.withTimeout(ctx)
+	defer cancel()
+	opts := []remote.Option{remote.WithContext(ctx)}
+	if p.Client != nil && p.Client.Transport != nil {
+		opts = append(opts, remote.WithTransport(p.Client.Transport))
+	}
+	version := ref.Version
+	if !isExactVersion(version) {
+		if version, err = newestTag(repo, ref.Version, opts); err != nil {
+			return "", fmt.Errorf("%s: %w", ref, err)
+		}
+	}
+	target := filepath.Join(dir, archiveName(ref.Chart, version))
+	if fileExists(target) {
+		return target, nil
+	}
+	data, err := chartLayer(repo.Tag(ociTag(version)), opts)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", ref, err)
+	}
+	if err := writeAtomically(target, data); err != nil {
+		return "", err
+	}
+	return target, nil
+}
+
+// ociTag is the tag Helm pushes a version under: OCI tags cannot hold the
+// `+` of semver build metadata, so Helm writes `_` instead.
+func ociTag(version string) string {
+	return strings.ReplaceAll(version, "+", "_")
+}
+
+// newestTag lists the repository's tags and picks the highest version that
+// satisfies the constraint (empty: the latest stable one).
+func newestTag(repo name.Repository, constraint string, opts []remote.Option) (string, error) {
+	if constraint == "" {
+		constraint = "*"
+	}
+	c, err := semver.NewConstraint(constraint)
+	if err != nil {
+		return "", fmt.Errorf("version %q: %w", constraint, err)
+	}
+	tags, err := remote.List(repo, opts...)
+	if err != nil {
+		return "", fmt.Errorf("listing the tags of %s: %w", repo, err)
+	}
+	var best *semver.Version
+	for _, tag := range tags {
+		v, err := semver.StrictNewVersion(strings.ReplaceAll(tag, "_", "+"))
+		if err != nil || !c.Check(v) {
+			continue
+		}
+		if best == nil || v.GreaterThan(best) {
+			best = v
+		}
+	}
+	if best == nil {
+		return "", fmt.Errorf("%s has no tag matching %q", repo, constraint)
+	}
+	return best.Original(), nil
+}
+
+// chartLayer reads the manifest at the tag and returns its chart archive,
+// refusing an artifact that is not a Helm chart.
+func chartLayer(tag name.Tag, opts []remote.Option) ([]byte, error) {
+	desc, err := remote.Get(tag, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", tag, err)
+	}
+	if desc.MediaType != types.OCIManifestSchema1 {
+		return nil, fmt.Errorf("%s is a %s, not an OCI manifest of a Helm chart", tag, desc.MediaType)
+	}
+	img, err := desc.Image()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", tag, err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", tag, err)
+	}
+	if m.Config.MediaType != helmConfigMediaType {
+		return nil, fmt.Errorf("%s has config media type %q, not a Helm chart's %q", tag, m.Config.MediaType, helmConfigMediaType)
+	}
+	layer, err := chartLayerDescriptor(m)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tag, err)
+	}
+	if layer.Size > maxBytes {
+		return nil, fmt.Errorf("%s: the chart layer is larger than %d bytes", tag, maxBytes)
+	}
+	blob, err := img.LayerByDigest(layer.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tag, err)
+	}
+	rc, err := blob.Compressed()
+	if err != nil {
+		return nil, fmt.Errorf("fetching the chart layer of %s: %w", tag, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("fetching the chart layer of %s: %w", tag, err)
+	}
+	return data, nil
+}
+
+func chartLayerDescriptor(m *v1.Manifest) (v1.Descriptor, error) {
+	for _, l := range m.Layers {
+		if l.MediaType == helmChartLayerMediaType || l.MediaType == legacyChartLayerMediaType {
+			return l, nil
+		}
+	}
+	var got []string
+	for _, l := range m.Layers {
+		got = append(got, string(l.MediaType))
+	}
+	return v1.Descriptor{}, fmt.Errorf("no layer of media type %q (layers: %s)", helmChartLayerMediaType, strings.Join(got, ", "))
+}
+
+// withTimeout bounds a whole OCI pull by the client's timeout, else the
+// puller's: the registry's token, tag, manifest and blob requests share one
+// deadline, as an HTTP repository's index and archive each get one.
+func (p *Puller) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := p.Timeout
+	if p.Client != nil && p.Client.Timeout > 0 {
+		timeout = p.Client.Timeout
+	}
+	if timeout > 0 {
+		return context.WithTimeout(ctx, timeout)
+	}
+	return ctx, func() {}
+}
