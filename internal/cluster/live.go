@@ -82,6 +82,7 @@ var customResources = []customResource{
 	{group: "argoproj.io", resource: "applications", kind: "Application"},
 	{group: "kustomize.toolkit.fluxcd.io", resource: "kustomizations", kind: "Kustomization"},
 	{group: "source.toolkit.fluxcd.io", resource: "gitrepositories", kind: "GitRepository"},
+	{group: "source.toolkit.fluxcd.io", resource: "helmrepositories", kind: "HelmRepository"},
 	{group: "networking.istio.io", resource: "proxyconfigs", kind: kindProxyConfig},
 	{group: "security.istio.io", resource: "authorizationpolicies", kind: kindAuthorizationPolicy},
 	{group: "gateway.networking.k8s.io", resource: "gateways", kind: kindGateway},
@@ -322,6 +323,7 @@ func (l *Live) Set() *objects.Set {
 	set.Applications = copyCustom[objects.Application](custom["Application"])
 	set.Kustomizations = copyCustom[objects.Kustomization](custom["Kustomization"])
 	set.GitRepositories = copyCustom[objects.GitRepository](custom["GitRepository"])
+	set.HelmRepositories = copyCustom[objects.HelmRepository](custom["HelmRepository"])
 	set.ProxyConfigs = copyCustom[objects.ProxyConfig](custom[kindProxyConfig])
 	set.AuthorizationPolicies = copyCustom[objects.AuthorizationPolicy](custom[kindAuthorizationPolicy])
 	set.Gateways = copyCustom[objects.Gateway](custom[kindGateway])

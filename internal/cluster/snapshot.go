@@ -293,6 +293,8 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 		return appendTo(&set.Kustomizations)
 	case "source.toolkit.fluxcd.io/GitRepository":
 		return appendTo(&set.GitRepositories)
+	case "source.toolkit.fluxcd.io/HelmRepository":
+		return appendTo(&set.HelmRepositories)
 	case "networking.istio.io/ProxyConfig":
 		return appendTo(&set.ProxyConfigs)
 	case "/Node":
@@ -347,11 +349,12 @@ func mergeAll(parts []*objects.Set) *objects.Set {
 		MutatingWebhookConfigurations: concat(parts, func(s *objects.Set) []admissionregistrationv1.MutatingWebhookConfiguration {
 			return s.MutatingWebhookConfigurations
 		}),
-		Applications:    concat(parts, func(s *objects.Set) []objects.Application { return s.Applications }),
-		Kustomizations:  concat(parts, func(s *objects.Set) []objects.Kustomization { return s.Kustomizations }),
-		GitRepositories: concat(parts, func(s *objects.Set) []objects.GitRepository { return s.GitRepositories }),
-		ProxyConfigs:    concat(parts, func(s *objects.Set) []objects.ProxyConfig { return s.ProxyConfigs }),
-		Nodes:           concat(parts, func(s *objects.Set) []corev1.Node { return s.Nodes }),
+		Applications:     concat(parts, func(s *objects.Set) []objects.Application { return s.Applications }),
+		Kustomizations:   concat(parts, func(s *objects.Set) []objects.Kustomization { return s.Kustomizations }),
+		GitRepositories:  concat(parts, func(s *objects.Set) []objects.GitRepository { return s.GitRepositories }),
+		HelmRepositories: concat(parts, func(s *objects.Set) []objects.HelmRepository { return s.HelmRepositories }),
+		ProxyConfigs:     concat(parts, func(s *objects.Set) []objects.ProxyConfig { return s.ProxyConfigs }),
+		Nodes:            concat(parts, func(s *objects.Set) []corev1.Node { return s.Nodes }),
 		AuthorizationPolicies: concat(parts, func(s *objects.Set) []objects.AuthorizationPolicy {
 			return s.AuthorizationPolicies
 		}),

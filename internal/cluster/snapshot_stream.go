@@ -134,6 +134,7 @@ func (d *streamDecoder) mergeReady() {
 		appendSized(&s.Applications, src.Applications, p.bytes, d.size)
 		appendSized(&s.Kustomizations, src.Kustomizations, p.bytes, d.size)
 		appendSized(&s.GitRepositories, src.GitRepositories, p.bytes, d.size)
+		appendSized(&s.HelmRepositories, src.HelmRepositories, p.bytes, d.size)
 		appendSized(&s.ProxyConfigs, src.ProxyConfigs, p.bytes, d.size)
 		appendSized(&s.Nodes, src.Nodes, p.bytes, d.size)
 		appendSized(&s.AuthorizationPolicies, src.AuthorizationPolicies, p.bytes, d.size)

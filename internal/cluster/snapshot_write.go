@@ -61,6 +61,7 @@ func WriteSnapshot(set *objects.Set, dir string) error {
 		{"applications.yaml", "argoproj.io/v1alpha1", "Application", items(set.Applications)},
 		{"kustomizations.yaml", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", items(set.Kustomizations)},
 		{"gitrepositories.yaml", "source.toolkit.fluxcd.io/v1", "GitRepository", items(set.GitRepositories)},
+		{"helmrepositories.yaml", "source.toolkit.fluxcd.io/v1", "HelmRepository", items(set.HelmRepositories)},
 		{"proxyconfigs.yaml", "networking.istio.io/v1beta1", "ProxyConfig", items(set.ProxyConfigs)},
 		{"nodes.yaml", "v1", "Node", items(set.Nodes)},
 		{"authorizationpolicies.yaml", "security.istio.io/v1", "AuthorizationPolicy", items(set.AuthorizationPolicies)},

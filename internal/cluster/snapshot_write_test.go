@@ -82,6 +82,10 @@ func snapshotWriteSet() *objects.Set {
 		GitRepositories: []objects.GitRepository{{ObjectMeta: meta("flux-system", "fleet"), Spec: objects.GitRepositorySpec{
 			URL: "https://github.com/example/fleet", Ref: &objects.GitRepositoryRef{Branch: "main"},
 		}}},
+		HelmRepositories: []objects.HelmRepository{
+			{ObjectMeta: meta("flux-system", "charts"), Spec: objects.HelmRepositorySpec{URL: "https://charts.example.com"}},
+			{ObjectMeta: meta("flux-system", "registry"), Spec: objects.HelmRepositorySpec{URL: "oci://registry.example.com/charts", Type: "oci"}},
+		},
 		ProxyConfigs: []objects.ProxyConfig{
 			{ObjectMeta: meta("istio-system", "mesh-wide"), Spec: objects.ProxyConfigSpec{Image: &objects.ProxyImage{ImageType: "distroless"}}},
 			// An empty selector differs from none and must stay empty.
@@ -158,6 +162,10 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		o.TypeMeta = tm("source.toolkit.fluxcd.io/v1", "GitRepository")
 		out.GitRepositories = append(out.GitRepositories, o)
 	}
+	for _, o := range set.HelmRepositories {
+		o.TypeMeta = tm("source.toolkit.fluxcd.io/v1", "HelmRepository")
+		out.HelmRepositories = append(out.HelmRepositories, o)
+	}
 	for _, o := range set.ProxyConfigs {
 		o.TypeMeta = tm("networking.istio.io/v1beta1", "ProxyConfig")
 		out.ProxyConfigs = append(out.ProxyConfigs, o)
@@ -196,7 +204,7 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 
 			files, err := filepath.Glob(filepath.Join(dir, "*"))
 			require.NoError(t, err)
-			assert.Len(t, files, 18, "one file per kind, and no temporary files left")
+			assert.Len(t, files, 19, "one file per kind, and no temporary files left")
 		})
 	}
 }

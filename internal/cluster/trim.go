@@ -334,6 +334,8 @@ func trimUnstructured(u *unstructured.Unstructured) (*unstructured.Unstructured,
 		typed = &objects.Kustomization{}
 	case "GitRepository":
 		typed = &objects.GitRepository{}
+	case "HelmRepository":
+		typed = &objects.HelmRepository{}
 	case kindProxyConfig:
 		typed = &objects.ProxyConfig{}
 	case kindAuthorizationPolicy:
@@ -364,6 +366,8 @@ func typedMeta(typed any) *metav1.ObjectMeta {
 	case *objects.Kustomization:
 		return &t.ObjectMeta
 	case *objects.GitRepository:
+		return &t.ObjectMeta
+	case *objects.HelmRepository:
 		return &t.ObjectMeta
 	case *objects.ProxyConfig:
 		return &t.ObjectMeta

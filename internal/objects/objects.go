@@ -30,6 +30,7 @@ type Set struct {
 	Applications                  []Application
 	Kustomizations                []Kustomization
 	GitRepositories               []GitRepository
+	HelmRepositories              []HelmRepository
 	ProxyConfigs                  []ProxyConfig
 	// Nodes, AuthorizationPolicies and Gateways tell whether a namespace
 	// can move to ambient mode: ztunnel on every node, and a waypoint for
@@ -164,6 +165,22 @@ type GitRepositoryRef struct {
 	Branch string `json:"branch,omitempty"`
 	Tag    string `json:"tag,omitempty"`
 	Commit string `json:"commit,omitempty"`
+}
+
+// HelmRepository is the part of a Flux source.toolkit.fluxcd.io
+// HelmRepository kedge needs: where the charts of a HelmRelease naming it
+// are pulled from.
+type HelmRepository struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              HelmRepositorySpec `json:"spec,omitempty"`
+}
+
+// HelmRepositorySpec is the repository's URL (oci:// for type oci) and
+// type.
+type HelmRepositorySpec struct {
+	URL  string `json:"url,omitempty"`
+	Type string `json:"type,omitempty"`
 }
 
 // ProxyConfig is the part of an Istio networking.istio.io ProxyConfig kedge

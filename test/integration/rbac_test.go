@@ -29,7 +29,7 @@ var kedgeReads = []readResource{
 	{"admissionregistration.k8s.io", "mutatingwebhookconfigurations"},
 	{"argoproj.io", "rollouts"}, {"argoproj.io", "applications"},
 	{"kustomize.toolkit.fluxcd.io", "kustomizations"},
-	{"source.toolkit.fluxcd.io", "gitrepositories"},
+	{"source.toolkit.fluxcd.io", "gitrepositories"}, {"source.toolkit.fluxcd.io", "helmrepositories"},
 	{"networking.istio.io", "proxyconfigs"},
 	{"security.istio.io", "authorizationpolicies"}, {"gateway.networking.k8s.io", "gateways"},
 }
