@@ -100,7 +100,7 @@ func (ix *Index) locateRelease(w drift.Workload, hints Hints) Location {
 	// A post-renderer patch kedge wrote before for the workload would be
 	// applied after the values, and undo a later restart through them.
 	if hints.PreferValues && (r == nil || r.Restarts[w.Kind+"/"+w.Name] == nil) && len(ix.includedBy[found.Root]) == 0 {
-		if byValue, ok := ix.releaseValues(w, loc); ok {
+		if byValue, ok := ix.releaseValues(w, loc, hints); ok {
 			return byValue
 		}
 	}

@@ -39,6 +39,12 @@ type Hints struct {
 	// chart of a chart repository (chart:), with the chart when it was
 	// pulled.
 	ChartSources []ChartSource
+	// pulled are the charts pulled before the plan, by ChartKey: those of a
+	// HelmRelease's HelmRepository.
+	pulled map[string]PulledChart
+	// helmRepositories are the cluster's, where a HelmRelease's chart
+	// comes from.
+	helmRepositories []objects.HelmRepository
 	// PreferValues restarts a workload of a Flux HelmRelease through a
 	// chart value in its spec.values when its chart has one, rather than
 	// through a post-renderer.
@@ -105,6 +111,7 @@ func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 		h := workloadHints(set, w, sameRepo)
 		if h.Release != nil {
 			h = releaseHints(set, h, applied)
+			h.helmRepositories = set.HelmRepositories
 		}
 		if (h.Helm == "" || h.Release != nil) && h.OtherRepo == "" {
 			h.Applied, h.appliedByPath = applied, byPath

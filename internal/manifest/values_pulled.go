@@ -24,6 +24,7 @@ type PulledChart struct {
 // WithPulledCharts returns the hints with the pulled charts (by ChartKey)
 // of their chart sources filled in.
 func WithPulledCharts(h Hints, pulled map[string]PulledChart) Hints {
+	h.pulled = pulled
 	if len(h.ChartSources) == 0 {
 		return h
 	}
@@ -50,6 +51,15 @@ type ChartSource struct {
 
 // Key names the chart as pulled charts are looked up.
 func (c ChartSource) Key() string { return ChartKey(c.RepoURL, c.Chart, c.Version) }
+
+// ChartRef is a chart of a chart repository (HTTP or OCI) at a version or
+// semver constraint.
+type ChartRef struct {
+	RepoURL, Chart, Version string
+}
+
+// Key names the chart as pulled charts are looked up.
+func (c ChartRef) Key() string { return ChartKey(c.RepoURL, c.Chart, c.Version) }
 
 // ChartKey names a chart of a chart repository at a version.
 func ChartKey(repoURL, chart, version string) string {
