@@ -75,8 +75,16 @@ func newPlanCommand() *cobra.Command {
 				return err
 			}
 			defer os.RemoveAll(charts)
+			// The index comes first: its HelmReleases name the charts
+			// of HelmRepositories to pull.
+			opts.Index, err = untilCancelled(cmd.Context(), func() (*manifest.Index, error) {
+				return manifest.BuildIndex(opts.RepoRoot, manifest.IndexOptions{Paths: opts.Paths})
+			})
+			if err != nil {
+				return fmt.Errorf("index %s: %w", opts.RepoRoot, err)
+			}
 			puller := &chartpull.Puller{Dir: charts, Timeout: assemble.ChartPullTimeout}
-			opts.Charts = assemble.PullCharts(cmd.Context(), set, puller)
+			opts.Charts = assemble.PullCharts(cmd.Context(), set, opts.Index, puller)
 		}
 		res, err := untilCancelled(cmd.Context(), func() (*plan.Result, error) {
 			return plan.Build(set, opts)

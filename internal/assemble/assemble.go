@@ -183,8 +183,8 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 	}
 	rec := reconcile.New(settings, reconcile.Deps{
 		Source: source,
-		Charts: func(ctx context.Context, set *objects.Set) map[string]manifest.PulledChart {
-			return PullCharts(ctx, set, puller)
+		Charts: func(ctx context.Context, set *objects.Set, ix *manifest.Index) map[string]manifest.PulledChart {
+			return PullCharts(ctx, set, ix, puller)
 		},
 		OpenRepo: func(ctx context.Context) (*gitrepo.Repo, error) { return gitrepo.Open(ctx, gitOpts) },
 		Forge:    client,

@@ -25,10 +25,39 @@ func ChartPuller(cfg *config.Config) (*chartpull.Puller, error) {
 }
 
 // PullCharts pulls every chart of a chart repository that the cluster's
-// Argo CD Applications name, at the version each pins. A chart that cannot
-// be pulled is kept with the reason, which the plan reports.
-func PullCharts(ctx context.Context, set *objects.Set, p *chartpull.Puller) map[string]manifest.PulledChart {
+// Argo CD Applications name, at the version each pins, and, with an index,
+// every chart the repository's Flux HelmReleases take from the cluster's
+// HelmRepositories. A chart that cannot be pulled is kept with the reason,
+// which the plan reports.
+func PullCharts(ctx context.Context, set *objects.Set, ix *manifest.Index, p *chartpull.Puller) map[string]manifest.PulledChart {
 	out := map[string]manifest.PulledChart{}
+	pull := func(ref chartpull.Ref) {
+		key := manifest.ChartKey(ref.RepoURL, ref.Chart, ref.Version)
+		if _, done := out[key]; done {
+			return
+		}
+		archive, err := p.Pull(ctx, ref)
+		if err != nil {
+			out[key] = manifest.PulledChart{Error: err.Error()}
+			return
+		}
+		out[key] = manifest.PulledChart{Archive: archive}
+	}
+	for _, s := range argoChartSources(set) {
+		pull(chartpull.Ref{RepoURL: s.RepoURL, Chart: s.Chart, Version: s.TargetRevision})
+	}
+	if ix != nil {
+		for _, c := range ix.HelmRepositoryCharts(set.HelmRepositories) {
+			pull(chartpull.Ref{RepoURL: c.RepoURL, Chart: c.Chart, Version: c.Version})
+		}
+	}
+	return out
+}
+
+// argoChartSources are the sources of the cluster's Applications that name
+// a chart of a chart repository.
+func argoChartSources(set *objects.Set) []objects.ApplicationSource {
+	var out []objects.ApplicationSource
 	for i := range set.Applications {
 		app := &set.Applications[i]
 		sources := app.Spec.Sources
@@ -36,19 +65,9 @@ func PullCharts(ctx context.Context, set *objects.Set, p *chartpull.Puller) map[
 			sources = []objects.ApplicationSource{*app.Spec.Source}
 		}
 		for _, s := range sources {
-			key := manifest.ChartKey(s.RepoURL, s.Chart, s.TargetRevision)
-			if s.Chart == "" {
-				continue
+			if s.Chart != "" {
+				out = append(out, s)
 			}
-			if _, done := out[key]; done {
-				continue
-			}
-			archive, err := p.Pull(ctx, chartpull.Ref{RepoURL: s.RepoURL, Chart: s.Chart, Version: s.TargetRevision})
-			if err != nil {
-				out[key] = manifest.PulledChart{Error: err.Error()}
-				continue
-			}
-			out[key] = manifest.PulledChart{Archive: archive}
 		}
 	}
 	return out

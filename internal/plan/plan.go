@@ -44,7 +44,9 @@ type Options struct {
 	// values), rather than through a post-renderer.
 	HelmValues bool
 	// Charts are the charts of chart repositories the cluster's Argo CD
-	// Applications name, pulled before the plan, by manifest.ChartKey.
+	// Applications and the repository's Flux HelmReleases (through the
+	// cluster's HelmRepositories) name, pulled before the plan, by
+	// manifest.ChartKey.
 	Charts map[string]manifest.PulledChart
 	// Migrations move namespaces to another revision or tag; see
 	// internal/migrate.

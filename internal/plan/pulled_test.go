@@ -89,7 +89,7 @@ func TestArgoChartFromAChartRepository(t *testing.T) {
 			require.NoError(t, err)
 			set.Applications = snap.Applications
 			puller := &chartpull.Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
-			opts := plan.Options{RepoRoot: repo, RepoURLs: []string{fleetURL}, Charts: assemble.PullCharts(context.Background(), set, puller)}
+			opts := plan.Options{RepoRoot: repo, RepoURLs: []string{fleetURL}, Charts: assemble.PullCharts(context.Background(), set, nil, puller)}
 
 			res, err := plan.Build(set, opts)
 			require.NoError(t, err)

@@ -61,8 +61,9 @@ type Deps struct {
 	Renderer *dashboard.Renderer
 	Log      *slog.Logger
 	// Charts pulls the charts of chart repositories the cluster's Argo CD
-	// Applications name; nil pulls none.
-	Charts func(context.Context, *objects.Set) map[string]manifest.PulledChart
+	// Applications name, and those the indexed repository's HelmReleases
+	// take from the cluster's HelmRepositories; nil pulls none.
+	Charts func(context.Context, *objects.Set, *manifest.Index) map[string]manifest.PulledChart
 	// Now is the clock; tests fix it.
 	Now func() time.Time
 }
@@ -190,7 +191,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 		return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
 	}
 	if r.deps.Charts != nil {
-		opts.Charts = r.deps.Charts(ctx, set)
+		opts.Charts = r.deps.Charts(ctx, set, opts.Index)
 	}
 	res, err := plan.Build(set, opts)
 	if err != nil {

@@ -53,7 +53,12 @@ type Check struct {
 	Argo map[string]ArgoApply
 	// Charts maps a chart of a chart repository, "<repoURL> <chart>
 	// <version>" as an Argo CD source names it, to a copy of it on disk.
+	// A Flux HelmRelease's chart of a HelmRepository is looked up there by
+	// the repository's URL, the chart and spec.chart.spec.version.
 	Charts map[string]string
+	// HelmRepositories maps a Flux HelmRepository, "<namespace>/<name>",
+	// to its URL.
+	HelmRepositories map[string]string
 }
 
 // Result is what comparing a checkout before and after a patch found.

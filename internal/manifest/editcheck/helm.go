@@ -45,7 +45,7 @@ func (c Check) compareRelease(where string, before, after *unstructured.Unstruct
 		problem("%s changed beyond its post-renderers", name(after))
 		return
 	}
-	b, err := installed(c.Before, before)
+	b, err := c.installed(c.Before, before)
 	if errors.Is(err, errChartElsewhere) && valuesOnly {
 		problem("%s: its values changed and its chart is not in the repository to render", name(after))
 		return
@@ -58,12 +58,37 @@ func (c Check) compareRelease(where string, before, after *unstructured.Unstruct
 		problem("%s: rendering before the patch: %v", name(before), err)
 		return
 	}
-	a, err := installed(c.After, after)
+	a, err := c.installed(c.After, after)
 	if err != nil {
 		problem("%s: rendering after the patch: %v", name(after), err)
 		return
 	}
 	c.compare(where+" ("+name(after)+")", b, a, deployed, res)
+}
+
+// releaseChartDir is where the HelmRelease's chart is: in the checkout for
+// a GitRepository source, the copy in Charts of a HelmRepository's chart.
+func (c Check) releaseChartDir(repo string, hr *unstructured.Unstructured) (string, error) {
+	spec := func(field ...string) string {
+		v, _, _ := unstructured.NestedString(hr.Object, append([]string{"spec", "chart", "spec"}, field...)...)
+		return v
+	}
+	chart, kind := spec("chart"), spec("sourceRef", "kind")
+	switch {
+	case chart == "":
+	case kind == "GitRepository":
+		return filepath.Join(repo, filepath.FromSlash(path.Clean(strings.TrimPrefix(chart, "./")))), nil
+	case kind == "HelmRepository":
+		namespace := spec("sourceRef", "namespace")
+		if namespace == "" {
+			namespace = hr.GetNamespace()
+		}
+		url, ok := c.HelmRepositories[namespace+"/"+spec("sourceRef", "name")]
+		if dir, pulled := c.Charts[url+" "+chart+" "+spec("version")]; ok && pulled {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s %q", errChartElsewhere, kind, chart)
 }
 
 // errChartElsewhere: the chart is not in the checkout (a HelmRepository,
@@ -179,13 +204,12 @@ func withoutSpec(o *unstructured.Unstructured, field string) map[string]any {
 // installed renders what helm-controller installs for a HelmRelease of the
 // checkout at repo: a chart the repository holds (a GitRepository source),
 // with the release's inline values, and its post-renderers.
-func installed(repo string, hr *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	chartPath, _, _ := unstructured.NestedString(hr.Object, "spec", "chart", "spec", "chart")
-	sourceKind, _, _ := unstructured.NestedString(hr.Object, "spec", "chart", "spec", "sourceRef", "kind")
-	if sourceKind != "GitRepository" || chartPath == "" {
-		return nil, fmt.Errorf("%w: %s %q", errChartElsewhere, sourceKind, chartPath)
+func (c Check) installed(repo string, hr *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	dir, err := c.releaseChartDir(repo, hr)
+	if err != nil {
+		return nil, err
 	}
-	chrt, err := loader.Load(filepath.Join(repo, filepath.FromSlash(path.Clean(strings.TrimPrefix(chartPath, "./")))))
+	chrt, err := loader.Load(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,112 @@
+package plan_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kedge-io/kedge/internal/assemble"
+	"github.com/kedge-io/kedge/internal/chartpull"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/manifest/editcheck"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/testing/helmcluster"
+)
+
+const helmRepositoryRelease = `# podinfo, from the team's chart repository.
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo
+  namespace: podinfo
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: podinfo
+      version: 6.7.0
+      sourceRef:
+        kind: HelmRepository
+        name: charts
+        namespace: flux-system
+  # Values the team tunes.
+  values:
+    replicaCount: 2
+`
+
+// TestHelmReleaseChartFromAHelmRepository: under helm.prefer: values, a
+// HelmRelease whose chart comes from a HelmRepository is restarted through
+// the chart's value in spec.values, rendered from the chart pulled from the
+// repository's URL; rendering the release before and after the edit shows
+// the restart and nothing else. A cluster without the HelmRepository says
+// nothing of where the chart is, and the release keeps the post-renderer.
+func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
+	srv := chartRepository(t)
+	charts := &objects.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "charts"},
+		Spec: objects.HelmRepositorySpec{URL: srv.URL}}
+	tests := []struct {
+		name  string
+		repos []objects.HelmRepository
+		want  drift.Manifest
+	}{
+		{name: "with the HelmRepository", repos: []objects.HelmRepository{*charts}, want: drift.Manifest{Status: drift.ManifestFound,
+			Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmValues, Detail: "HelmRelease podinfo/podinfo (release podinfo, value podAnnotations)"}},
+		{name: "without it", want: drift.Manifest{Status: drift.ManifestFound,
+			Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease podinfo/podinfo"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := copyRepo(t, filepath.Join(manifestFixtures, "helm-values", "repo"))
+			require.NoError(t, os.WriteFile(filepath.Join(before, "apps", "podinfo", "release.yaml"), []byte(helmRepositoryRelease), 0o644))
+			set := helmcluster.New(helmcluster.Release{Namespace: "podinfo", ReleaseNamespace: "podinfo", ReleaseName: "podinfo", Deployment: "podinfo"})
+			set.HelmRepositories = tt.repos
+			ix, err := manifest.BuildIndex(before, manifest.IndexOptions{})
+			require.NoError(t, err)
+			puller := &chartpull.Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
+			pulled := assemble.PullCharts(context.Background(), set, ix, puller)
+
+			res, err := plan.Build(set, plan.Options{RepoRoot: before, Index: ix, HelmValues: true, Charts: pulled})
+			require.NoError(t, err)
+			require.Len(t, res.Plan.Workloads, 1)
+			w := res.Plan.Workloads[0]
+			assert.Equal(t, tt.want, w.Manifest)
+			edits := res.Edits.All()
+			require.Len(t, edits, 1)
+			if tt.want.Edit == drift.EditHelmPostRenderer {
+				assert.Empty(t, pulled, "no HelmRepository, nothing to pull")
+				return
+			}
+			assert.Contains(t, string(edits[0].After), "  values:\n    replicaCount: 2\n    podAnnotations:\n      kedge.io/restart-target: ")
+
+			after := copyRepo(t, before)
+			require.NoError(t, os.WriteFile(filepath.Join(after, filepath.FromSlash(edits[0].Path)), edits[0].After, 0o644))
+			archive := pulled[manifest.ChartKey(srv.URL, "podinfo", "6.7.0")].Archive
+			require.NotEmpty(t, archive)
+			target := manifest.TargetValue(w.Desired)
+			res2, err := editcheck.CompareRepos(editcheck.Check{
+				Before: before, After: after, Changed: []string{edits[0].Path},
+				Restarts: []editcheck.Restart{{Namespace: w.Namespace, Kind: w.Kind, Name: w.Name, Annotations: map[string]string{
+					manifest.DefaultTargetAnnotation: target, manifest.DefaultRestartAnnotation: manifest.RestartValue(w, target)}}},
+				Charts:           map[string]string{fmt.Sprintf("%s podinfo 6.7.0", srv.URL): archive},
+				HelmRepositories: map[string]string{"flux-system/charts": srv.URL},
+			})
+			require.NoError(t, err)
+			assert.Empty(t, res2.Problems)
+			assert.True(t, res2.Restarted["Deployment podinfo/podinfo"], "the render after the edit restarts podinfo: %v", res2.Restarted)
+
+			again, err := plan.Build(set, plan.Options{RepoRoot: after, HelmValues: true, Charts: pulled})
+			require.NoError(t, err)
+			assert.Empty(t, again.Edits.All(), "a second plan over the edited checkout writes nothing")
+			assert.Equal(t, drift.EditAlreadyBumped, again.Plan.Workloads[0].Manifest.Edit)
+		})
+	}
+}
