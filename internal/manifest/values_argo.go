@@ -2,14 +2,12 @@ package manifest
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -340,42 +338,6 @@ func (ix *Index) chartIn(dir string) bool {
 	return err == nil
 }
 
-// argoValuesOnly reports whether a rendered object is an Argo CD
-// Application whose spec changed in its sources' helm values or parameters
-// only: what
-// those do is checked by rendering the chart (checkValues).
-func argoValuesOnly(beforeJSON []byte, after map[string]any) bool {
-	if kind, _ := after["kind"].(string); !isApplicationKind(fmt.Sprint(after["apiVersion"]), kind) {
-		return false
-	}
-	var before map[string]any
-	if json.Unmarshal(beforeJSON, &before) != nil {
-		return false
-	}
-	strip := func(body map[string]any) any {
-		out := normalJSON(body)
-		spec, _ := out.(map[string]any)["spec"].(map[string]any)
-		sources := []any{spec["source"]}
-		if list, ok := spec["sources"].([]any); ok {
-			sources = append(sources, list...)
-		}
-		for _, s := range sources {
-			src, _ := s.(map[string]any)
-			h, _ := src["helm"].(map[string]any)
-			if h == nil {
-				continue
-			}
-			delete(h, "values")
-			delete(h, "valuesObject")
-			delete(h, "parameters")
-			if len(h) == 0 {
-				delete(src, "helm")
-			}
-		}
-		return out
-	}
-	return reflect.DeepEqual(strip(before), strip(after))
-}
 
 // argoSetValue is a parameter's value as Argo CD hands it to --set: every
 // comma not already escaped is escaped, unless the value is a {list}.
