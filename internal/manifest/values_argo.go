@@ -87,6 +87,12 @@ func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) (loc Loc
 	if err != nil {
 		return helm(fmt.Sprintf("%s: %v", via, err))
 	}
+	return argoValuesLocation(m, site, key, before), true
+}
+
+// argoValuesLocation is a workload restarted through the chart value key of
+// the Application m; before is the chart's render without kedge's value.
+func argoValuesLocation(m *argoManifest, site *valuesSite, key []string, before map[string]map[string]any) Location {
 	site.key = key
 	return Location{
 		Manifest: drift.Manifest{Status: drift.ManifestFound, Path: m.File, Edit: drift.EditHelmValues,
@@ -94,7 +100,7 @@ func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) (loc Loc
 		Source:              Source{Path: m.File, Document: m.Document, APIVersion: m.App.APIVersion, Kind: "Application", Name: m.App.Name, Namespace: m.App.Namespace},
 		TemplateAnnotations: templateAnnotations(before[site.workload]),
 		values:              site,
-	}, true
+	}
 }
 
 // argoReleaseName is the release Argo CD renders the chart as: the helm
