@@ -510,4 +510,3 @@ func setImage(list []types.Image, img types.Image) []types.Image {
 	}
 	return append(list, img)
 }
-

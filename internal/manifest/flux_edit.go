@@ -374,4 +374,3 @@ func hasKustomization(dir string) bool {
 	}
 	return false
 }
-

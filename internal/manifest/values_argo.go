@@ -344,7 +344,6 @@ func (ix *Index) chartIn(dir string) bool {
 	return err == nil
 }
 
-
 // argoSetValue is a parameter's value as Argo CD hands it to --set: every
 // comma not already escaped is escaped, unless the value is a {list}.
 func argoSetValue(v string) string {

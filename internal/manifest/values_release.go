@@ -153,4 +153,3 @@ func objectAt(data []byte, doc int) (map[string]any, error) {
 		index++
 	}
 }
-
