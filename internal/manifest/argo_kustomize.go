@@ -1,12 +1,10 @@
 package manifest
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -511,38 +509,4 @@ func setImage(list []types.Image, img types.Image) []types.Image {
 		}
 	}
 	return append(list, img)
-}
-
-// argoPatchesOnly reports whether a rendered object is an Argo CD
-// Application whose spec changed in its sources' kustomize patches only:
-// what those do is checked by building the source (checkArgo).
-func argoPatchesOnly(beforeJSON []byte, after map[string]any) bool {
-	if kind, _ := after["kind"].(string); !isApplicationKind(fmt.Sprint(after["apiVersion"]), kind) {
-		return false
-	}
-	var before map[string]any
-	if json.Unmarshal(beforeJSON, &before) != nil {
-		return false
-	}
-	strip := func(body map[string]any) any {
-		out := normalJSON(body)
-		spec, _ := out.(map[string]any)["spec"].(map[string]any)
-		sources := []any{spec["source"]}
-		if list, ok := spec["sources"].([]any); ok {
-			sources = append(sources, list...)
-		}
-		for _, s := range sources {
-			src, _ := s.(map[string]any)
-			k, _ := src["kustomize"].(map[string]any)
-			if k == nil {
-				continue
-			}
-			delete(k, "patches")
-			if len(k) == 0 {
-				delete(src, "kustomize")
-			}
-		}
-		return out
-	}
-	return reflect.DeepEqual(strip(before), strip(after))
 }

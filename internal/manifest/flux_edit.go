@@ -2,13 +2,11 @@ package manifest
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -375,25 +373,4 @@ func hasKustomization(dir string) bool {
 		}
 	}
 	return false
-}
-
-// fluxPatchesOnly reports whether a rendered object is a Flux Kustomization
-// whose spec changed in patches only: what the patches do to the objects it
-// applies is checked by building its path (checkFlux).
-func fluxPatchesOnly(beforeJSON []byte, after map[string]any) bool {
-	if kind, _ := after["kind"].(string); kind != "Kustomization" || apiGroup(fmt.Sprint(after["apiVersion"])) != "kustomize.toolkit.fluxcd.io" {
-		return false
-	}
-	var before map[string]any
-	if json.Unmarshal(beforeJSON, &before) != nil {
-		return false
-	}
-	strip := func(body map[string]any) any {
-		out := copyMap(body)
-		if spec, ok := out["spec"].(map[string]any); ok {
-			delete(spec, "patches")
-		}
-		return normalJSON(out)
-	}
-	return reflect.DeepEqual(strip(before), strip(after))
 }

@@ -2,14 +2,12 @@ package manifest
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -89,6 +87,12 @@ func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) (loc Loc
 	if err != nil {
 		return helm(fmt.Sprintf("%s: %v", via, err))
 	}
+	return argoValuesLocation(m, site, key, before), true
+}
+
+// argoValuesLocation is a workload restarted through the chart value key of
+// the Application m; before is the chart's render without kedge's value.
+func argoValuesLocation(m *argoManifest, site *valuesSite, key []string, before map[string]map[string]any) Location {
 	site.key = key
 	return Location{
 		Manifest: drift.Manifest{Status: drift.ManifestFound, Path: m.File, Edit: drift.EditHelmValues,
@@ -96,7 +100,7 @@ func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) (loc Loc
 		Source:              Source{Path: m.File, Document: m.Document, APIVersion: m.App.APIVersion, Kind: "Application", Name: m.App.Name, Namespace: m.App.Namespace},
 		TemplateAnnotations: templateAnnotations(before[site.workload]),
 		values:              site,
-	}, true
+	}
 }
 
 // argoReleaseName is the release Argo CD renders the chart as: the helm
@@ -338,43 +342,6 @@ func onlyAnnotated(before, after chartRender, workload string, set map[string]st
 func (ix *Index) chartIn(dir string) bool {
 	_, err := os.Stat(filepath.Join(ix.abs(dir), "Chart.yaml"))
 	return err == nil
-}
-
-// argoValuesOnly reports whether a rendered object is an Argo CD
-// Application whose spec changed in its sources' helm values or parameters
-// only: what
-// those do is checked by rendering the chart (checkValues).
-func argoValuesOnly(beforeJSON []byte, after map[string]any) bool {
-	if kind, _ := after["kind"].(string); !isApplicationKind(fmt.Sprint(after["apiVersion"]), kind) {
-		return false
-	}
-	var before map[string]any
-	if json.Unmarshal(beforeJSON, &before) != nil {
-		return false
-	}
-	strip := func(body map[string]any) any {
-		out := normalJSON(body)
-		spec, _ := out.(map[string]any)["spec"].(map[string]any)
-		sources := []any{spec["source"]}
-		if list, ok := spec["sources"].([]any); ok {
-			sources = append(sources, list...)
-		}
-		for _, s := range sources {
-			src, _ := s.(map[string]any)
-			h, _ := src["helm"].(map[string]any)
-			if h == nil {
-				continue
-			}
-			delete(h, "values")
-			delete(h, "valuesObject")
-			delete(h, "parameters")
-			if len(h) == 0 {
-				delete(src, "helm")
-			}
-		}
-		return out
-	}
-	return reflect.DeepEqual(strip(before), strip(after))
 }
 
 // argoSetValue is a parameter's value as Argo CD hands it to --set: every

@@ -121,14 +121,7 @@ func (ix *Index) locatePulledChart(w drift.Workload, hints Hints) (Location, boo
 		if err != nil {
 			return helm(fmt.Sprintf("%s: %v", via, err))
 		}
-		site.key = key
-		return Location{
-			Manifest: drift.Manifest{Status: drift.ManifestFound, Path: m.File, Edit: drift.EditHelmValues,
-				Detail: fmt.Sprintf("%s (release %s, value %s)", argoVia(&m.App), site.release, valuePathString(key))},
-			Source:              Source{Path: m.File, Document: m.Document, APIVersion: m.App.APIVersion, Kind: "Application", Name: m.App.Name, Namespace: m.App.Namespace},
-			TemplateAnnotations: templateAnnotations(before[site.workload]),
-			values:              site,
-		}, true
+		return argoValuesLocation(m, site, key, before), true
 	}
 	return Location{}, false
 }

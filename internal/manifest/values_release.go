@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -231,25 +230,4 @@ func objectAt(data []byte, doc int) (map[string]any, error) {
 		}
 		index++
 	}
-}
-
-// releaseValuesOnly reports whether a rendered object is a Flux HelmRelease
-// whose spec changed in spec.values only: what the values do is checked
-// by rendering the chart (checkValues).
-func releaseValuesOnly(beforeJSON []byte, after map[string]any) bool {
-	if kind, _ := after["kind"].(string); !isHelmReleaseKind(fmt.Sprint(after["apiVersion"]), kind) {
-		return false
-	}
-	var before map[string]any
-	if json.Unmarshal(beforeJSON, &before) != nil {
-		return false
-	}
-	strip := func(body map[string]any) any {
-		out := normalJSON(body)
-		if spec, ok := out.(map[string]any)["spec"].(map[string]any); ok {
-			delete(spec, "values")
-		}
-		return out
-	}
-	return reflect.DeepEqual(strip(before), strip(after))
 }

@@ -299,7 +299,7 @@ func compareRenders(before, after renderResult, intended map[WorkloadID]intent) 
 			if err != nil {
 				return err
 			}
-			if !bytes.Equal(b.json, afterJSON) && !fluxPatchesOnly(b.json, a.body) && !argoPatchesOnly(b.json, a.body) && !argoValuesOnly(b.json, a.body) && !releaseValuesOnly(b.json, a.body) {
+			if !bytes.Equal(b.json, afterJSON) && !changedOnlyInKedgeFields(b.json, a.body) {
 				return fmt.Errorf("%s changes beyond the restart annotations", a.id)
 			}
 			continue
@@ -477,4 +477,66 @@ func (ix *Index) NamespacesIn(file string) ([]Namespace, error) {
 		}
 	}
 	return out, nil
+}
+
+// changedOnlyInKedgeFields reports whether a rendered GitOps object differs
+// from its render before only in the fields kedge's edits of it write: a
+// Flux Kustomization's patches, an Argo CD Application source's kustomize
+// patches or Helm values and parameters, a Flux HelmRelease's values. What
+// those do is checked by building the path or rendering the chart
+// (checkFlux, checkArgo, checkValues).
+func changedOnlyInKedgeFields(beforeJSON []byte, after map[string]any) bool {
+	var strip func(spec map[string]any)
+	apiVersion, _ := after["apiVersion"].(string)
+	kind, _ := after["kind"].(string)
+	switch {
+	case kind == "Kustomization" && apiGroup(apiVersion) == "kustomize.toolkit.fluxcd.io":
+		strip = func(spec map[string]any) { delete(spec, "patches") }
+	case isApplicationKind(apiVersion, kind):
+		strip = func(spec map[string]any) {
+			stripSourceBlock(spec, "kustomize", "patches")
+			stripSourceBlock(spec, "helm", "values", "valuesObject", "parameters")
+		}
+	case isHelmReleaseKind(apiVersion, kind):
+		strip = func(spec map[string]any) { delete(spec, "values") }
+	default:
+		return false
+	}
+	afterJSON, err := json.Marshal(after)
+	if err != nil {
+		return false
+	}
+	// Fresh decodes, so that stripping writes into neither render.
+	var b, a map[string]any
+	if json.Unmarshal(beforeJSON, &b) != nil || json.Unmarshal(afterJSON, &a) != nil {
+		return false
+	}
+	for _, body := range []map[string]any{b, a} {
+		if spec, ok := body["spec"].(map[string]any); ok {
+			strip(spec)
+		}
+	}
+	return reflect.DeepEqual(b, a)
+}
+
+// stripSourceBlock deletes fields of one block (kustomize, helm) of every
+// source of an Application spec, and the block when nothing else is left.
+func stripSourceBlock(spec map[string]any, block string, fields ...string) {
+	sources := []any{spec["source"]}
+	if list, ok := spec["sources"].([]any); ok {
+		sources = append(sources, list...)
+	}
+	for _, s := range sources {
+		src, _ := s.(map[string]any)
+		b, _ := src[block].(map[string]any)
+		if b == nil {
+			continue
+		}
+		for _, f := range fields {
+			delete(b, f)
+		}
+		if len(b) == 0 {
+			delete(src, block)
+		}
+	}
 }

@@ -53,16 +53,12 @@ func SetPatchEntry(src []byte, doc int, list PatchList, entry PatchEntry, owns f
 	if err != nil {
 		return nil, false, err
 	}
-	s, err := load(src)
+	s, obj, err := loadDocumentOfKind(src, doc, list.Kind)
 	if err != nil {
 		return nil, false, err
 	}
-	objs := s.objects()
-	if doc < 0 || doc >= len(objs) || objs[doc].path != nil || objs[doc].kind != list.Kind {
-		return nil, false, refuse(CodeNotFound, "object %d of the file is not a %s document", doc, list.Kind)
-	}
-	root := objs[doc].node
-	doc = objs[doc].doc
+	root := obj.node
+	doc = obj.doc
 	if !isBlockMapping(root) {
 		return nil, false, refuse(CodeUnsupported, "the %s is not a block mapping (line %d)", list.Kind, root.Line)
 	}
@@ -292,4 +288,19 @@ func stringMap(n *yaml.Node) map[string]string {
 		}
 	}
 	return out
+}
+
+// loadDocumentOfKind loads src and returns its object doc (counted as
+// Target.Document counts), which must be a whole document of kind: the
+// GitOps objects kedge edits are never List items.
+func loadDocumentOfKind(src []byte, doc int, kind string) (*source, object, error) {
+	s, err := load(src)
+	if err != nil {
+		return nil, object{}, err
+	}
+	objs := s.objects()
+	if doc < 0 || doc >= len(objs) || objs[doc].path != nil || objs[doc].kind != kind {
+		return nil, object{}, refuse(CodeNotFound, "object %d of the file is not a %s document", doc, kind)
+	}
+	return s, objs[doc], nil
 }

@@ -35,16 +35,12 @@ func SetChartValues(src []byte, doc int, m ValuesMap, valuePath []string, set ma
 	}
 	out = src
 	for _, k := range names {
-		s, err := load(out)
+		s, obj, err := loadDocumentOfKind(out, doc, m.Kind)
 		if err != nil {
 			return nil, false, err
 		}
-		objs := s.objects()
-		if doc < 0 || doc >= len(objs) || objs[doc].path != nil || objs[doc].kind != m.Kind {
-			return nil, false, refuse(CodeNotFound, "object %d of the file is not a %s document", doc, m.Kind)
-		}
-		full := append(append(append([]step{}, objs[doc].path...), at...), keys(valuePath...)...)
-		next, ch, err := s.setScalar(objs[doc].doc, full, k, set[k])
+		full := append(append(append([]step{}, obj.path...), at...), keys(valuePath...)...)
+		next, ch, err := s.setScalar(obj.doc, full, k, set[k])
 		if err != nil {
 			return nil, false, err
 		}
@@ -67,15 +63,11 @@ func SetChartValuesText(src []byte, doc int, m ValuesMap, valuePath []string, se
 	if err != nil {
 		return nil, false, err
 	}
-	s, err := load(src)
+	s, obj, err := loadDocumentOfKind(src, doc, m.Kind)
 	if err != nil {
 		return nil, false, err
 	}
-	objs := s.objects()
-	if doc < 0 || doc >= len(objs) || objs[doc].path != nil || objs[doc].kind != m.Kind {
-		return nil, false, refuse(CodeNotFound, "object %d of the file is not a %s document", doc, m.Kind)
-	}
-	block, err := s.literalBlock(objs[doc].node, at)
+	block, err := s.literalBlock(obj.node, at)
 	if err != nil {
 		return nil, false, err
 	}
@@ -94,8 +86,8 @@ func SetChartValuesText(src []byte, doc int, m ValuesMap, valuePath []string, se
 	if block.strip {
 		want = strings.TrimRight(edited, "\n")
 	}
-	full := append(append([]step{}, objs[doc].path...), at...)
-	out, err = s.commit(objs[doc].doc, sp, func(root *cnode) error {
+	full := append(append([]step{}, obj.path...), at...)
+	out, err = s.commit(obj.doc, sp, func(root *cnode) error {
 		n := root.at(full)
 		if n == nil || n.kind != yaml.ScalarNode {
 			return fmt.Errorf("%s is not a scalar", pathString(full))
@@ -295,15 +287,11 @@ func SetChartParameter(src []byte, doc int, m ValuesMap, name, value string) (ou
 	if err != nil {
 		return nil, false, err
 	}
-	s, err := load(src)
+	s, obj, err := loadDocumentOfKind(src, doc, m.Kind)
 	if err != nil {
 		return nil, false, err
 	}
-	objs := s.objects()
-	if doc < 0 || doc >= len(objs) || objs[doc].path != nil || objs[doc].kind != m.Kind {
-		return nil, false, refuse(CodeNotFound, "object %d of the file is not a %s document", doc, m.Kind)
-	}
-	list := objs[doc].node
+	list := obj.node
 	for i, st := range at {
 		if st.isIndex() {
 			if list.Kind != yaml.SequenceNode || st.index >= len(list.Content) {
@@ -327,7 +315,7 @@ func SetChartParameter(src []byte, doc int, m ValuesMap, name, value string) (ou
 	if list.Kind != yaml.SequenceNode || list.Style&yaml.FlowStyle != 0 || len(list.Content) == 0 {
 		return nil, false, refuse(CodeUnsupported, "%s is not a block list with items", pathString(at))
 	}
-	full := append(append([]step{}, objs[doc].path...), at...)
+	full := append(append([]step{}, obj.path...), at...)
 	for i, item := range list.Content {
 		if item.Kind != yaml.MappingNode || item.Style&yaml.FlowStyle != 0 {
 			return nil, false, refuse(CodeUnsupported, "item %d of %s is not a block mapping", i, pathString(at))
@@ -338,7 +326,7 @@ func SetChartParameter(src []byte, doc int, m ValuesMap, name, value string) (ou
 		if scalarAt(item, "forceString") != "true" {
 			return nil, false, refuse(CodeUnsupported, "parameter %s is not a string parameter (forceString: true)", name)
 		}
-		return s.setScalar(objs[doc].doc, append(full, step{index: i}), "value", value)
+		return s.setScalar(obj.doc, append(full, step{index: i}), "value", value)
 	}
 	last := list.Content[len(list.Content)-1]
 	col := last.Column - 1
@@ -360,7 +348,7 @@ func SetChartParameter(src []byte, doc int, m ValuesMap, name, value string) (ou
 	if err != nil {
 		return nil, false, err
 	}
-	out, err = s.commit(objs[doc].doc, sp, func(root *cnode) error {
+	out, err = s.commit(obj.doc, sp, func(root *cnode) error {
 		n := root.at(full)
 		if n == nil || n.kind != yaml.SequenceNode {
 			return fmt.Errorf("%s is not a list", pathString(full))

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
@@ -219,23 +220,10 @@ func (c Check) installed(repo string, hr *unstructured.Unstructured) ([]*unstruc
 		namespace = t
 	}
 	release := releaseName(hr)
-	top, err := chartutil.ToRenderValues(chrt, values, chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	rendered, err := renderChart(chrt, values, release, namespace)
 	if err != nil {
 		return nil, err
 	}
-	files, err := engine.Render(chrt, top)
-	if err != nil {
-		return nil, err
-	}
-	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
-	if err != nil {
-		return nil, err
-	}
-	var stream bytes.Buffer
-	for _, m := range manifests {
-		fmt.Fprintf(&stream, "---\n%s\n", m.Content)
-	}
-	rendered := stream.Bytes()
 	postRenderers, _, _ := unstructured.NestedSlice(hr.Object, "spec", "postRenderers")
 	for i, pr := range postRenderers {
 		k, _ := pr.(map[string]any)["kustomize"].(map[string]any)
@@ -246,17 +234,7 @@ func (c Check) installed(repo string, hr *unstructured.Unstructured) ([]*unstruc
 			return nil, fmt.Errorf("post-renderer %d: %w", i, err)
 		}
 	}
-	objs, err := decodeStream(rendered)
-	if err != nil {
-		return nil, err
-	}
-	// Helm installs an object that names no namespace in the release's.
-	for _, o := range objs {
-		if o.GetNamespace() == "" {
-			o.SetNamespace(namespace)
-		}
-	}
-	return objs, nil
+	return decodeInstalled(rendered, namespace)
 }
 
 // releaseName is Flux's default: the release's name, prefixed with its
@@ -322,4 +300,41 @@ func decodeStream(data []byte) ([]*unstructured.Unstructured, error) {
 			out = append(out, &unstructured.Unstructured{Object: m})
 		}
 	}
+}
+
+// renderChart renders a chart as `helm install` would, its manifests in
+// Helm's install order as one YAML stream.
+func renderChart(chrt *chart.Chart, values map[string]any, release, namespace string) ([]byte, error) {
+	top, err := chartutil.ToRenderValues(chrt, values, chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(chrt, top)
+	if err != nil {
+		return nil, err
+	}
+	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, err
+	}
+	var stream bytes.Buffer
+	for _, m := range manifests {
+		fmt.Fprintf(&stream, "---\n%s\n", m.Content)
+	}
+	return stream.Bytes(), nil
+}
+
+// decodeInstalled decodes a rendered release; Helm installs an object that
+// names no namespace in the release's.
+func decodeInstalled(rendered []byte, namespace string) ([]*unstructured.Unstructured, error) {
+	objs, err := decodeStream(rendered)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.GetNamespace() == "" {
+			o.SetNamespace(namespace)
+		}
+	}
+	return objs, nil
 }

@@ -10,8 +10,6 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/strvals"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -162,32 +160,11 @@ func renderArgoChart(repo string, charts map[string]string, app, namespace strin
 	if release == "" {
 		release = app
 	}
-	renderValues, err := chartutil.ToRenderValues(chrt, values, chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}, nil)
+	rendered, err := renderChart(chrt, values, release, namespace)
 	if err != nil {
 		return nil, err
 	}
-	files, err := engine.Render(chrt, renderValues)
-	if err != nil {
-		return nil, err
-	}
-	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
-	if err != nil {
-		return nil, err
-	}
-	var stream strings.Builder
-	for _, m := range manifests {
-		fmt.Fprintf(&stream, "---\n%s\n", m.Content)
-	}
-	objs, err := decodeStream([]byte(stream.String()))
-	if err != nil {
-		return nil, err
-	}
-	for _, o := range objs {
-		if o.GetNamespace() == "" {
-			o.SetNamespace(namespace)
-		}
-	}
-	return objs, nil
+	return decodeInstalled(rendered, namespace)
 }
 
 // mappingKeyOnly is a line that opens a mapping: a key and nothing else.
