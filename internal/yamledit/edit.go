@@ -111,10 +111,21 @@ func (s *source) checkCollection(n *yaml.Node, at []step) error {
 		return refuse(CodeAnchor, "%s carries the anchor &%s (line %d)", pathString(at), n.Anchor, n.Line)
 	}
 	if n.Kind == yaml.MappingNode {
+		// A key written twice is an error to the API server's decoders,
+		// and which one an edit would change is anyone's guess.
+		seen := map[string]int{}
 		for i := 0; i < len(n.Content); i += 2 {
-			if isMergeKey(n.Content[i]) {
-				return refuse(CodeAnchor, "%s has a merge key (line %d)", pathString(at), n.Content[i].Line)
+			k := n.Content[i]
+			if isMergeKey(k) {
+				return refuse(CodeAnchor, "%s has a merge key (line %d)", pathString(at), k.Line)
 			}
+			if k.Kind != yaml.ScalarNode {
+				continue
+			}
+			if line, dup := seen[k.Value]; dup {
+				return refuse(CodeAmbiguous, "key %q appears twice in %s (lines %d and %d)", k.Value, pathString(at), line, k.Line)
+			}
+			seen[k.Value] = k.Line
 		}
 	}
 	return nil
