@@ -33,6 +33,7 @@ func (e *Error) Error() string { return fmt.Sprintf("config %s: %s", e.Key, e.Ms
 type Config struct {
 	Cluster    string           `mapstructure:"cluster"`
 	Repo       RepoConfig       `mapstructure:"repo"`
+	Repos      []RepoRule       `mapstructure:"repos"`
 	GitHub     GitHubConfig     `mapstructure:"github"`
 	Source     SourceConfig     `mapstructure:"source"`
 	Restart    RestartConfig    `mapstructure:"restart"`
@@ -57,6 +58,18 @@ type RepoConfig struct {
 	BaseBranch string   `mapstructure:"baseBranch"`
 	URL        string   `mapstructure:"url"`
 	Paths      []string `mapstructure:"paths"`
+}
+
+// RepoRule admits the repositories kedge may write to besides repo:
+// (which holds the cluster dashboard issue).
+type RepoRule struct {
+	// Match is an owner/name pattern ("acme/*").
+	Match      string   `mapstructure:"match"`
+	BaseBranch string   `mapstructure:"baseBranch"`
+	Paths      []string `mapstructure:"paths"`
+	// CloneURL overrides the clone address; {owner} and {name} are
+	// replaced.
+	CloneURL string `mapstructure:"cloneURL"`
 }
 
 type GitHubConfig struct {

@@ -51,6 +51,34 @@ type Options struct {
 	// Migrations move namespaces to another revision or tag; see
 	// internal/migrate.
 	Migrations []migrate.Policy
+	// Repositories are several checkouts, each of one repository branch
+	// the cluster applies from (see internal/route). When set, RepoRoot,
+	// RepoURLs, Paths and Index are not read: each workload is located in
+	// the checkout of the repository and branch its GitOps object applies
+	// it from.
+	Repositories []Repository
+}
+
+// Repository is one checkout of one repository branch.
+type Repository struct {
+	// Name is "owner/name".
+	Name string
+	// Branch is the branch checked out at Root, the PR base.
+	Branch string
+	// URLs are the addresses the cluster's objects use for it.
+	URLs  []string
+	Root  string
+	Paths []string
+	// Index is Root's when the caller has it already; nil builds one.
+	Index *manifest.Index
+}
+
+// RepositoryEdits are the edits planned in one repository branch.
+type RepositoryEdits struct {
+	Name   string
+	Branch string
+	Edits  manifest.EditSet
+	Index  *manifest.Index
 }
 
 // Result is the plan and everything needed to act on it and to show it.
@@ -64,6 +92,9 @@ type Result struct {
 	// Namespaces holds, for every namespace with drifted workloads, what
 	// its pull request shows besides the workloads.
 	Namespaces map[string]Namespace
+	// Repositories are the edits per repository branch, in Options'
+	// order; with a single checkout, one entry whose Edits are Edits.
+	Repositories []RepositoryEdits
 }
 
 // Namespace is what a namespace's pull request shows about it.
@@ -124,7 +155,9 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 		return m, ok
 	})
 	planned.Migrations = attached.Migrations
-	return summarise(set, model, planned, attached.Edits, index, hints), nil
+	res := summarise(set, model, planned, attached.Edits, index, hints)
+	res.Repositories = []RepositoryEdits{{Edits: res.Edits, Index: index}}
+	return res, nil
 }
 
 // selectMigrations picks the namespaces the policies move. A migration
