@@ -330,3 +330,13 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// CloneURLFor is the rule's clone address for repo ("owner/name"), its
+// placeholders filled; "" when the rule sets none.
+func (r Rule) CloneURLFor(repo string) string {
+	if r.CloneURL == "" {
+		return ""
+	}
+	owner, name, _ := strings.Cut(repo, "/")
+	return strings.NewReplacer("{owner}", owner, "{name}", name).Replace(r.CloneURL)
+}
