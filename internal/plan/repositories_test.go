@@ -1,6 +1,8 @@
 package plan_test
 
 import (
+	"flag"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -209,4 +212,27 @@ func editedPaths(r plan.RepositoryEdits) map[string][]string {
 		}
 	}
 	return out
+}
+
+var updateSnapshot = flag.Bool("update", false, "rewrite testdata/repos/platform-and-teams/cluster from teamsCluster")
+
+// TestTeamsSnapshotIsCurrent keeps the snapshot `kedge plan` reads in the
+// CLI test the same cluster as teamsCluster; -update rewrites it.
+func TestTeamsSnapshotIsCurrent(t *testing.T) {
+	dir := filepath.Join(repoFixtures, "platform-and-teams", "cluster")
+	if *updateSnapshot {
+		require.NoError(t, os.RemoveAll(dir))
+		require.NoError(t, cluster.WriteSnapshot(teamsCluster(t), dir))
+	}
+	fresh := t.TempDir()
+	require.NoError(t, cluster.WriteSnapshot(teamsCluster(t), fresh))
+	entries, err := os.ReadDir(fresh)
+	require.NoError(t, err)
+	for _, e := range entries {
+		want, err := os.ReadFile(filepath.Join(fresh, e.Name()))
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err, "run go test ./internal/plan -run TestTeamsSnapshotIsCurrent -update")
+		assert.Equal(t, string(want), string(got), e.Name())
+	}
 }
