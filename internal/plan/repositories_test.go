@@ -177,6 +177,24 @@ func TestRepositoriesFromTheCommandLine(t *testing.T) {
 		"Argo CD Application argocd/shop applies it from github.com/acme/team-shop, which --repo does not list"}, got["shop/web"])
 }
 
+// TestAnApplicationSourceOutsideTheList: of an Application reading two
+// repositories, only one listed, the workload the listed checkout holds is
+// planned there, and the other is no-repo, not "not-found".
+func TestAnApplicationSourceOutsideTheList(t *testing.T) {
+	set := teamsCluster(t)
+	repos := teamsRepositories(t, set, []route.Rule{{Match: "acme/platform"}})
+	require.Equal(t, []string{"acme/platform@main"}, labels(repos))
+	res, err := plan.Build(set, plan.Options{Repositories: repos})
+	require.NoError(t, err)
+	got := map[string]placed{}
+	for _, w := range res.Plan.Workloads {
+		got[w.Namespace+"/"+w.Name] = placed{w.Manifest.Status, w.Manifest.Repository, w.Manifest.Path, w.Manifest.Detail}
+	}
+	assert.Equal(t, placed{"found", "acme/platform@main", "shared/shop/cart.yaml", ""}, got["shop/cart"])
+	assert.Equal(t, placed{"no-repo", "acme/team-shop", "",
+		"Argo CD Application argocd/shop applies it from github.com/acme/team-shop, which repos: does not list"}, got["shop/web"])
+}
+
 // TestOneRepositoryIsTheSinglePlan: one checkout given as Repositories
 // plans what the single-checkout options plan.
 func TestOneRepositoryIsTheSinglePlan(t *testing.T) {
