@@ -72,8 +72,8 @@ type Deps struct {
 	// ("owner/name"); both are used with Settings.Rules only.
 	OpenTarget func(context.Context, route.Target) (*gitrepo.Repo, error)
 	ForgeFor   func(context.Context, string) (*forge.Client, error)
-	Renderer *dashboard.Renderer
-	Log      *slog.Logger
+	Renderer   *dashboard.Renderer
+	Log        *slog.Logger
 	// Charts pulls the charts of chart repositories the cluster's Argo CD
 	// Applications name, and those the indexed repository's HelmReleases
 	// take from the cluster's HelmRepositories; nil pulls none.
