@@ -233,22 +233,16 @@ func (p *Pool) githubClient(transport http.RoundTripper) (*github.Client, error)
 	return gh, nil
 }
 
-// Client returns the client of repository owner/name, made once. With App
-// auth and no fixed installation ID it finds the owner's installation
-// first (GET /repos/{owner}/{repo}/installation), once per owner.
-func (p *Pool) Client(ctx context.Context, owner, name string) (*Client, error) {
+// Client returns the client of repository owner/name, made once. It makes
+// no request: with App auth and no fixed installation ID, the first call
+// finds the owner's installation (GET /repos/{owner}/{repo}/installation),
+// once per owner, and fails naming the repository when the App is not
+// installed there.
+func (p *Pool) Client(_ context.Context, owner, name string) (*Client, error) {
 	if owner == "" || name == "" {
 		return nil, errors.New("forge: owner and repo are required")
 	}
-	c := p.client(owner, name)
-	if c.app != nil {
-		// Found now, so a repository the App is not installed on fails
-		// here, by name, rather than in the middle of a cycle.
-		if err := c.app.ensureID(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	return p.client(owner, name), nil
 }
 
 func (p *Pool) client(owner, name string) *Client {

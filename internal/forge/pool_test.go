@@ -66,7 +66,9 @@ func TestPoolFindsEachOwnersInstallationAndMintsOneTokenPerInstallation(t *testi
 	assert.True(t, h.ValidTokenFor("acme/team-a", token))
 	assert.False(t, h.ValidTokenFor("globex/team-b", token), "an installation token reaches its own account only")
 
-	_, err = pool.Client(ctx, "initech", "apps")
+	initech, err := pool.Client(ctx, "initech", "apps")
+	require.NoError(t, err, "a client makes no request")
+	_, err = initech.FindPRs(ctx, "kedge/")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no installation for initech/apps")
 	assert.Empty(t, h.Repo("initech/apps").Calls(), "a repository the App is not installed on is never called")
