@@ -6,36 +6,26 @@ import (
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
-	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
-	"github.com/kedge-io/kedge/internal/route"
 )
 
 // repositoryMismatch finds the namespaces whose drifted workloads the
 // cluster's Flux or Argo CD sources apply from another repository than the
-// configured one (with rules: from a repository no rule admits). kedge
-// cannot restart those through Git, and without saying so a cycle would
-// look like a success with nothing to do.
-func (r *Reconciler) repositoryMismatch(set *objects.Set, res *plan.Result, c *cycleRepos) dashboard.Mismatch {
+// configured one (with repos: rules, from a repository no rule admits).
+// kedge cannot restart those through Git, and without saying so a cycle
+// would look like a success with nothing to do.
+func (r *Reconciler) repositoryMismatch(res *plan.Result) dashboard.Mismatch {
 	m := dashboard.Mismatch{Configured: r.configuredRepositories()}
 	byRepo := map[string]map[string]bool{}
-	add := func(repo, ns string) {
+	for ns, facts := range res.Namespaces {
+		if facts.OtherRepo == "" {
+			continue
+		}
+		repo := displayRepository(facts.OtherRepo)
 		if byRepo[repo] == nil {
 			byRepo[repo] = map[string]bool{}
 		}
 		byRepo[repo][ns] = true
-	}
-	for ns, facts := range res.Namespaces {
-		if facts.OtherRepo != "" {
-			add(displayRepository(facts.OtherRepo), ns)
-		}
-	}
-	if c.several {
-		for _, w := range res.Plan.Workloads {
-			if src, ok := route.Of(set, w); ok && c.isOutside(src.Repo) {
-				add(outsideName(src), w.Namespace)
-			}
-		}
 	}
 	for repo, namespaces := range byRepo {
 		f := dashboard.ForeignRepository{Repository: repo}
@@ -47,15 +37,6 @@ func (r *Reconciler) repositoryMismatch(set *objects.Set, res *plan.Result, c *c
 	}
 	sort.Slice(m.Foreign, func(i, j int) bool { return m.Foreign[i].Repository < m.Foreign[j].Repository })
 	return m
-}
-
-// outsideName names a repository outside the rules as the plan does when
-// it names one: by its address.
-func outsideName(src route.Source) string {
-	if src.URL != "" {
-		return displayRepository(src.URL)
-	}
-	return src.Repo
 }
 
 // configuredRepositories names what kedge may write to: repo:, and with

@@ -248,7 +248,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 		report.Namespaces[st.name] = st.outcome
 	}
 	report.Refused = refusedFiles(res)
-	report.Mismatch = r.repositoryMismatch(set, res, c)
+	report.Mismatch = r.repositoryMismatch(res)
 	if sentence := report.Mismatch.Sentence(); sentence != "" {
 		r.deps.Log.Warn(sentence, "configured", report.Mismatch.Configured)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
-	"strings"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/forge"
@@ -252,14 +251,4 @@ func heldStates(repo *repository) []*nsState {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
-}
-
-// isOutside reports whether name is a repository no rule admits.
-func (c *cycleRepos) isOutside(name string) bool {
-	for _, o := range c.outside {
-		if strings.EqualFold(o.Repo, name) {
-			return true
-		}
-	}
-	return false
 }
