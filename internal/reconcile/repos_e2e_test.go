@@ -279,3 +279,33 @@ func TestCycleOverSeveralRepositories(t *testing.T) {
 	}
 	_ = reconcile.BranchPrefix
 }
+
+// A push that fails in one repository holds back that repository's PR
+// only; the next cycle opens it and duplicates nothing elsewhere.
+func TestPushFailureInOneRepositoryLeavesTheOthers(t *testing.T) {
+	w := newReposWorld(t)
+	svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
+	require.NoError(t, err)
+	w.git.FailNextPushTo("globex/team-b", http.StatusServiceUnavailable)
+
+	report, err := svc.Reconciler.RunOnce(context.Background())
+	require.Error(t, err)
+	var pushErr *reconcile.PushError
+	assert.ErrorAs(t, err, &pushErr)
+	assert.Contains(t, err.Error(), "globex/team-b")
+	require.NotNil(t, report, "the other repositories' work is reported")
+	assert.Len(t, w.hub.Repo("acme/platform").PRs(), 1)
+	assert.Len(t, w.hub.Repo("acme/team-a").PRs(), 1)
+	assert.Empty(t, w.hub.Repo("globex/team-b").PRs())
+	assert.Equal(t, dashboard.PRNotYetOpened, report.Namespaces["billing"].State)
+	assert.Contains(t, report.Namespaces["billing"].Detail, "globex/team-b")
+
+	report, err = svc.Reconciler.RunOnce(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, report.Pushes, "only the held-back repository is pushed")
+	assert.Equal(t, map[string]int{"acme/platform": 1, "acme/team-a": 1, "globex/team-b": 2}, w.pushes())
+	for _, repo := range []string{"acme/platform", "acme/team-a", "globex/team-b"} {
+		assert.Len(t, w.hub.Repo(repo).PRs(), 1, repo)
+	}
+	assert.Equal(t, "release", w.hub.Repo("globex/team-b").PRs()[0].GetBase().GetRef())
+}

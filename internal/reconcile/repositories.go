@@ -44,7 +44,6 @@ type repository struct {
 // failure ends the cycle, as it always has.
 type cycleRepos struct {
 	repos   []*repository
-	outside []route.Outside
 	several bool
 }
 
@@ -105,8 +104,10 @@ func (r *Reconciler) openRepositories(ctx context.Context, set *objects.Set) (*c
 		}
 		return &cycleRepos{repos: []*repository{repo}}, nil
 	}
-	targets, outside := route.Targets(set, r.settings.Rules)
-	c := &cycleRepos{outside: outside, several: true}
+	// Repositories outside the rules are left to the plan, which reports
+	// their workloads (manifest status no-repo) without a checkout.
+	targets, _ := route.Targets(set, r.settings.Rules)
+	c := &cycleRepos{several: true}
 	for _, t := range targets {
 		repo := &repository{key: t.Repo + "@" + t.Branch, name: t.Repo, target: t, webURL: r.webURLOf(t.Repo)}
 		c.repos = append(c.repos, repo)
