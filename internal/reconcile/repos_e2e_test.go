@@ -74,7 +74,7 @@ func newReposWorld(t *testing.T) *reposWorld {
 	w.git.SetRepoTokenCheck(w.hub.ValidTokenFor)
 	for _, s := range reposSources {
 		files := map[string]string{
-			s.path + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + s.workload + ".yaml\n",
+			s.path + "/kustomization.yaml":      "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + s.workload + ".yaml\n",
 			s.path + "/" + s.workload + ".yaml": deployment(s.namespace, s.workload, "1.0.0"),
 		}
 		if s.branch == "main" {
