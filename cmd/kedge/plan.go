@@ -35,21 +35,26 @@ func commonFlags(cmd *cobra.Command, configFile *string) map[string]string {
 }
 
 func newPlanCommand() *cobra.Command {
-	var configFile, repo, output string
+	var configFile, output string
+	var repoFlags []string
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Print which workloads drift and what kedge would change (writes nothing)",
 		Args:  noArgs,
 	}
 	keys := commonFlags(cmd, &configFile)
-	cmd.Flags().StringVar(&repo, "repo", "", "local checkout of the GitOps repository")
+	cmd.Flags().StringArrayVar(&repoFlags, "repo", nil, "local checkout of the GitOps repository: PATH, or owner/name[@branch]=PATH, repeated for several")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(planOutputs, "|"))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if !contains(planOutputs, output) {
 			return usageError{fmt.Errorf("--output: %q is not one of %s", output, strings.Join(planOutputs, ", "))}
 		}
-		if output == "patch" && repo == "" {
+		if output == "patch" && len(repoFlags) == 0 {
 			return usageError{fmt.Errorf("--output patch needs --repo")}
+		}
+		repo, repos, err := checkoutFlags(repoFlags)
+		if err != nil {
+			return err
 		}
 		cfg, err := config.Load(configFile, cmd.Flags(), keys)
 		if err != nil {
@@ -67,7 +72,19 @@ func newPlanCommand() *cobra.Command {
 			return err
 		}
 		opts := assemble.PlanOptions(cfg, repo)
-		if repo != "" {
+		if len(repos) > 0 {
+			charts, err := os.MkdirTemp("", "kedge-charts-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(charts)
+			// Offline, the checkouts named are the only repositories
+			// kedge may write to.
+			opts.Repositories, opts.RepositoriesFrom = repos, "--repo"
+			if err := indexCheckouts(cmd.Context(), set, &opts, charts); err != nil {
+				return err
+			}
+		} else if repo != "" {
 			// plan leaves nothing behind: the charts it pulls go in a
 			// directory removed when it ends.
 			charts, err := os.MkdirTemp("", "kedge-charts-")
@@ -97,6 +114,9 @@ func newPlanCommand() *cobra.Command {
 		case "json":
 			return writeJSON(out, res.Plan)
 		case "patch":
+			if len(repos) > 0 {
+				return writeRepositoriesPatch(out, res)
+			}
 			_, err := io.WriteString(out, manifest.UnifiedDiff(res.Edits.All()))
 			return err
 		case "markdown":
@@ -158,11 +178,20 @@ func writeJSON(w io.Writer, v any) error {
 
 func writeTable(w io.Writer, res *plan.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tREASONS\tPODS\tCURRENT\tDESIRED\tMANIFEST")
+	several := len(res.Repositories) > 1
+	if several {
+		fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tREASONS\tPODS\tCURRENT\tDESIRED\tREPOSITORY\tMANIFEST")
+	} else {
+		fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tREASONS\tPODS\tCURRENT\tDESIRED\tMANIFEST")
+	}
 	for _, wl := range res.Plan.Workloads {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t",
 			wl.Namespace, wl.Kind, wl.Name, joinReasons(wl.Reasons), wl.Pods.Drifted, wl.Pods.Total,
-			orDash(strings.Join(wl.Current.Revisions, ",")), orDash(wl.Desired.Revision), manifestCell(wl.Manifest))
+			orDash(strings.Join(wl.Current.Revisions, ",")), orDash(wl.Desired.Revision))
+		if several {
+			fmt.Fprintf(tw, "%s\t", orDash(wl.Manifest.Repository))
+		}
+		fmt.Fprintf(tw, "%s\n", manifestCell(wl.Manifest))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -180,9 +209,9 @@ func writeTable(w io.Writer, res *plan.Result) error {
 	}
 	// Files the index could not read may hold a drifted workload's
 	// manifest: say which, so "not-found" can be told from "unreadable".
-	if res.Index != nil {
+	if problems := indexProblems(res); len(problems) > 0 {
 		var skipped, deprecated []manifest.Problem
-		for _, p := range res.Index.Problems {
+		for _, p := range problems {
 			if p.Kind == manifest.ProblemDeprecated {
 				deprecated = append(deprecated, p)
 			} else {
@@ -203,6 +232,27 @@ func writeTable(w io.Writer, res *plan.Result) error {
 	fmt.Fprintf(w, "\n%d drifted workloads, %d skipped, %d files to change\n",
 		len(res.Plan.Workloads), len(res.Plan.Skipped), len(res.Edits.All()))
 	return nil
+}
+
+// indexProblems are the problems of the checkout's index, or of every
+// checkout's, their paths prefixed with the repository, when several are
+// planned.
+func indexProblems(res *plan.Result) []manifest.Problem {
+	if len(res.Repositories) <= 1 {
+		if res.Index == nil {
+			return nil
+		}
+		return res.Index.Problems
+	}
+	var out []manifest.Problem
+	for _, r := range res.Repositories {
+		label := plan.Repository{Name: r.Name, Branch: r.Branch}.Label()
+		for _, p := range r.Index.Problems {
+			p.Path = label + ":" + p.Path
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func writeProblems(w io.Writer, header string, problems []manifest.Problem) error {

@@ -258,7 +258,7 @@ func Keys() []string {
 	for k := range defaults {
 		keys = append(keys, k)
 	}
-	keys = append(keys, "migrations", "waves")
+	keys = append(keys, "migrations", "repos", "waves")
 	sort.Strings(keys)
 	return keys
 }
@@ -345,6 +345,7 @@ func unknownKeys(v *viper.Viper) error {
 // viper does not expand into keys of their own.
 var listFields = map[string][]string{
 	"migrations": {"from", "to", "namespaceSelector", "optOutLabel", "waypoint"},
+	"repos":      {"match", "baseBranch", "paths", "cloneURL"},
 	"waves":      {"name", "namespaces", "namespaceSelector", "soak", "maxUnhealthy", "maxProxyRestarts"},
 }
 
@@ -440,6 +441,9 @@ func (c *Config) Validate(mode Mode) error {
 	if err := validWaves(c.Waves); err != nil {
 		return err
 	}
+	if err := validRepoRules(c.Repos); err != nil {
+		return err
+	}
 	if c.Rollout.ResumeLabel == "" {
 		return &Error{Key: "rollout.resumeLabel", Msg: "required"}
 	}
@@ -462,12 +466,8 @@ func (c *Config) Validate(mode Mode) error {
 		return &Error{Key: "repo.name", Msg: "required"}
 	}
 	if c.Repo.URL != "" {
-		u, err := url.Parse(c.Repo.URL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") {
-			return &Error{Key: "repo.url", Msg: "must be an https://, http:// or file:// URL"}
-		}
-		if u.User != nil {
-			return &Error{Key: "repo.url", Msg: "must not carry credentials: kedge authenticates with the GitHub token"}
+		if err := validCloneURL(c.Repo.URL); err != "" {
+			return &Error{Key: "repo.url", Msg: err}
 		}
 	}
 	if u, err := url.Parse(c.GitHub.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -525,6 +525,41 @@ func validBranchPart(s string) bool {
 		}
 	}
 	return true
+}
+
+// validRepoRules checks each repos: entry: an owner/name pattern that
+// path.Match can use, and a clone URL that parses once its placeholders
+// are filled.
+func validRepoRules(rules []RepoRule) error {
+	for i, r := range rules {
+		key := fmt.Sprintf("repos[%d]", i)
+		owner, name, ok := strings.Cut(r.Match, "/")
+		if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+			return &Error{Key: key + ".match", Msg: fmt.Sprintf("%q is not an owner/name pattern (\"acme/*\")", r.Match)}
+		}
+		if _, err := path.Match(r.Match, ""); err != nil {
+			return &Error{Key: key + ".match", Msg: fmt.Sprintf("bad glob %q", r.Match)}
+		}
+		if r.CloneURL != "" {
+			if err := validCloneURL(strings.NewReplacer("{owner}", "owner", "{name}", "name").Replace(r.CloneURL)); err != "" {
+				return &Error{Key: key + ".cloneURL", Msg: err}
+			}
+		}
+	}
+	return nil
+}
+
+// validCloneURL says what is wrong with a clone address, "" when nothing
+// is.
+func validCloneURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "file") {
+		return "must be an https://, http:// or file:// URL"
+	}
+	if u.User != nil {
+		return "must not carry credentials: kedge authenticates with the GitHub token"
+	}
+	return ""
 }
 
 // validWaves checks each wave on its own and that names, which PR bodies

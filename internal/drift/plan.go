@@ -115,6 +115,10 @@ type Manifest struct {
 	Detail string `json:"detail,omitempty"`
 	// Candidates are the paths an ambiguous workload may come from.
 	Candidates []string `json:"candidates,omitempty"`
+	// Repository is the repository ("owner/name", "@branch" when a
+	// branch is named) Path is in, when several are planned; for no-repo,
+	// the repository the cluster applies the workload from.
+	Repository string `json:"repository,omitempty"`
 }
 
 // Skipped is a drifted top-level owner (or bare pod) kedge will not act on.

@@ -13,6 +13,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/route"
 )
 
 // ArgoDirectory is one path an Argo CD Application applies from the indexed
@@ -53,21 +54,19 @@ type argoSource struct {
 	src objects.ApplicationSource
 }
 
-// argoSources lists the sources Argo CD reads: spec.sources when it has
-// items (spec.source is then ignored), else spec.source
-// (https://argo-cd.readthedocs.io/en/stable/user-guide/multiple_sources/).
+// argoSources lists the sources Argo CD reads (route.ApplicationSources)
+// with where each sits in the Application.
 func argoSources(app *objects.Application) []argoSource {
-	if len(app.Spec.Sources) > 0 {
-		out := make([]argoSource, len(app.Spec.Sources))
-		for i, s := range app.Spec.Sources {
-			out[i] = argoSource{at: fmt.Sprintf("spec.sources[%d]", i), src: s}
+	sources := route.ApplicationSources(app)
+	out := make([]argoSource, len(sources))
+	for i, s := range sources {
+		at := "spec.source"
+		if len(app.Spec.Sources) > 0 {
+			at = fmt.Sprintf("spec.sources[%d]", i)
 		}
-		return out
+		out[i] = argoSource{at: at, src: s}
 	}
-	if app.Spec.Source != nil {
-		return []argoSource{{at: "spec.source", src: *app.Spec.Source}}
-	}
-	return nil
+	return out
 }
 
 // argoDirectoryOf reads how an Application applies one of its paths. Every
@@ -86,12 +85,7 @@ func argoDirectoryOf(app *objects.Application, s argoSource) *ArgoDirectory {
 }
 
 // argoVia names an Application in messages.
-func argoVia(app *objects.Application) string {
-	if app.Namespace == "" {
-		return "Argo CD Application " + app.Name
-	}
-	return "Argo CD Application " + app.Namespace + "/" + app.Name
-}
+func argoVia(app *objects.Application) string { return route.ApplicationVia(app) }
 
 // reads reports whether Argo CD applies the repo-relative file as a plain
 // manifest of the directory. It follows the repo server's walk: files below

@@ -1,22 +1,22 @@
 package manifest
 
 import (
-	"path"
 	"slices"
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/route"
 )
 
-// GitOps tracking metadata (DESIGN §3).
+// GitOps tracking metadata (DESIGN §3); internal/route reads it too.
 const (
-	fluxKustomizeNameLabel      = "kustomize.toolkit.fluxcd.io/name"
-	fluxKustomizeNamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
-	fluxHelmNameLabel           = "helm.toolkit.fluxcd.io/name"
-	fluxHelmNamespaceLabel      = "helm.toolkit.fluxcd.io/namespace"
-	argoTrackingIDAnnotation    = "argocd.argoproj.io/tracking-id"
-	argoInstanceLabel           = "app.kubernetes.io/instance"
+	fluxKustomizeNameLabel      = route.FluxKustomizeNameLabel
+	fluxKustomizeNamespaceLabel = route.FluxKustomizeNamespaceLabel
+	fluxHelmNameLabel           = route.FluxHelmNameLabel
+	fluxHelmNamespaceLabel      = route.FluxHelmNamespaceLabel
+	argoTrackingIDAnnotation    = route.ArgoTrackingIDAnnotation
+	argoInstanceLabel           = route.ArgoInstanceLabel
 )
 
 // Hints narrow where a workload can come from, read from the GitOps tool
@@ -97,18 +97,24 @@ type Applied struct {
 func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 	want := map[string]bool{}
 	for _, u := range repoURLs {
-		if n := normalizeRepoURL(u); n != "" {
+		if n := route.NormalizeURL(u); n != "" {
 			want[n] = true
 		}
 	}
-	sameRepo := func(u string) bool { return len(want) == 0 || u == "" || want[normalizeRepoURL(u)] }
-	applied := appliedPaths(set, sameRepo)
+	return HintsFrom(set, func(s route.Source) bool { return len(want) == 0 || s.URL == "" || want[route.NormalizeURL(s.URL)] })
+}
+
+// HintsFrom is HintsFor for a checkout that answers the sources indexed
+// reports true for: with several checkouts, each one answers its own
+// repository branch, and a source another answers is OtherRepo here.
+func HintsFrom(set *objects.Set, indexed func(route.Source) bool) func(drift.Workload) Hints {
+	applied := appliedPaths(set, indexed)
 	byPath := appliedByPath(applied)
 	return func(w drift.Workload) Hints {
 		if set == nil {
 			return Hints{}
 		}
-		h := workloadHints(set, w, sameRepo)
+		h := workloadHints(set, w, indexed)
 		if h.Release != nil {
 			h = releaseHints(set, h, applied)
 			h.helmRepositories = set.HelmRepositories
@@ -142,22 +148,23 @@ func releaseHints(set *objects.Set, h Hints, applied []Applied) Hints {
 
 // appliedPaths lists what the cluster's Flux Kustomizations and Argo CD
 // Applications apply from the indexed repository.
-func appliedPaths(set *objects.Set, sameRepo func(string) bool) []Applied {
+func appliedPaths(set *objects.Set, indexed func(route.Source) bool) []Applied {
 	if set == nil {
 		return nil
 	}
 	var out []Applied
-	for _, k := range set.Kustomizations {
-		if sameRepo(gitRepositoryURL(set, k)) {
+	for i := range set.Kustomizations {
+		k := &set.Kustomizations[i]
+		if indexed(route.FluxSource(set, k)) {
 			out = append(out, Applied{
 				Path: cleanRepoPath(k.Spec.Path), Namespace: k.Spec.TargetNamespace, Force: k.Spec.TargetNamespace != "",
-				Via: "Flux Kustomization " + k.Namespace + "/" + k.Name,
+				Via: route.KustomizationVia(k),
 			})
 		}
 	}
 	for _, app := range set.Applications {
 		for _, s := range argoSources(&app) {
-			if s.src.Chart == "" && s.src.Path != "" && sameRepo(s.src.RepoURL) {
+			if s.src.Chart == "" && s.src.Path != "" && indexed(route.ArgoSource(&app, s.src)) {
 				out = append(out, Applied{
 					Path: cleanRepoPath(s.src.Path), Namespace: app.Spec.Destination.Namespace,
 					Via: argoVia(&app), Directory: argoDirectoryOf(&app, s),
@@ -169,31 +176,25 @@ func appliedPaths(set *objects.Set, sameRepo func(string) bool) []Applied {
 }
 
 // workloadHints reads the tracking metadata of one workload.
-func workloadHints(set *objects.Set, w drift.Workload, sameRepo func(string) bool) Hints {
+func workloadHints(set *objects.Set, w drift.Workload, indexed func(route.Source) bool) Hints {
 	if name := w.Labels[fluxHelmNameLabel]; name != "" {
 		ref := ReleaseRef{Namespace: w.Labels[fluxHelmNamespaceLabel], Name: name}
 		return Hints{Helm: ref.String(), Release: &ref}
 	}
-	if name := w.Labels[fluxKustomizeNameLabel]; name != "" {
-		ns := w.Labels[fluxKustomizeNamespaceLabel]
-		for _, k := range set.Kustomizations {
-			if k.Name != name || k.Namespace != ns {
-				continue
-			}
-			h := Hints{
-				Paths:           []string{cleanRepoPath(k.Spec.Path)},
-				TargetNamespace: k.Spec.TargetNamespace,
-				Via:             "Flux Kustomization " + ns + "/" + name,
-				Flux:            fluxHint(set, k),
-			}
-			if url := gitRepositoryURL(set, k); !sameRepo(url) {
-				h.OtherRepo = url
-			}
-			return h
+	if k := route.KustomizationOf(set, w); k != nil {
+		h := Hints{
+			Paths:           []string{cleanRepoPath(k.Spec.Path)},
+			TargetNamespace: k.Spec.TargetNamespace,
+			Via:             route.KustomizationVia(k),
+			Flux:            fluxHint(set, *k),
 		}
+		if src := route.FluxSource(set, k); !indexed(src) {
+			h.OtherRepo = src.URL
+		}
+		return h
 	}
-	if app := argoApplication(set, w); app != nil {
-		return applicationHints(app, sameRepo)
+	if app := route.ApplicationOf(set, w); app != nil {
+		return applicationHints(app, indexed)
 	}
 	return Hints{}
 }
@@ -219,70 +220,7 @@ func Applier(w drift.Workload) string {
 	return ""
 }
 
-func gitRepositoryURL(set *objects.Set, k objects.Kustomization) string {
-	ref := k.Spec.SourceRef
-	if ref.Kind != "" && ref.Kind != "GitRepository" {
-		return ""
-	}
-	ns := ref.Namespace
-	if ns == "" {
-		ns = k.Namespace
-	}
-	for _, g := range set.GitRepositories {
-		if g.Name == ref.Name && g.Namespace == ns {
-			return g.Spec.URL
-		}
-	}
-	return ""
-}
-
-// argoApplication finds the Application tracking w: by the tracking-id
-// annotation (annotation tracking, the default since Argo CD 3) when it names
-// this very object, else by the instance label (label tracking).
-func argoApplication(set *objects.Set, w drift.Workload) *objects.Application {
-	if id := w.Annotations[argoTrackingIDAnnotation]; id != "" {
-		app, gk, nsName, ok := parseTrackingID(id)
-		_, kind, _ := strings.Cut(gk, "/")
-		if ok && kind == w.Kind && nsName == w.Namespace+"/"+w.Name {
-			if a := findApplication(set, app); a != nil {
-				return a
-			}
-		}
-	}
-	if name := w.Labels[argoInstanceLabel]; name != "" {
-		return findApplication(set, name)
-	}
-	return nil
-}
-
-// parseTrackingID splits "<app>:<group>/<Kind>:<namespace>/<name>".
-func parseTrackingID(id string) (app, groupKind, nsName string, ok bool) {
-	parts := strings.SplitN(id, ":", 3)
-	if len(parts) != 3 {
-		return "", "", "", false
-	}
-	return parts[0], parts[1], parts[2], true
-}
-
-// findApplication resolves an Argo CD instance name: "<name>", or
-// "<namespace>_<name>" for applications outside the control plane namespace.
-func findApplication(set *objects.Set, instance string) *objects.Application {
-	for i := range set.Applications {
-		if set.Applications[i].Name == instance {
-			return &set.Applications[i]
-		}
-	}
-	if ns, name, ok := strings.Cut(instance, "_"); ok {
-		for i := range set.Applications {
-			if set.Applications[i].Name == name && set.Applications[i].Namespace == ns {
-				return &set.Applications[i]
-			}
-		}
-	}
-	return nil
-}
-
-func applicationHints(app *objects.Application, sameRepo func(string) bool) Hints {
+func applicationHints(app *objects.Application, indexed func(route.Source) bool) Hints {
 	via := argoVia(app)
 	h := Hints{Via: via}
 	var charts, others []string
@@ -291,7 +229,7 @@ func applicationHints(app *objects.Application, sameRepo func(string) bool) Hint
 		switch {
 		case s.Chart != "":
 			charts = append(charts, s.Chart)
-		case !sameRepo(s.RepoURL):
+		case !indexed(route.ArgoSource(app, s)):
 			others = append(others, s.RepoURL)
 		case s.Path != "":
 			h.Paths = append(h.Paths, cleanRepoPath(s.Path))
@@ -314,41 +252,6 @@ func applicationHints(app *objects.Application, sameRepo func(string) bool) Hint
 	return h
 }
 
-// cleanRepoPath turns a tool's path ("./apps/shop/", "apps/shop") into the
-// repo-relative form of the index ("apps/shop"; "." for the root).
-func cleanRepoPath(p string) string {
-	p = strings.TrimPrefix(strings.TrimSpace(p), "./")
-	p = strings.TrimPrefix(p, "/")
-	if p == "" {
-		return "."
-	}
-	return path.Clean(p)
-}
-
-// normalizeRepoURL reduces the spellings of one repository (https, ssh,
-// scp-like, with or without .git) to host/path.
-func normalizeRepoURL(u string) string {
-	u = strings.TrimSpace(u)
-	if u == "" {
-		return ""
-	}
-	scp := false
-	if i := strings.Index(u, "://"); i >= 0 {
-		u = u[i+3:]
-	} else {
-		scp = true
-	}
-	if at := strings.LastIndex(u, "@"); at >= 0 && at < strings.IndexAny(u+"/", "/") {
-		u = u[at+1:]
-	}
-	if scp {
-		u = strings.Replace(u, ":", "/", 1)
-	}
-	host, rest, _ := strings.Cut(u, "/")
-	if h, _, ok := strings.Cut(host, ":"); ok && !scp {
-		host = h // drop a port
-	}
-	rest = strings.TrimSuffix(strings.TrimSuffix(rest, "/"), ".git")
-	// Compared without case: GitHub (and most forges) ignore it in paths.
-	return strings.ToLower(host + "/" + rest)
-}
+// cleanRepoPath turns a tool's path into the repo-relative form of the
+// index.
+func cleanRepoPath(p string) string { return route.CleanPath(p) }

@@ -390,19 +390,3 @@ func TestHintsFor(t *testing.T) {
 		assert.Equal(t, Hints{}, HintsFor(nil)(w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil)))
 	})
 }
-
-func TestNormalizeRepoURL(t *testing.T) {
-	want := "github.com/acme/fleet"
-	for _, u := range []string{
-		"https://github.com/acme/fleet",
-		"https://github.com/acme/fleet.git",
-		"https://x-access-token@github.com/acme/fleet/",
-		"ssh://git@github.com/acme/fleet.git",
-		"ssh://git@github.com:22/acme/fleet.git",
-		"git@github.com:acme/fleet.git",
-		"HTTPS://GitHub.com/acme/fleet",
-	} {
-		assert.Equal(t, want, normalizeRepoURL(u), u)
-	}
-	assert.NotEqual(t, want, normalizeRepoURL("https://github.com/acme/fleet-staging"))
-}

@@ -83,6 +83,9 @@ type ApplicationSource struct {
 	Path           string `json:"path,omitempty"`
 	TargetRevision string `json:"targetRevision,omitempty"`
 	Chart          string `json:"chart,omitempty"`
+	// Ref names a source whose files the others' Helm value files read
+	// ($ref/path); it applies nothing itself unless it has a path.
+	Ref string `json:"ref,omitempty"`
 	// Directory configures a source of plain manifests.
 	Directory *ApplicationSourceDirectory `json:"directory,omitempty"`
 	// Kustomize configures a kustomize source; set, it makes the source
@@ -160,10 +163,13 @@ type GitRepositorySpec struct {
 	Ref *GitRepositoryRef `json:"ref,omitempty"`
 }
 
-// GitRepositoryRef is the branch (or tag, semver, commit) Flux follows.
+// GitRepositoryRef is the branch (or tag, semver range, reference name,
+// commit) Flux follows.
 type GitRepositoryRef struct {
 	Branch string `json:"branch,omitempty"`
 	Tag    string `json:"tag,omitempty"`
+	SemVer string `json:"semver,omitempty"`
+	Name   string `json:"name,omitempty"`
 	Commit string `json:"commit,omitempty"`
 }
 

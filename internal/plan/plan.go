@@ -57,6 +57,10 @@ type Options struct {
 	// the checkout of the repository and branch its GitOps object applies
 	// it from.
 	Repositories []Repository
+	// RepositoriesFrom names, in messages about a repository the cluster
+	// applies from that is not among Repositories, what lists them:
+	// "repos:" when empty.
+	RepositoriesFrom string
 }
 
 // Repository is one checkout of one repository branch.
@@ -71,6 +75,10 @@ type Repository struct {
 	Paths []string
 	// Index is Root's when the caller has it already; nil builds one.
 	Index *manifest.Index
+	// AllBranches makes the checkout answer whatever branch of the
+	// repository the cluster follows: a repos: rule with a baseBranch, or
+	// a checkout named without a branch on the command line.
+	AllBranches bool
 }
 
 // RepositoryEdits are the edits planned in one repository branch.
@@ -106,6 +114,9 @@ type Namespace struct {
 	// OtherRepo is the repository the cluster applies the namespace's
 	// drifted workloads from, when that is not the configured one.
 	OtherRepo string
+	// Repositories are the repository branches (Repository.Label) its
+	// edits go to, with Options.Repositories; nil otherwise.
+	Repositories []string
 }
 
 // Build computes the plan and, with a repository, locates and edits every
@@ -119,6 +130,9 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	selected, err := selectMigrations(set, model, opts)
 	if err != nil {
 		return nil, err
+	}
+	if len(opts.Repositories) > 0 {
+		return buildRepositories(set, model, selected, opts)
 	}
 	if opts.RepoRoot == "" {
 		drifted := drift.Compute(migrate.Relabel(set, selected), model, opts.Drift)
