@@ -209,30 +209,21 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 	return &Service{Reconciler: rec, Forge: client}, nil
 }
 
-// Rules are the repositories kedge may write to: repo: (where the
-// dashboard lives) and the repos: allowlist; nil without repos:, when
-// kedge writes to repo: alone.
+// Rules are the repositories kedge may write to (see RouteRules); nil
+// without repos:, when kedge writes to repo: alone as it always has.
 func Rules(cfg *config.Config) []route.Rule {
 	if len(cfg.Repos) == 0 {
 		return nil
 	}
-	out := []route.Rule{{
-		Match: cfg.Repo.Owner + "/" + cfg.Repo.Name, BaseBranch: cfg.Repo.BaseBranch,
-		Paths: cfg.Repo.Paths, CloneURL: cfg.Repo.URL,
-	}}
-	for _, r := range cfg.Repos {
-		out = append(out, route.Rule{Match: r.Match, BaseBranch: r.BaseBranch, Paths: r.Paths, CloneURL: r.CloneURL})
-	}
-	return out
+	return RouteRules(cfg)
 }
 
 // TargetCloneURL is how kedge clones a repository the rules admit: the
 // rule's cloneURL with {owner} and {name} replaced, else the repository's
 // address on the GitHub web host. It never carries a token.
 func TargetCloneURL(cfg *config.Config, t route.Target) string {
-	owner, name, _ := strings.Cut(t.Repo, "/")
-	if t.Rule.CloneURL != "" {
-		return strings.NewReplacer("{owner}", owner, "{name}", name).Replace(t.Rule.CloneURL)
+	if u := t.Rule.CloneURLFor(t.Repo); u != "" {
+		return u
 	}
 	host := strings.TrimSuffix(WebURL(cfg), "/"+cfg.Repo.Owner+"/"+cfg.Repo.Name)
 	return host + "/" + t.Repo + ".git"

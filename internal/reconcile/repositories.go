@@ -156,10 +156,7 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 			opts.Charts = mergeCharts(opts.Charts, r.deps.Charts(ctx, set, repo.index))
 		}
 		if c.several {
-			opts.Repositories = append(opts.Repositories, plan.Repository{
-				Name: repo.name, Branch: repo.target.Branch, URLs: repo.target.URLs,
-				Root: repo.git.Worktree(), Paths: repo.target.Rule.Paths, Index: repo.index,
-			})
+			opts.Repositories = append(opts.Repositories, plan.RepositoryFor(repo.target, repo.git.Worktree(), repo.index))
 		}
 	}
 	if !c.several {
