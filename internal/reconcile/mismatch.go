@@ -15,7 +15,7 @@ import (
 // kedge cannot restart those through Git, and without saying so a cycle
 // would look like a success with nothing to do.
 func (r *Reconciler) repositoryMismatch(res *plan.Result) dashboard.Mismatch {
-	m := dashboard.Mismatch{Configured: r.configuredRepositories()}
+	m := dashboard.Mismatch{Configured: r.configuredRepositories(), Allowlist: len(r.settings.Rules) > 0}
 	byRepo := map[string]map[string]bool{}
 	for ns, facts := range res.Namespaces {
 		if facts.OtherRepo == "" {

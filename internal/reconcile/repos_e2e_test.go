@@ -237,6 +237,8 @@ func TestCycleOverSeveralRepositories(t *testing.T) {
 		assert.Contains(t, body, url, "dashboard links the PR of %s", ns)
 	}
 	assert.Contains(t, body, outside.repo, "the outside repository is named")
+	assert.Contains(t, body, "**Repository outside the allowlist:**")
+	assert.Contains(t, body, "add the repository to `repos:`")
 	assert.Contains(t, report.Mismatch.Sentence(), outside.repo)
 	for _, s := range reposSources[:3] {
 		pr := w.hub.Repo(s.repo).PRs()[0]
