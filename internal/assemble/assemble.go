@@ -23,6 +23,7 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/reconcile"
+	"github.com/kedge-io/kedge/internal/route"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
@@ -145,12 +146,17 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 	if err != nil {
 		return nil, &config.Error{Key: "templates.dir", Msg: err.Error()}
 	}
-	client, err := forge.New(ctx, forge.Config{
-		APIURL: cfg.GitHub.APIURL, Owner: cfg.Repo.Owner, Repo: cfg.Repo.Name,
-		Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID, InstallationID: cfg.GitHub.InstallationID,
-		PrivateKeyFile: cfg.GitHub.PrivateKeyFile, MinMutationGap: cfg.Limits.MutationGap,
-		MaxRetryAfter: cfg.Limits.MaxRetryAfter,
+	// One pool for every repository: they share the write pacing and the
+	// installation tokens.
+	pool, err := forge.NewPool(ctx, forge.Config{
+		APIURL: cfg.GitHub.APIURL, Token: cfg.GitHub.Token, AppID: cfg.GitHub.AppID,
+		InstallationID: cfg.GitHub.InstallationID, PrivateKeyFile: cfg.GitHub.PrivateKeyFile,
+		MinMutationGap: cfg.Limits.MutationGap, MaxRetryAfter: cfg.Limits.MaxRetryAfter,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
+	}
+	client, err := pool.Client(ctx, cfg.Repo.Owner, cfg.Repo.Name)
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
@@ -176,6 +182,7 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 		Waves:                Waves(cfg),
 		ResumeLabel:          cfg.Rollout.ResumeLabel,
 		DryRun:               opts.DryRun,
+		Rules:                Rules(cfg),
 	}
 	puller, err := ChartPuller(cfg)
 	if err != nil {
@@ -188,11 +195,75 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 		},
 		OpenRepo: func(ctx context.Context) (*gitrepo.Repo, error) { return gitrepo.Open(ctx, gitOpts) },
 		Forge:    client,
+		OpenTarget: func(ctx context.Context, t route.Target) (*gitrepo.Repo, error) {
+			return openTarget(ctx, cfg, pool, t)
+		},
+		ForgeFor: func(ctx context.Context, repo string) (*forge.Client, error) {
+			owner, name, _ := strings.Cut(repo, "/")
+			return pool.Client(ctx, owner, name)
+		},
 		Renderer: renderer,
 		Log:      log,
 		Now:      opts.Now,
 	})
 	return &Service{Reconciler: rec, Forge: client}, nil
+}
+
+// Rules are the repositories kedge may write to (see RouteRules); nil
+// without repos:, when kedge writes to repo: alone as it always has.
+func Rules(cfg *config.Config) []route.Rule {
+	if len(cfg.Repos) == 0 {
+		return nil
+	}
+	return RouteRules(cfg)
+}
+
+// TargetCloneURL is how kedge clones a repository the rules admit: the
+// rule's cloneURL with {owner} and {name} replaced, else the repository's
+// address on the GitHub web host. It never carries a token.
+func TargetCloneURL(cfg *config.Config, t route.Target) string {
+	if u := t.Rule.CloneURLFor(t.Repo); u != "" {
+		return u
+	}
+	host := strings.TrimSuffix(WebURL(cfg), "/"+cfg.Repo.Owner+"/"+cfg.Repo.Name)
+	return host + "/" + t.Repo + ".git"
+}
+
+// TargetCacheDir is the clone of one repository branch, reused across
+// cycles. It sits beside repo:'s clone, never inside its worktree.
+func TargetCacheDir(cfg *config.Config, t route.Target) (string, error) {
+	base := ""
+	if cfg.Git.CacheDir != "" {
+		base = filepath.Join(cfg.Git.CacheDir, cfg.Cluster+"-repos")
+	} else {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		base = filepath.Join(dir, "kedge", cfg.Cluster+"-repos")
+	}
+	branch := t.Branch
+	if branch == "" {
+		branch = "default"
+	}
+	safe := strings.NewReplacer("/", "_", ":", "_", "\\", "_").Replace(t.Repo + "@" + branch)
+	return filepath.Join(base, safe), nil
+}
+
+func openTarget(ctx context.Context, cfg *config.Config, pool *forge.Pool, t route.Target) (*gitrepo.Repo, error) {
+	dir, err := TargetCacheDir(cfg, t)
+	if err != nil {
+		return nil, err
+	}
+	owner, name, _ := strings.Cut(t.Repo, "/")
+	client, err := pool.Client(ctx, owner, name)
+	if err != nil {
+		return nil, err
+	}
+	return gitrepo.Open(ctx, gitrepo.Options{
+		URL: TargetCloneURL(cfg, t), Dir: dir, BaseBranch: t.Branch, Auth: gitAuth{client},
+		AuthorName: cfg.Git.AuthorName, AuthorEmail: cfg.Git.AuthorEmail,
+	})
 }
 
 // gitAuth hands git a fresh installation token before each clone, fetch

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/migrate"
+	"github.com/kedge-io/kedge/internal/route"
 )
 
 func TestRepositoryAddresses(t *testing.T) {
@@ -94,4 +95,64 @@ func TestCacheDirIsPerClusterAndRepository(t *testing.T) {
 	dir, err = CacheDir(cfg)
 	assert.NoError(t, err)
 	assert.True(t, strings.HasSuffix(dir, filepath.Join("kedge", "prod-eu-1", "acme_gitops")), dir)
+}
+
+func TestRulesAdmitRepoAndTheAllowlist(t *testing.T) {
+	cfg := &config.Config{Repo: config.RepoConfig{Owner: "acme", Name: "platform", BaseBranch: "main", Paths: []string{"clusters/prod"}}}
+	assert.Nil(t, Rules(cfg), "without repos: kedge writes to repo: alone, as it always has")
+
+	cfg.Repos = []config.RepoRule{{Match: "globex/*", BaseBranch: "release", CloneURL: "https://git.example.com/{owner}/{name}.git"}}
+	assert.Equal(t, []route.Rule{
+		{Match: "acme/platform", BaseBranch: "main", Paths: []string{"clusters/prod"}},
+		{Match: "globex/*", BaseBranch: "release", CloneURL: "https://git.example.com/{owner}/{name}.git"},
+	}, Rules(cfg))
+}
+
+func TestTargetAddresses(t *testing.T) {
+	tests := []struct {
+		name      string
+		apiURL    string
+		cacheDir  string
+		target    route.Target
+		wantClone string
+		wantDir   string
+	}{
+		{
+			name:      "github.com",
+			apiURL:    "https://api.github.com/",
+			cacheDir:  "/var/cache/kedge",
+			target:    route.Target{Repo: "globex/team-b", Branch: "release"},
+			wantClone: "https://github.com/globex/team-b.git",
+			wantDir:   "/var/cache/kedge/prod-repos/globex_team-b@release",
+		},
+		{
+			name:      "GitHub Enterprise Server, default branch",
+			apiURL:    "https://git.example.com/api/v3/",
+			cacheDir:  "/var/cache/kedge",
+			target:    route.Target{Repo: "acme/team-a"},
+			wantClone: "https://git.example.com/acme/team-a.git",
+			wantDir:   "/var/cache/kedge/prod-repos/acme_team-a@default",
+		},
+		{
+			name:      "clone URL template",
+			apiURL:    "https://api.github.com/",
+			cacheDir:  "/srv",
+			target:    route.Target{Repo: "globex/team-b", Branch: "main", Rule: route.Rule{CloneURL: "file:///srv/git/{owner}/{name}.git"}},
+			wantClone: "file:///srv/git/globex/team-b.git",
+			wantDir:   "/srv/prod-repos/globex_team-b@main",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := &config.Config{Cluster: "prod", Repo: config.RepoConfig{Owner: "acme", Name: "platform"}, GitHub: config.GitHubConfig{APIURL: tt.apiURL}}
+			cfg.Git.CacheDir = tt.cacheDir
+			assert.Equal(t, tt.wantClone, TargetCloneURL(cfg, tt.target))
+			dir, err := TargetCacheDir(cfg, tt.target)
+			assert.NoError(t, err)
+			assert.Equal(t, filepath.FromSlash(tt.wantDir), dir)
+			repoDir, err := CacheDir(cfg)
+			assert.NoError(t, err)
+			assert.False(t, strings.HasPrefix(dir, repoDir+string(filepath.Separator)), "never inside repo:'s worktree")
+		})
+	}
 }

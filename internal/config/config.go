@@ -481,8 +481,10 @@ func (c *Config) Validate(mode Mode) error {
 		if c.GitHub.AppID <= 0 {
 			return &Error{Key: "github.appID", Msg: "required with GitHub App auth"}
 		}
-		if c.GitHub.InstallationID <= 0 {
-			return &Error{Key: "github.installationID", Msg: "required with GitHub App auth"}
+		// Zero finds the installation of each repository's owner through
+		// the API, as an App may be installed on several organisations.
+		if c.GitHub.InstallationID < 0 {
+			return &Error{Key: "github.installationID", Msg: "must be positive (or unset: looked up per repository owner)"}
 		}
 		if c.GitHub.PrivateKeyFile == "" {
 			return &Error{Key: "github.privateKeyFile", Msg: "required with GitHub App auth"}
@@ -491,7 +493,7 @@ func (c *Config) Validate(mode Mode) error {
 			return &Error{Key: "github.privateKeyFile", Msg: "cannot read the file"}
 		}
 	case c.GitHub.Token == "":
-		return &Error{Key: "github.token", Msg: "required: github.token or github.appID + github.installationID + github.privateKeyFile"}
+		return &Error{Key: "github.token", Msg: "required: github.token or github.appID + github.privateKeyFile"}
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"missing owner", "cluster: c\nrepo: {name: n}\ngithub: {token: t}\n", ModeRun, "repo.owner"},
 		{"no credentials", "cluster: c\nrepo: {owner: o, name: n}\n", ModeRun, "github.token"},
 		{"token and app", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {token: t, appID: 1, installationID: 2, privateKeyFile: k}\n", ModeRun, "github.token"},
-		{"app without installation", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {appID: 1, privateKeyFile: k}\n", ModeRun, "github.installationID"},
+		{"negative installation", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {appID: 1, installationID: -2, privateKeyFile: k}\n", ModeRun, "github.installationID"},
 		{"app key missing", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {appID: 1, installationID: 2, privateKeyFile: /nonexistent/key.pem}\n", ModeRun, "github.privateKeyFile"},
 		{"credentials in repo url", "cluster: c\ngithub: {token: t}\nrepo: {owner: o, name: n, url: 'https://x-access-token:secret@github.com/o/n.git'}\n", ModeRun, "repo.url"},
 		{"bad api url", "cluster: c\nrepo: {owner: o, name: n}\ngithub: {token: t, apiURL: 'ftp://x'}\n", ModeRun, "github.apiURL"},

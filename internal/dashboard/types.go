@@ -152,9 +152,13 @@ type ForeignRepository struct {
 // from other repositories than the Configured one, so kedge's edits could
 // not reach them.
 type Mismatch struct {
-	// Configured is the repository kedge edits, as owner/name.
+	// Configured is the repository kedge edits, as owner/name (with an
+	// allowlist, every pattern it admits).
 	Configured string
 	Foreign    []ForeignRepository
+	// Allowlist is set when repos: admits several repositories: the
+	// foreign ones are those it leaves out.
+	Allowlist bool
 }
 
 // ClusterDashboard is the content of the cluster's dashboard issue.

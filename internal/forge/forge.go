@@ -109,14 +109,19 @@ func (c Config) withDefaults() Config {
 }
 
 func (c Config) validate() error {
+	if c.Owner == "" || c.Repo == "" {
+		return errors.New("forge: owner and repo are required")
+	}
+	return c.validateAuth()
+}
+
+func (c Config) validateAuth() error {
 	app := c.AppID != 0 || c.InstallationID != 0 || c.PrivateKeyFile != ""
 	switch {
-	case c.Owner == "" || c.Repo == "":
-		return errors.New("forge: owner and repo are required")
 	case app && c.Token != "":
 		return errors.New("forge: set either a token or the GitHub App keys, not both")
-	case app && (c.AppID <= 0 || c.InstallationID <= 0 || c.PrivateKeyFile == ""):
-		return errors.New("forge: GitHub App auth needs the App ID, the installation ID and the private key file")
+	case app && (c.AppID <= 0 || c.InstallationID < 0 || c.PrivateKeyFile == ""):
+		return errors.New("forge: GitHub App auth needs the App ID and the private key file")
 	case !app && c.Token == "":
 		return errors.New("forge: a token or GitHub App keys are required")
 	}
@@ -124,66 +129,190 @@ func (c Config) validate() error {
 }
 
 // Client is kedge's GitHub client for one repository. It is safe for
-// concurrent use; writes are serialised.
+// concurrent use; writes are serialised with those of every client of its
+// Pool.
 type Client struct {
 	cfg   Config
 	gh    *github.Client
 	app   *installationTransport // nil with a static token
 	meter *meter
-
-	mutationMu   sync.Mutex
-	lastMutation time.Time
+	pace  *pacing
 }
 
-// New builds a Client. With App auth it reads the private key now but
-// mints no token until the first call, so New itself makes no request.
-func New(_ context.Context, cfg Config) (*Client, error) {
+// New builds a Client for cfg.Owner/cfg.Repo in a Pool of its own. With App
+// auth it reads the private key now but mints no token until the first
+// call; without cfg.InstallationID the first call also looks the
+// installation up.
+func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	p, err := NewPool(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p.client(cfg.Owner, cfg.Repo), nil
+}
 
+// Pool hands out the clients of several repositories under one API root and
+// one identity. Its clients share what GitHub limits per identity rather
+// than per repository: the spacing of writes and the pause a secondary
+// limit asks for (so N repositories do not multiply the write rate), the
+// counters, the ETag cache, and one installation token per installation.
+// With App auth and no fixed installation ID, the installation of each
+// owner is looked up through the API once and kept.
+type Pool struct {
+	cfg   Config
+	meter *meter
+	pace  *pacing
+	// cached is the transport under authentication: metered, conditional.
+	cached http.RoundTripper
+	apps   *ghinstallation.AppsTransport
+	// appClient calls the App's own endpoints, authenticated by its JWT.
+	appClient *Client
+	httpProto http.Client
+	baseURL   string
+
+	mu            sync.Mutex
+	clients       map[string]*Client
+	installations map[string]int64 // by lower-case owner
+	transports    map[string]*installationTransport
+}
+
+// NewPool builds a Pool; cfg.Owner and cfg.Repo are not read. It makes no
+// request.
+func NewPool(_ context.Context, cfg Config) (*Pool, error) {
+	if err := cfg.validateAuth(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
 	base := http.DefaultTransport
-	httpClient := &http.Client{}
+	p := &Pool{cfg: cfg, clients: map[string]*Client{}, installations: map[string]int64{}, transports: map[string]*installationTransport{}}
 	if cfg.HTTPClient != nil {
-		*httpClient = *cfg.HTTPClient
+		p.httpProto = *cfg.HTTPClient
 		if cfg.HTTPClient.Transport != nil {
 			base = cfg.HTTPClient.Transport
 		}
 	}
-	m := newMeter(base)
+	p.meter = newMeter(base)
+	p.pace = &pacing{gap: cfg.MinMutationGap}
 	// The cache sits under the authenticating transport so every GET,
 	// whatever token it carried, can be revalidated.
-	cached := newETagCache(m)
-
-	c := &Client{cfg: cfg, meter: m}
-	var auth http.RoundTripper
-	if cfg.Token != "" {
-		auth = &tokenTransport{token: cfg.Token, next: cached}
-	} else {
-		atr, err := ghinstallation.NewAppsTransportKeyFromFile(cached, cfg.AppID, cfg.PrivateKeyFile)
+	p.cached = newETagCache(p.meter)
+	probe, err := p.githubClient(p.cached)
+	if err != nil {
+		return nil, err
+	}
+	p.baseURL = strings.TrimSuffix(probe.BaseURL.String(), "/")
+	if cfg.Token == "" {
+		p.apps, err = ghinstallation.NewAppsTransportKeyFromFile(p.cached, cfg.AppID, cfg.PrivateKeyFile)
 		if err != nil {
 			// The error names the file, never its content.
 			return nil, fmt.Errorf("forge: GitHub App key: %w", err)
 		}
-		c.app = &installationTransport{apps: atr, installationID: cfg.InstallationID}
-		auth = c.app
-	}
-	httpClient.Transport = auth
-
-	gh, err := github.NewClient(httpClient).WithEnterpriseURLs(cfg.APIURL, cfg.APIURL)
-	if err != nil {
-		return nil, fmt.Errorf("forge: github.apiURL %q: %w", cfg.APIURL, err)
-	}
-	gh.UserAgent = "kedge"
-	c.gh = gh
-	if c.app != nil {
 		// ghinstallation mints tokens under its own BaseURL: point it at
 		// the same root as the API calls (GitHub Enterprise Server).
-		c.app.setBaseURL(strings.TrimSuffix(gh.BaseURL.String(), "/"))
+		p.apps.BaseURL = p.baseURL
+		gh, err := p.githubClient(p.apps)
+		if err != nil {
+			return nil, err
+		}
+		p.appClient = &Client{cfg: cfg, gh: gh, meter: p.meter, pace: p.pace}
 	}
-	return c, nil
+	return p, nil
 }
+
+func (p *Pool) githubClient(transport http.RoundTripper) (*github.Client, error) {
+	hc := p.httpProto
+	hc.Transport = transport
+	gh, err := github.NewClient(&hc).WithEnterpriseURLs(p.cfg.APIURL, p.cfg.APIURL)
+	if err != nil {
+		return nil, fmt.Errorf("forge: github.apiURL %q: %w", p.cfg.APIURL, err)
+	}
+	gh.UserAgent = "kedge"
+	return gh, nil
+}
+
+// Client returns the client of repository owner/name, made once. It makes
+// no request: with App auth and no fixed installation ID, the first call
+// finds the owner's installation (GET /repos/{owner}/{repo}/installation),
+// once per owner, and fails naming the repository when the App is not
+// installed there.
+func (p *Pool) Client(_ context.Context, owner, name string) (*Client, error) {
+	if owner == "" || name == "" {
+		return nil, errors.New("forge: owner and repo are required")
+	}
+	return p.client(owner, name), nil
+}
+
+func (p *Pool) client(owner, name string) *Client {
+	key := strings.ToLower(owner + "/" + name)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[key]; ok {
+		return c
+	}
+	cfg := p.cfg
+	cfg.Owner, cfg.Repo = owner, name
+	c := &Client{cfg: cfg, meter: p.meter, pace: p.pace}
+	var auth http.RoundTripper
+	if cfg.Token != "" {
+		auth = &tokenTransport{token: cfg.Token, next: p.cached}
+	} else {
+		c.app = p.transportFor(owner, name)
+		auth = c.app
+	}
+	// The API URL was checked by NewPool.
+	c.gh, _ = p.githubClient(auth)
+	p.clients[key] = c
+	return c
+}
+
+// transportFor shares one token source per installation: the repositories
+// of one owner cost one token, not one each. An App is installed once per
+// account, so without a fixed installation the owner names it. Callers
+// hold p.mu.
+func (p *Pool) transportFor(owner, name string) *installationTransport {
+	key := strings.ToLower(owner)
+	if p.cfg.InstallationID != 0 {
+		key = ""
+	}
+	if t, ok := p.transports[key]; ok {
+		return t
+	}
+	t := &installationTransport{apps: p.apps, baseURL: p.baseURL, installationID: p.cfg.InstallationID,
+		lookup: func(ctx context.Context) (int64, error) { return p.installationOf(ctx, owner, name) }}
+	p.transports[key] = t
+	return t
+}
+
+// installationOf looks the installation of owner up through one of its
+// repositories, unless an earlier lookup found it.
+func (p *Pool) installationOf(ctx context.Context, owner, name string) (int64, error) {
+	p.mu.Lock()
+	id, ok := p.installations[strings.ToLower(owner)]
+	p.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	var inst *github.Installation
+	err := p.appClient.call(ctx, op{name: "find installation of " + owner, idempotent: true}, func(ctx context.Context) (*github.Response, error) {
+		var resp *github.Response
+		var err error
+		inst, resp, err = p.appClient.gh.Apps.FindRepositoryInstallation(ctx, owner, name)
+		return resp, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("forge: the GitHub App has no installation for %s/%s: %w", owner, name, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.installations[strings.ToLower(owner)] = inst.GetID()
+	return inst.GetID(), nil
+}
+
+// Stats returns the counters of every client of the pool.
+func (p *Pool) Stats() Stats { return p.meter.snapshot() }
 
 // tokenTransport adds a static token.
 type tokenTransport struct {

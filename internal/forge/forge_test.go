@@ -28,7 +28,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"no repository", forge.Config{Owner: "o", Token: "t"}, "owner and repo are required"},
 		{"no credentials", forge.Config{Owner: "o", Repo: "r"}, "a token or GitHub App keys are required"},
 		{"both", forge.Config{Owner: "o", Repo: "r", Token: "t", AppID: 1, InstallationID: 2, PrivateKeyFile: keyFile}, "not both"},
-		{"app without installation", forge.Config{Owner: "o", Repo: "r", AppID: 1, PrivateKeyFile: keyFile}, "installation ID"},
+		{"app without installation: looked up per owner", forge.Config{Owner: "o", Repo: "r", AppID: 1, PrivateKeyFile: keyFile}, ""},
+		{"app without key", forge.Config{Owner: "o", Repo: "r", AppID: 1, InstallationID: 2}, "private key file"},
 		{"unreadable key", forge.Config{Owner: "o", Repo: "r", AppID: 1, InstallationID: 2, PrivateKeyFile: keyFile + ".missing"}, "GitHub App key"},
 		{"bad API URL", forge.Config{Owner: "o", Repo: "r", Token: "t", APIURL: "http://[::1"}, "github.apiURL"},
 	}

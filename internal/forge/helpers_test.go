@@ -10,6 +10,8 @@ import (
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,3 +74,10 @@ func branch(emu *ghemu.Server, name string) string {
 	emu.SetBranch(name, sha(name))
 	return name
 }
+
+func splitRepo(full string) (string, string) {
+	owner, name, _ := strings.Cut(full, "/")
+	return owner, name
+}
+
+func sortTimes(ts []time.Time) { slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) }) }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,13 +59,13 @@ const secondaryLimitDefaultWait = time.Minute
 // spaced by MinMutationGap.
 func (c *Client) call(ctx context.Context, o op, fn func(ctx context.Context) (*github.Response, error)) error {
 	if o.mutating {
-		c.mutationMu.Lock()
-		defer c.mutationMu.Unlock()
+		c.pace.mu.Lock()
+		defer c.pace.mu.Unlock()
 	}
 	backoff := c.cfg.RetryBackoff
 	for attempt := 0; ; attempt++ {
 		if o.mutating {
-			if err := sleep(ctx, time.Until(c.lastMutation.Add(c.cfg.MinMutationGap))); err != nil {
+			if err := c.pace.wait(ctx); err != nil {
 				return err
 			}
 		}
@@ -72,7 +73,7 @@ func (c *Client) call(ctx context.Context, o op, fn func(ctx context.Context) (*
 		resp, err := fn(attemptCtx)
 		cancel()
 		if o.mutating {
-			c.lastMutation = time.Now()
+			c.pace.last = time.Now()
 		}
 		if err == nil {
 			return nil
@@ -86,6 +87,9 @@ func (c *Client) call(ctx context.Context, o op, fn func(ctx context.Context) (*
 			return fmt.Errorf("forge: %s: %w", o.name, err)
 		}
 		wait := f.wait
+		if f.secondary {
+			c.pace.pauseFor(wait, o.mutating)
+		}
 		if f.ambiguous {
 			if !o.idempotent {
 				return c.retryLater(o, f.wait, err)
@@ -115,6 +119,8 @@ type failure struct {
 	ambiguous bool
 	// wait is what GitHub asked for; zero when it did not say.
 	wait time.Duration
+	// secondary: a secondary limit, which holds for every repository.
+	secondary bool
 }
 
 func classify(err error, resp *github.Response) failure {
@@ -129,7 +135,7 @@ func classify(err error, resp *github.Response) failure {
 		if abuse.RetryAfter != nil {
 			wait = *abuse.RetryAfter
 		}
-		return failure{retryable: true, wait: wait}
+		return failure{retryable: true, wait: wait, secondary: true}
 	}
 	var ghErr *github.ErrorResponse
 	if errors.As(err, &ghErr) && ghErr.Response != nil {
@@ -164,7 +170,7 @@ func classifyStatus(r *http.Response) failure {
 		if retryAfter == 0 {
 			retryAfter = secondaryLimitDefaultWait
 		}
-		return failure{retryable: true, wait: retryAfter}
+		return failure{retryable: true, wait: retryAfter, secondary: true}
 	case r.StatusCode == http.StatusForbidden && (retryAfter > 0 || r.Header.Get("X-RateLimit-Remaining") == "0"):
 		// A rate limit go-github did not recognise (e.g. on a token mint).
 		return failure{retryable: true, wait: max(retryAfter, resetWait(r.Header))}
@@ -223,5 +229,38 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// pacing is the write discipline every client of a Pool shares: one write
+// at a time, MinMutationGap after the last, and none before a pause a
+// secondary limit asked for has passed (GitHub counts those limits per
+// identity, not per repository).
+type pacing struct {
+	gap time.Duration
+
+	mu     sync.Mutex
+	last   time.Time
+	paused time.Time
+}
+
+// wait sleeps until the next write may start. Callers hold p.mu.
+func (p *pacing) wait(ctx context.Context) error {
+	next := p.last.Add(p.gap)
+	if p.paused.After(next) {
+		next = p.paused
+	}
+	return sleep(ctx, time.Until(next))
+}
+
+// pauseFor keeps every client's writes back for d; locked says the caller
+// holds p.mu already (it is writing).
+func (p *pacing) pauseFor(d time.Duration, locked bool) {
+	if !locked {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+	}
+	if until := time.Now().Add(d); until.After(p.paused) {
+		p.paused = until
 	}
 }

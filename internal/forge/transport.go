@@ -14,46 +14,73 @@ import (
 
 // installationTransport authenticates as an App installation. It wraps
 // ghinstallation so a token can be renewed early for Git, which
-// ghinstallation alone would hand out until its last minute.
+// ghinstallation alone would hand out until its last minute. When the
+// installation is not configured, lookup finds it on first use.
 type installationTransport struct {
-	apps           *ghinstallation.AppsTransport
-	installationID int64
-
-	mu      sync.Mutex
+	apps    *ghinstallation.AppsTransport
 	baseURL string
-	cur     *ghinstallation.Transport
+	lookup  func(context.Context) (int64, error)
+
+	mu             sync.Mutex
+	installationID int64
+	cur            *ghinstallation.Transport
 }
 
-func (t *installationTransport) setBaseURL(u string) {
+// ensureID finds the installation unless it is known.
+func (t *installationTransport) ensureID(ctx context.Context) error {
+	t.mu.Lock()
+	known := t.installationID != 0
+	t.mu.Unlock()
+	if known {
+		return nil
+	}
+	id, err := t.lookup(ctx)
+	if err != nil {
+		return err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.baseURL = u
-	t.cur = nil
+	t.installationID = id
+	return nil
 }
 
+// newTransport is a token source for the installation. Callers hold t.mu.
 func (t *installationTransport) newTransport() *ghinstallation.Transport {
 	tr := ghinstallation.NewFromAppsTransport(t.apps, t.installationID)
 	tr.BaseURL = t.baseURL
 	return tr
 }
 
-func (t *installationTransport) current() *ghinstallation.Transport {
+func (t *installationTransport) current(ctx context.Context) (*ghinstallation.Transport, error) {
+	if err := t.ensureID(ctx); err != nil {
+		return nil, err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.cur == nil {
 		t.cur = t.newTransport()
 	}
-	return t.cur
+	return t.cur, nil
 }
 
 func (t *installationTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return t.current().RoundTrip(req)
+	tr, err := t.current(req.Context())
+	if err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	return tr.RoundTrip(req)
 }
 
 // tokenValidFor returns an installation token that stays valid for at
 // least life, minting a new one when the current one would not.
 func (t *installationTransport) tokenValidFor(ctx context.Context, life time.Duration) (string, error) {
-	tr := t.current()
+	tr, err := t.current(ctx)
+	if err != nil {
+		return "", err
+	}
 	if expires, _, err := tr.Expiry(); err != nil || time.Until(expires) >= life {
 		// No token yet, or a long-lived one: ghinstallation mints or reuses.
 		token, err := tr.Token(ctx)

@@ -11,10 +11,11 @@ import (
 
 // repositoryMismatch finds the namespaces whose drifted workloads the
 // cluster's Flux or Argo CD sources apply from another repository than the
-// configured one. kedge cannot restart those through Git, and without
-// saying so a cycle would look like a success with nothing to do.
+// configured one (with repos: rules, from a repository no rule admits).
+// kedge cannot restart those through Git, and without saying so a cycle
+// would look like a success with nothing to do.
 func (r *Reconciler) repositoryMismatch(res *plan.Result) dashboard.Mismatch {
-	m := dashboard.Mismatch{Configured: configuredRepository(r.settings.RepoWebURL)}
+	m := dashboard.Mismatch{Configured: r.configuredRepositories(), Allowlist: len(r.settings.Rules) > 0}
 	byRepo := map[string]map[string]bool{}
 	for ns, facts := range res.Namespaces {
 		if facts.OtherRepo == "" {
@@ -36,6 +37,18 @@ func (r *Reconciler) repositoryMismatch(res *plan.Result) dashboard.Mismatch {
 	}
 	sort.Slice(m.Foreign, func(i, j int) bool { return m.Foreign[i].Repository < m.Foreign[j].Repository })
 	return m
+}
+
+// configuredRepositories names what kedge may write to: repo:, and with
+// rules their patterns too.
+func (r *Reconciler) configuredRepositories() string {
+	names := []string{configuredRepository(r.settings.RepoWebURL)}
+	for _, rule := range r.settings.Rules {
+		if !strings.EqualFold(rule.Match, names[0]) {
+			names = append(names, rule.Match)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // foreignNamespaces maps each namespace of a mismatch to the repository it

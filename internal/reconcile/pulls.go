@@ -34,7 +34,7 @@ func (r *Reconciler) namespacePR(set *objects.Set, res *plan.Result, st *nsState
 		Cluster:           r.settings.Cluster,
 		Namespace:         st.name,
 		Branch:            st.branch,
-		RepoWebURL:        r.settings.RepoWebURL,
+		RepoWebURL:        st.repo.webURL,
 		Workloads:         workloads,
 		ProxyVersions:     res.Namespaces[st.name].ProxyVersions,
 		Applier:           res.Namespaces[st.name].Applier,
@@ -72,7 +72,7 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 		if err != nil {
 			return err
 		}
-		if err := r.closeWith(ctx, dup, dashboard.CommentDuplicate, body); err != nil {
+		if err := r.closeWith(ctx, st.repo.forge, dup, dashboard.CommentDuplicate, body); err != nil {
 			return err
 		}
 	}
@@ -91,7 +91,7 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 			st.outcome.Detail = "branch " + st.branch + " has commits by someone else and no open PR"
 			return nil
 		}
-		return r.commentOnce(ctx, d.pr.Number, dashboard.CommentEdited, r.commentData(st, plan))
+		return r.commentOnce(ctx, st.repo.forge, d.pr.Number, dashboard.CommentEdited, r.commentData(st, plan))
 	case ActClose:
 		c := r.closingOf(st, report)
 		data := r.commentData(st, plan)
@@ -102,7 +102,7 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 		}
 		st.outcome.State = ""
 		r.deps.Log.Info("closing pull request", "namespace", st.name, "pr", d.pr.Number, "why", c.kind)
-		return r.closeWith(ctx, *d.pr, c.kind, body)
+		return r.closeWith(ctx, st.repo.forge, *d.pr, c.kind, body)
 	case ActClosedIgnored:
 		st.outcome.State = dashboard.PRClosedIgnored
 	case ActMerged:
@@ -131,7 +131,7 @@ func stateFor(a Action, current dashboard.PRState) dashboard.PRState {
 }
 
 func (r *Reconciler) open(ctx context.Context, st *nsState) error {
-	pr, err := r.deps.Forge.CreatePR(ctx, forge.NewPR{
+	pr, err := st.repo.forge.CreatePR(ctx, forge.NewPR{
 		Title: st.title, Head: st.branch, Base: st.baseBranch, Body: st.body,
 		Draft: r.settings.Draft, MaintainerCanModify: false,
 	})
@@ -142,7 +142,7 @@ func (r *Reconciler) open(ctx context.Context, st *nsState) error {
 	// CreatePR adopts a PR that already existed (a cycle that died after
 	// opening it); bring its text in line like any open PR.
 	if pr.Title != st.title || pr.Body != st.body {
-		if err := r.deps.Forge.UpdatePR(ctx, pr.Number, &st.title, &st.body, nil); err != nil {
+		if err := st.repo.forge.UpdatePR(ctx, pr.Number, &st.title, &st.body, nil); err != nil {
 			return err
 		}
 	}
@@ -159,13 +159,13 @@ func (r *Reconciler) finishOpening(ctx context.Context, st *nsState, pr forge.PR
 	var refused error
 	users, teams := r.reviewersFor(st.set, st.name)
 	if len(users)+len(teams) > 0 {
-		err := r.deps.Forge.RequestReviewers(ctx, pr.Number, users, teams)
+		err := st.repo.forge.RequestReviewers(ctx, pr.Number, users, teams)
 		if err != nil && (isRetryLater(err) || ctx.Err() != nil) {
 			return err
 		}
 		refused = err
 	}
-	return errors.Join(refused, r.ensureLabels(ctx, pr))
+	return errors.Join(refused, r.ensureLabels(ctx, st.repo.forge, pr))
 }
 
 func (r *Reconciler) update(ctx context.Context, st *nsState) error {
@@ -178,7 +178,7 @@ func (r *Reconciler) update(ctx context.Context, st *nsState) error {
 		body = &st.body
 	}
 	if title != nil || body != nil {
-		if err := r.deps.Forge.UpdatePR(ctx, pr.Number, title, body, nil); err != nil {
+		if err := st.repo.forge.UpdatePR(ctx, pr.Number, title, body, nil); err != nil {
 			return err
 		}
 	}
@@ -190,12 +190,12 @@ func (r *Reconciler) update(ctx context.Context, st *nsState) error {
 	return nil
 }
 
-func (r *Reconciler) ensureLabels(ctx context.Context, pr forge.PR) error {
+func (r *Reconciler) ensureLabels(ctx context.Context, gh *forge.Client, pr forge.PR) error {
 	missing := r.missingLabels(pr)
 	if len(missing) == 0 {
 		return nil
 	}
-	return r.deps.Forge.AddLabels(ctx, pr.Number, missing...)
+	return gh.AddLabels(ctx, pr.Number, missing...)
 }
 
 func (r *Reconciler) missingLabels(pr forge.PR) []string {
@@ -238,30 +238,30 @@ func (r *Reconciler) sayTakenOver(ctx context.Context, st *nsState, plan drift.P
 	if err != nil {
 		return err
 	}
-	return r.commentBodyOnce(ctx, old.Number, dashboard.CommentSuperseded, body)
+	return r.commentBodyOnce(ctx, st.repo.forge, old.Number, dashboard.CommentSuperseded, body)
 }
 
 // closeWith comments (once) and closes a PR. The comment goes first: a
 // cycle dying in between leaves an open PR the next cycle closes, rather
 // than a closed PR nobody was told about.
-func (r *Reconciler) closeWith(ctx context.Context, pr forge.PR, kind, body string) error {
-	if err := r.commentBodyOnce(ctx, pr.Number, kind, body); err != nil {
+func (r *Reconciler) closeWith(ctx context.Context, gh *forge.Client, pr forge.PR, kind, body string) error {
+	if err := r.commentBodyOnce(ctx, gh, pr.Number, kind, body); err != nil {
 		return err
 	}
 	closed := "closed"
-	return r.deps.Forge.UpdatePR(ctx, pr.Number, nil, nil, &closed)
+	return gh.UpdatePR(ctx, pr.Number, nil, nil, &closed)
 }
 
-func (r *Reconciler) commentOnce(ctx context.Context, number int, kind string, data dashboard.CommentData) error {
+func (r *Reconciler) commentOnce(ctx context.Context, gh *forge.Client, number int, kind string, data dashboard.CommentData) error {
 	body, err := r.deps.Renderer.Comment(kind, data)
 	if err != nil {
 		return err
 	}
-	return r.commentBodyOnce(ctx, number, kind, body)
+	return r.commentBodyOnce(ctx, gh, number, kind, body)
 }
 
-func (r *Reconciler) commentBodyOnce(ctx context.Context, number int, kind, body string) error {
-	comments, err := r.deps.Forge.ListComments(ctx, number)
+func (r *Reconciler) commentBodyOnce(ctx context.Context, gh *forge.Client, number int, kind, body string) error {
+	comments, err := gh.ListComments(ctx, number)
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func (r *Reconciler) commentBodyOnce(ctx context.Context, number int, kind, body
 			}
 		}
 	}
-	return r.deps.Forge.Comment(ctx, number, strings.TrimRight(body, "\n")+"\n\n"+commentMarker(kind)+"\n")
+	return gh.Comment(ctx, number, strings.TrimRight(body, "\n")+"\n\n"+commentMarker(kind)+"\n")
 }
 
 // closingKinds are the comments kedge closes a PR with; one of them is
@@ -344,7 +344,7 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 	data.Now = r.deps.Now()
 	if len(still) == 0 {
 		st.outcome.State = dashboard.PRRolledOut
-		return r.commentOnce(ctx, pr.Number, dashboard.CommentRolledOut, data)
+		return r.commentOnce(ctx, st.repo.forge, pr.Number, dashboard.CommentRolledOut, data)
 	}
 	st.outcome.State = dashboard.PRMergedRollingOut
 	if r.deps.Now().Sub(*pr.MergedAt) < r.settings.Grace {
@@ -354,7 +354,7 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 		Namespace: st.name, PRNumber: pr.Number, PRURL: pr.HTMLURL, MergedAt: *pr.MergedAt, Workloads: still,
 	})
 	data.Stragglers = still
-	return r.commentOnce(ctx, pr.Number, dashboard.CommentStalled, data)
+	return r.commentOnce(ctx, st.repo.forge, pr.Number, dashboard.CommentStalled, data)
 }
 
 // uncaptured are the namespace's running pods that ztunnel does not capture

@@ -21,6 +21,7 @@ import (
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/route"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
@@ -49,6 +50,12 @@ type Settings struct {
 	// DryRun computes and reports everything but pushes nothing and makes
 	// no mutating GitHub call.
 	DryRun bool
+	// Rules, when set, admit the repositories kedge writes to (the
+	// configured one first): each namespace's PR goes to the repository
+	// and branch the cluster applies it from (see internal/route). Empty,
+	// the cycle works on the configured repository alone, through
+	// Deps.OpenRepo.
+	Rules []route.Rule
 }
 
 // Deps are the parts a cycle talks to.
@@ -57,9 +64,16 @@ type Deps struct {
 	Source func(context.Context) (*objects.Set, error)
 	// OpenRepo clones or fetches the GitOps repository.
 	OpenRepo func(context.Context) (*gitrepo.Repo, error)
-	Forge    *forge.Client
-	Renderer *dashboard.Renderer
-	Log      *slog.Logger
+	// Forge is the configured repository's GitHub client; the cluster
+	// dashboard issue lives there.
+	Forge *forge.Client
+	// OpenTarget clones or fetches one repository branch the cluster
+	// applies from, and ForgeFor is the GitHub client of a repository
+	// ("owner/name"); both are used with Settings.Rules only.
+	OpenTarget func(context.Context, route.Target) (*gitrepo.Repo, error)
+	ForgeFor   func(context.Context, string) (*forge.Client, error)
+	Renderer   *dashboard.Renderer
+	Log        *slog.Logger
 	// Charts pulls the charts of chart repositories the cluster's Argo CD
 	// Applications name, and those the indexed repository's HelmReleases
 	// take from the cluster's HelmRepositories; nil pulls none.
@@ -74,9 +88,10 @@ type Reconciler struct {
 	deps     Deps
 
 	mu sync.Mutex
-	// last is the index the previous cycle planned with; the next cycle
-	// updates it from what Git changed instead of indexing everything.
-	last *indexedCheckout
+	// last holds, per repository branch, the index the previous cycle
+	// planned with; the next cycle updates it from what Git changed
+	// instead of indexing everything.
+	last map[string]*indexedCheckout
 }
 
 // indexedCheckout is an index and the commit of the checkout it indexes.
@@ -94,7 +109,7 @@ func New(settings Settings, deps Deps) *Reconciler {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Reconciler{settings: settings, deps: deps}
+	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}}
 }
 
 // BranchPrefix is the prefix of every branch kedge owns for a cluster; it is
@@ -117,9 +132,10 @@ type Report struct {
 	Duration   time.Duration
 	Plan       drift.Plan
 	Namespaces map[string]Outcome
-	// Pushes is the number of git pushes made (0 or 1).
+	// Pushes is the number of git pushes made: at most one per
+	// repository.
 	Pushes int
-	// PushDuration is how long the push took (see gitrepo.PushResult).
+	// PushDuration is how long the pushes took (see gitrepo.PushResult).
 	PushDuration time.Duration
 	// Refused are files kedge would not edit.
 	Refused []dashboard.RefusedFile
@@ -134,8 +150,20 @@ type Report struct {
 	// Previews are the rendered PRs (dry runs only), by namespace.
 	Previews map[string]Preview
 	Result   *plan.Result
-	// Index says how the cycle's manifest index was made.
+	// Index says how the cycle's manifest index was made (the first
+	// repository's, with several).
 	Index IndexUpdate
+	// Repositories say what the cycle did in each repository branch.
+	Repositories []RepositoryReport
+}
+
+// RepositoryReport is what a cycle did in one repository branch.
+type RepositoryReport struct {
+	Name, Branch string
+	Pushes       int
+	Index        IndexUpdate
+	// Err is why the repository was left for the next cycle.
+	Err error
 }
 
 // IndexUpdate says how a cycle's manifest index was made: from the last
@@ -156,6 +184,7 @@ type Preview struct {
 
 // nsState is one namespace's facts, decision and rendered PR in a cycle.
 type nsState struct {
+	repo       *repository
 	name       string
 	branch     string
 	baseBranch string
@@ -173,65 +202,41 @@ type nsState struct {
 // RunOnce runs one full cycle. An error leaves nothing half-done that the
 // next cycle cannot finish: branches are pushed before PRs are opened, PRs
 // are found by branch name, and nothing is force-pushed over another
-// author's commit.
+// author's commit. With several repositories, one that fails is left for
+// the next cycle and the others go on; the errors are joined.
 func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	start := r.deps.Now()
 	set, err := r.deps.Source(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read cluster: %w", err)
 	}
-	repo, err := r.deps.OpenRepo(ctx)
+	c, err := r.openRepositories(ctx, set)
 	if err != nil {
-		return nil, fmt.Errorf("open repository: %w", err)
+		return nil, err
 	}
-	opts := r.settings.Plan
-	opts.RepoRoot = repo.Worktree()
-	var indexed IndexUpdate
-	if opts.Index, indexed, err = r.index(repo); err != nil {
-		return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
-	}
-	if r.deps.Charts != nil {
-		opts.Charts = r.deps.Charts(ctx, set, opts.Index)
-	}
-	res, err := plan.Build(set, opts)
+	res, err := r.plan(ctx, set, c)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	prefix := BranchPrefix(r.settings.Cluster)
-	prs, err := r.deps.Forge.FindPRs(ctx, prefix)
-	if err != nil {
-		return nil, fmt.Errorf("list pull requests: %w", err)
-	}
-	remote, err := repo.RemoteBranches(ctx, prefix)
-	if err != nil {
-		return nil, fmt.Errorf("list branches: %w", err)
+	if err := r.readRepositories(ctx, c); err != nil {
+		return nil, err
 	}
 	issue, err := r.findDashboard(ctx)
 	if err != nil {
 		return nil, err
 	}
 
-	report := &Report{Started: start, Plan: res.Plan, Namespaces: map[string]Outcome{}, Result: res, Previews: map[string]Preview{}, Index: indexed}
-	states := r.gather(set, res, prs, remote, issue)
-	for _, st := range states {
-		st.baseBranch = repo.BaseBranch()
-		st.pr.BaseBranch = repo.BaseBranch()
-	}
-	if err := r.prepareBranches(ctx, repo, states); err != nil {
+	report := &Report{Started: start, Plan: res.Plan, Namespaces: map[string]Outcome{}, Result: res, Previews: map[string]Preview{}}
+	states, err := r.decideAll(ctx, set, res, c, issue)
+	if err != nil {
 		return nil, err
-	}
-	for _, st := range states {
-		st.decision = decide(st.facts)
-		if err := r.render(st); err != nil {
-			return nil, err
-		}
 	}
 	report.Rollouts = r.gateWaves(set, res.Plan, states)
-	r.applyLimits(states, prs)
-	if err := r.push(ctx, repo, states, remote, report); err != nil {
+	r.applyLimits(states, c.prs())
+	if err := r.pushAll(ctx, c, report); err != nil {
 		return nil, err
 	}
-	var errs []error
+	errs := c.errors()
 	for _, st := range states {
 		if err := r.applyPR(ctx, st, res.Plan, report); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", st.name, err))
@@ -247,6 +252,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	if sentence := report.Mismatch.Sentence(); sentence != "" {
 		r.deps.Log.Warn(sentence, "configured", report.Mismatch.Configured)
 	}
+	report.Index, report.Repositories = c.report()
 	report.Duration = r.deps.Now().Sub(start)
 	if err := r.updateDashboard(ctx, issue, set, res, states, report); err != nil {
 		errs = append(errs, err)
@@ -254,19 +260,48 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	return report, errors.Join(errs...)
 }
 
+// decideAll gathers every repository's namespaces, builds their commits and
+// renders their PRs, and decides what to do with each.
+func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.Result, c *cycleRepos, issue *forge.Issue) ([]*nsState, error) {
+	var all []*nsState
+	for _, repo := range c.repos {
+		if repo.err != nil {
+			all = append(all, heldStates(repo)...)
+			continue
+		}
+		repo.states = r.gather(set, res, repo, issue)
+		if err := r.prepareBranches(ctx, repo.git, repo.states); err != nil {
+			if err := c.fail(repo, err); err != nil {
+				return nil, err
+			}
+			repo.states = nil
+			all = append(all, heldStates(repo)...)
+			continue
+		}
+		for _, st := range repo.states {
+			st.decision = decide(st.facts)
+			if err := r.render(st); err != nil {
+				return nil, err
+			}
+		}
+		all = append(all, repo.states...)
+	}
+	return all, nil
+}
+
 // index returns the index of the checkout at the base tip: the last
 // cycle's updated from the files Git changed since, or a new one when there
 // is none or the difference is not known.
-func (r *Reconciler) index(repo *gitrepo.Repo) (*manifest.Index, IndexUpdate, error) {
+func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*manifest.Index, IndexUpdate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tip, worktree := repo.BaseTip(), repo.Worktree()
-	if last := r.last; last != nil && last.worktree == worktree {
+	if last := r.last[key]; last != nil && last.worktree == worktree {
 		changed, err := repo.ChangedSince(last.commit)
 		if err == nil {
 			index, err := last.index.Update(changed)
 			if err == nil {
-				r.last = &indexedCheckout{index: index, commit: tip, worktree: worktree}
+				r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree}
 				return index, IndexUpdate{Incremental: true, ChangedFiles: len(changed)}, nil
 			}
 			r.deps.Log.Debug("index update failed; indexing the whole checkout", "error", err)
@@ -274,30 +309,31 @@ func (r *Reconciler) index(repo *gitrepo.Repo) (*manifest.Index, IndexUpdate, er
 			r.deps.Log.Debug("changes since the last indexed commit unknown; indexing the whole checkout", "commit", last.commit.String(), "error", err)
 		}
 	}
-	index, err := manifest.BuildIndex(worktree, manifest.IndexOptions{Paths: r.settings.Plan.Paths})
+	index, err := manifest.BuildIndex(worktree, manifest.IndexOptions{Paths: paths})
 	if err != nil {
-		r.last = nil
+		delete(r.last, key)
 		return nil, IndexUpdate{}, err
 	}
-	r.last = &indexedCheckout{index: index, commit: tip, worktree: worktree}
+	r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree}
 	return index, IndexUpdate{}, nil
 }
 
 // gather collects, per namespace, the work the plan asks for and kedge's
 // PRs and branches.
-func (r *Reconciler) gather(set *objects.Set, res *plan.Result, prs []forge.PR, remote map[string]gitrepo.BranchInfo, issue *forge.Issue) []*nsState {
+func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository, issue *forge.Issue) []*nsState {
 	prefix := BranchPrefix(r.settings.Cluster)
+	prs, remote := repo.prs, repo.remote
 	byName := map[string]*nsState{}
 	get := func(ns string) *nsState {
 		if st, ok := byName[ns]; ok {
 			return st
 		}
-		st := &nsState{name: ns, branch: prefix + ns, set: set}
+		st := &nsState{repo: repo, name: ns, branch: prefix + ns, set: set, baseBranch: repo.git.BaseBranch()}
 		_, st.facts.branchExists = remote[st.branch]
 		byName[ns] = st
 		return st
 	}
-	for ns, edits := range res.Edits.Namespaces {
+	for ns, edits := range repo.edits.Namespaces {
 		if len(edits) == 0 {
 			continue
 		}
@@ -341,6 +377,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, prs []forge.PR, 
 	out := make([]*nsState, 0, len(byName))
 	for _, st := range byName {
 		st.pr = r.namespacePR(set, res, st, issue)
+		st.pr.BaseBranch = st.baseBranch
 		if m, ok := migrate.For(res.Plan, st.name); ok && m.Relabels() {
 			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels, SetLabels: labelList(m.SetLabels)}
 		}
@@ -450,9 +487,11 @@ func (r *Reconciler) applyLimits(states []*nsState, prs []forge.PR) {
 	}
 }
 
-// push sends every branch that changed in one push, each with a lease on
-// the tip kedge read, so a branch someone moved meanwhile is left alone.
-func (r *Reconciler) push(ctx context.Context, repo *gitrepo.Repo, states []*nsState, remote map[string]gitrepo.BranchInfo, report *Report) error {
+// push sends every branch of a repository that changed in one push, each
+// with a lease on the tip kedge read, so a branch someone moved meanwhile is
+// left alone.
+func (r *Reconciler) push(ctx context.Context, repository *repository, report *Report) error {
+	repo, states, remote := repository.git, repository.states, repository.remote
 	var changes []gitrepo.Change
 	leases := map[string]plumbing.Hash{}
 	for _, st := range states {
@@ -468,9 +507,10 @@ func (r *Reconciler) push(ctx context.Context, repo *gitrepo.Repo, states []*nsS
 	if len(changes) == 0 || r.settings.DryRun {
 		return nil
 	}
-	report.Pushes = 1
+	report.Pushes++
+	repository.pushes++
 	pushed, err := repo.Push(ctx, changes, leases)
-	report.PushDuration = pushed.Duration
+	report.PushDuration += pushed.Duration
 	var lease *gitrepo.LeaseError
 	if errors.As(err, &lease) {
 		moved := map[string]bool{}

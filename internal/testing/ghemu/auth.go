@@ -1,6 +1,7 @@
 package ghemu
 
 import (
+	"crypto/rsa"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -40,6 +41,11 @@ func (s *Server) authenticateToken(req *request, authorization string) *response
 	if !ok {
 		return errorResponse(http.StatusUnauthorized, "Requires authentication", docsRoot)
 	}
+	if s.tokenAuth != nil {
+		login, refused := s.tokenAuth(token)
+		req.actor = login
+		return refused
+	}
 	if login, ok := s.opts.Tokens[token]; ok {
 		req.actor = login
 		return nil
@@ -53,20 +59,29 @@ func (s *Server) authenticateToken(req *request, authorization string) *response
 
 func (s *Server) botLogin() string { return s.opts.AppSlug + "[bot]" }
 
-// authenticateApp checks the App JWT the way GitHub documents it: RS256,
-// signed by the App's key, iss = App ID, exp in the future and at most ten
-// minutes after iat. Callers hold s.mu.
+// authenticateApp checks the App JWT. Callers hold s.mu.
 func (s *Server) authenticateApp(req *request, authorization string) *response {
+	if r := checkAppJWT(authorization, s.opts.AppID, s.opts.AppPublicKey, s.opts.Clock()); r != nil {
+		return r
+	}
+	req.actor = s.opts.AppSlug
+	return nil
+}
+
+// checkAppJWT checks an App JWT the way GitHub documents it: RS256, signed
+// by the App's key, iss = App ID, exp in the future and at most ten minutes
+// after iat.
+func checkAppJWT(authorization string, appID int64, key *rsa.PublicKey, now time.Time) *response {
 	raw, ok := bearer(authorization)
 	if !ok {
 		return errorResponse(http.StatusUnauthorized, "Requires authentication", docsAccessToken)
 	}
-	if s.opts.AppPublicKey == nil {
+	if key == nil {
 		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
 	}
 	claims := jwt.MapClaims{}
 	parser := jwt.Parser{ValidMethods: []string{"RS256"}, SkipClaimsValidation: true}
-	_, err := parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return s.opts.AppPublicKey, nil })
+	_, err := parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return key, nil })
 	if err != nil {
 		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
 	}
@@ -74,13 +89,12 @@ func (s *Server) authenticateApp(req *request, authorization string) *response {
 	if _, err := strconv.ParseInt(iss, 10, 64); err != nil {
 		return errorResponse(http.StatusUnauthorized, "'Issuer' claim ('iss') must be an Integer", docsRoot)
 	}
-	if iss != strconv.FormatInt(s.opts.AppID, 10) {
+	if iss != strconv.FormatInt(appID, 10) {
 		// Another App's ID: its key would not have signed this.
 		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
 	}
 	iat, iatOK := claimTime(claims["iat"])
 	exp, expOK := claimTime(claims["exp"])
-	now := s.opts.Clock()
 	switch {
 	case !iatOK || iat.After(now.Add(jwtClockSkew)):
 		return errorResponse(http.StatusUnauthorized,
@@ -92,7 +106,6 @@ func (s *Server) authenticateApp(req *request, authorization string) *response {
 		return errorResponse(http.StatusUnauthorized,
 			"'Expiration time' claim ('exp') is too far in the future", docsRoot)
 	}
-	req.actor = s.opts.AppSlug
 	return nil
 }
 

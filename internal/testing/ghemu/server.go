@@ -104,6 +104,10 @@ type Server struct {
 	lastMutation time.Time
 	nextID       int64
 	requestSeq   int
+
+	// tokenAuth, set for a repository of a Hub, resolves tokens to the
+	// login they act as, or refuses them with GitHub's answer.
+	tokenAuth func(token string) (login string, refused *response)
 }
 
 // New starts a Server on 127.0.0.1 and stops it when the test ends.
@@ -116,6 +120,14 @@ func New(t testing.TB, opts Options) *Server {
 
 // NewServer starts a Server on 127.0.0.1; the caller must Close it.
 func NewServer(opts Options) *Server {
+	s := newServer(opts)
+	s.http = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	s.URL = s.http.URL
+	return s
+}
+
+// newServer is a Server's state without a listener.
+func newServer(opts Options) *Server {
 	opts.Owner = cmp.Or(opts.Owner, "kedge-io")
 	opts.Repo = cmp.Or(opts.Repo, "gitops")
 	opts.DefaultBranch = cmp.Or(opts.DefaultBranch, "main")
@@ -133,16 +145,23 @@ func NewServer(opts Options) *Server {
 		nextID: 1000,
 	}
 	s.repo = newRepoState(s, opts)
-	s.http = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
-	s.URL = s.http.URL
 	return s
 }
 
 // Close stops the server.
-func (s *Server) Close() { s.http.Close() }
+func (s *Server) Close() {
+	if s.http != nil {
+		s.http.Close()
+	}
+}
 
 // Client returns an HTTP client for the server.
-func (s *Server) Client() *http.Client { return s.http.Client() }
+func (s *Server) Client() *http.Client {
+	if s.http == nil {
+		return http.DefaultClient // a Hub's repository: served by the Hub
+	}
+	return s.http.Client()
+}
 
 func (s *Server) now() time.Time { return s.opts.Clock().UTC().Truncate(time.Second) }
 

@@ -56,8 +56,10 @@ type Server struct {
 	mu            sync.Mutex
 	token         string
 	tokenCheck    func(string) bool
+	repoCheck     func(repo, token string) bool
 	pushes        int
 	failNextPush  int
+	failPushTo    map[string]int
 	delay         time.Duration
 	requests      []Request
 	pushesPerRepo map[string]int
@@ -78,6 +80,7 @@ func New(t testing.TB) *Server {
 		backend:       backend,
 		token:         RandomToken(),
 		pushesPerRepo: map[string]int{},
+		failPushTo:    map[string]int{},
 	}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	t.Cleanup(s.http.Close)
@@ -119,6 +122,15 @@ func (s *Server) SetTokenCheck(check func(token string) bool) {
 	s.tokenCheck = check
 }
 
+// SetRepoTokenCheck makes the server accept, for each repository, the
+// tokens check approves, e.g. the installation tokens of the account that
+// owns it. It takes precedence over SetTokenCheck and SetToken.
+func (s *Server) SetRepoTokenCheck(check func(repo, token string) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repoCheck = check
+}
+
 // Pushes returns how many pushes (POSTs to git-receive-pack with a valid
 // token) the server has received, including ones it failed on purpose.
 func (s *Server) Pushes() int {
@@ -147,6 +159,13 @@ func (s *Server) FailNextPush(status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failNextPush = status
+}
+
+// FailNextPushTo is FailNextPush for pushes to repo only.
+func (s *Server) FailNextPushTo(repo string, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failPushTo[repo] = status
 }
 
 // SetDelay makes every request wait d before it is served (0 turns it off),
@@ -181,7 +200,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	s.mu.Lock()
-	delay, token, check := s.delay, s.token, s.tokenCheck
+	delay, token, check, repoCheck := s.delay, s.token, s.tokenCheck, s.repoCheck
 	s.mu.Unlock()
 	if delay > 0 {
 		select {
@@ -197,6 +216,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if check != nil {
 		valid = check(password)
 	}
+	if repoCheck != nil {
+		valid = repoCheck(repoOfRequest(r.URL.Path), password)
+	}
 	if !ok || user != TokenUser || !valid {
 		rec.Header().Set("WWW-Authenticate", `Basic realm="gitserver"`)
 		http.Error(rec, "authentication required", http.StatusUnauthorized)
@@ -211,6 +233,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.pushesPerRepo[repo]++
 		fail := s.failNextPush
 		s.failNextPush = 0
+		if f, ok := s.failPushTo[repo]; ok {
+			fail = f
+			delete(s.failPushTo, repo)
+		}
 		s.mu.Unlock()
 		if fail != 0 {
 			http.Error(rec, "push failed on purpose", fail)
@@ -268,6 +294,13 @@ func serviceOf(r *http.Request) string {
 func repoOf(path, suffix string) string {
 	p := strings.TrimSuffix(path, suffix)
 	p = strings.TrimPrefix(p, "/")
+	return strings.TrimSuffix(p, ".git")
+}
+
+// repoOfRequest turns any smart-HTTP path ("/acme/gitops.git/info/refs")
+// into the repository it addresses ("acme/gitops").
+func repoOfRequest(path string) string {
+	p, _, _ := strings.Cut(strings.TrimPrefix(path, "/"), ".git/")
 	return strings.TrimSuffix(p, ".git")
 }
 

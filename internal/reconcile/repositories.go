@@ -1,0 +1,252 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/route"
+)
+
+// repository is one repository branch a cycle writes to: its checkout and
+// index, its GitHub client, kedge's PRs and branches there, and the
+// namespaces whose PRs go there.
+type repository struct {
+	// key tells the repository branches apart across cycles (the index
+	// cache); "" for the configured repository alone.
+	key    string
+	name   string // owner/name
+	target route.Target
+	webURL string
+
+	git     *gitrepo.Repo
+	forge   *forge.Client
+	index   *manifest.Index
+	indexed IndexUpdate
+	edits   manifest.EditSet
+	prs     []forge.PR
+	remote  map[string]gitrepo.BranchInfo
+	states  []*nsState
+	pushes  int
+	// err is why the repository is left for the next cycle.
+	err error
+}
+
+// cycleRepos are the repositories of one cycle. With several, a failure
+// in one is recorded on it and the others go on; alone (no rules), a
+// failure ends the cycle, as it always has.
+type cycleRepos struct {
+	repos   []*repository
+	several bool
+}
+
+// fail records err on repo and returns nil, or returns err when the cycle
+// has one repository only.
+func (c *cycleRepos) fail(repo *repository, err error) error {
+	if !c.several {
+		return err
+	}
+	repo.err = fmt.Errorf("repository %s: %w", repo.name, err)
+	return nil
+}
+
+func (c *cycleRepos) errors() []error {
+	var out []error
+	for _, repo := range c.repos {
+		if repo.err != nil {
+			out = append(out, repo.err)
+		}
+	}
+	return out
+}
+
+// prs are kedge's PRs in every repository, for the limits that count
+// across them.
+func (c *cycleRepos) prs() []forge.PR {
+	var out []forge.PR
+	for _, repo := range c.repos {
+		out = append(out, repo.prs...)
+	}
+	return out
+}
+
+func (c *cycleRepos) report() (IndexUpdate, []RepositoryReport) {
+	var first IndexUpdate
+	out := make([]RepositoryReport, 0, len(c.repos))
+	for i, repo := range c.repos {
+		if i == 0 {
+			first = repo.indexed
+		}
+		out = append(out, RepositoryReport{Name: repo.name, Branch: repo.target.Branch, Pushes: repo.pushes, Index: repo.indexed, Err: repo.err})
+	}
+	return first, out
+}
+
+// openRepositories clones or fetches, and indexes, the configured
+// repository, or with rules every repository branch the cluster applies
+// from that the rules admit.
+func (r *Reconciler) openRepositories(ctx context.Context, set *objects.Set) (*cycleRepos, error) {
+	if len(r.settings.Rules) == 0 {
+		git, err := r.deps.OpenRepo(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("open repository: %w", err)
+		}
+		repo := &repository{name: configuredRepository(r.settings.RepoWebURL), webURL: r.settings.RepoWebURL, git: git, forge: r.deps.Forge}
+		if repo.index, repo.indexed, err = r.index("", git, r.settings.Plan.Paths); err != nil {
+			return nil, fmt.Errorf("index %s: %w", git.Worktree(), err)
+		}
+		return &cycleRepos{repos: []*repository{repo}}, nil
+	}
+	// Repositories outside the rules are left to the plan, which reports
+	// their workloads (manifest status no-repo) without a checkout.
+	targets, _ := route.Targets(set, r.settings.Rules)
+	c := &cycleRepos{several: true}
+	for _, t := range targets {
+		repo := &repository{key: t.Repo + "@" + t.Branch, name: t.Repo, target: t, webURL: r.webURLOf(t.Repo)}
+		c.repos = append(c.repos, repo)
+		if err := r.openTarget(ctx, repo); err != nil {
+			_ = c.fail(repo, err)
+		}
+	}
+	return c, nil
+}
+
+func (r *Reconciler) openTarget(ctx context.Context, repo *repository) error {
+	var err error
+	if repo.forge, err = r.deps.ForgeFor(ctx, repo.name); err != nil {
+		return err
+	}
+	if repo.git, err = r.deps.OpenTarget(ctx, repo.target); err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	if repo.index, repo.indexed, err = r.index(repo.key, repo.git, repo.target.Rule.Paths); err != nil {
+		return fmt.Errorf("index %s: %w", repo.git.Worktree(), err)
+	}
+	return nil
+}
+
+// webURLOf is a repository's web address on the configured repository's
+// host.
+func (r *Reconciler) webURLOf(name string) string {
+	u, err := url.Parse(r.settings.RepoWebURL)
+	if err != nil || u.Host == "" {
+		return "https://github.com/" + name
+	}
+	return u.Scheme + "://" + u.Host + "/" + name
+}
+
+// plan builds one plan over every repository that opened, and hands each
+// its edits.
+func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) (*plan.Result, error) {
+	opts := r.settings.Plan
+	var planned []*repository
+	for _, repo := range c.repos {
+		if repo.err != nil {
+			continue
+		}
+		planned = append(planned, repo)
+		if r.deps.Charts != nil {
+			opts.Charts = mergeCharts(opts.Charts, r.deps.Charts(ctx, set, repo.index))
+		}
+		if c.several {
+			opts.Repositories = append(opts.Repositories, plan.RepositoryFor(repo.target, repo.git.Worktree(), repo.index))
+		}
+	}
+	if !c.several {
+		opts.RepoRoot, opts.Index = c.repos[0].git.Worktree(), c.repos[0].index
+	}
+	res, err := plan.Build(set, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !c.several {
+		c.repos[0].edits = res.Edits
+		return res, nil
+	}
+	for i, repo := range planned {
+		if i < len(res.Repositories) {
+			repo.edits = res.Repositories[i].Edits
+		}
+	}
+	return res, nil
+}
+
+func mergeCharts(into, more map[string]manifest.PulledChart) map[string]manifest.PulledChart {
+	if into == nil {
+		return more
+	}
+	for k, v := range more {
+		into[k] = v
+	}
+	return into
+}
+
+// readRepositories lists kedge's PRs and branches in each repository.
+func (r *Reconciler) readRepositories(ctx context.Context, c *cycleRepos) error {
+	prefix := BranchPrefix(r.settings.Cluster)
+	for _, repo := range c.repos {
+		if repo.err != nil {
+			continue
+		}
+		var err error
+		if repo.prs, err = repo.forge.FindPRs(ctx, prefix); err != nil {
+			err = fmt.Errorf("list pull requests: %w", err)
+		} else if repo.remote, err = repo.git.RemoteBranches(ctx, prefix); err != nil {
+			err = fmt.Errorf("list branches: %w", err)
+		}
+		if err != nil {
+			if err := c.fail(repo, err); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pushAll makes one push per repository. With several repositories, a
+// push that fails holds back that repository's PRs only.
+func (r *Reconciler) pushAll(ctx context.Context, c *cycleRepos, report *Report) error {
+	for _, repo := range c.repos {
+		if repo.err != nil {
+			continue
+		}
+		err := r.push(ctx, repo, report)
+		if err == nil {
+			continue
+		}
+		if err := c.fail(repo, err); err != nil {
+			return err
+		}
+		for _, st := range repo.states {
+			if a := st.decision.action; a == ActOpen || a == ActUpdate {
+				st.decision.action = ActNone
+				st.outcome.State = dashboard.PRNotYetOpened
+				st.outcome.Detail = "the push to " + repo.name + " failed; retried next cycle"
+			}
+		}
+	}
+	return nil
+}
+
+// heldStates are the namespaces a failed repository would have had PRs
+// for: on the dashboard, with nothing done.
+func heldStates(repo *repository) []*nsState {
+	var out []*nsState
+	for ns, edits := range repo.edits.Namespaces {
+		if len(edits) == 0 {
+			continue
+		}
+		out = append(out, &nsState{repo: repo, name: ns, decision: decision{action: ActNone}, outcome: Outcome{
+			State: dashboard.PRNotYetOpened, Detail: errorDetail(repo.err),
+		}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
