@@ -9,6 +9,7 @@ import (
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/route"
 )
 
 // ChartPullTimeout bounds each request to a chart repository.
@@ -59,12 +60,7 @@ func PullCharts(ctx context.Context, set *objects.Set, ix *manifest.Index, p *ch
 func argoChartSources(set *objects.Set) []objects.ApplicationSource {
 	var out []objects.ApplicationSource
 	for i := range set.Applications {
-		app := &set.Applications[i]
-		sources := app.Spec.Sources
-		if len(sources) == 0 && app.Spec.Source != nil {
-			sources = []objects.ApplicationSource{*app.Spec.Source}
-		}
-		for _, s := range sources {
+		for _, s := range route.ApplicationSources(&set.Applications[i]) {
 			if s.Chart != "" {
 				out = append(out, s)
 			}

@@ -67,7 +67,10 @@ type Options struct {
 type Repository struct {
 	// Name is "owner/name".
 	Name string
-	// Branch is the branch checked out at Root, the PR base.
+	// Branch is the branch checked out at Root, the PR base; "" is the
+	// repository's default branch, as in route.Target. A workload is
+	// planned here only when the cluster follows this very branch (or
+	// AllBranches is set).
 	Branch string
 	// URLs are the addresses the cluster's objects use for it.
 	URLs  []string

@@ -179,18 +179,23 @@ func appendOnce(list []int, v int) []int {
 }
 
 // pick chooses among the checkouts that may hold w the first that finds
-// it; when none does, the first of them, whose answer is reported.
-func (r router) pick(w drift.Workload, candidates []int) int {
-	if len(candidates) == 1 {
-		return candidates[0]
+// it. When none does, it is the first of them, whose answer is reported,
+// unless a source no checkout answers may hold w (an Argo CD Application
+// reading another repository too): then -1, and w is no-repo.
+func (r router) pick(w drift.Workload, rt routing) int {
+	if len(rt.checkouts) == 1 && rt.noRepo.Status == "" {
+		return rt.checkouts[0]
 	}
-	for _, i := range candidates {
+	for _, i := range rt.checkouts {
 		c := r.checkouts[i]
 		if c.index.LocateOne(w, c.hints(w)).Manifest.Status == drift.ManifestFound {
 			return i
 		}
 	}
-	return candidates[0]
+	if rt.noRepo.Status != "" {
+		return -1
+	}
+	return rt.checkouts[0]
 }
 
 // buildRepositories is Build over several checkouts: one drift
@@ -215,11 +220,14 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 	outside := map[manifest.WorkloadID]string{}
 	for _, w := range drifted.Workloads {
 		rt := r.route(w)
-		if len(rt.checkouts) == 0 {
+		i := -1
+		if len(rt.checkouts) > 0 {
+			i = r.pick(w, rt)
+		}
+		if i < 0 {
 			unrouted[manifest.IDOf(w)], outside[manifest.IDOf(w)] = rt.noRepo, rt.outside
 			continue
 		}
-		i := r.pick(w, rt.checkouts)
 		groups[i] = append(groups[i], w)
 	}
 

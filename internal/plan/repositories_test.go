@@ -14,6 +14,7 @@ import (
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
+	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/route"
@@ -176,6 +177,24 @@ func TestRepositoriesFromTheCommandLine(t *testing.T) {
 		"Argo CD Application argocd/shop applies it from github.com/acme/team-shop, which --repo does not list"}, got["shop/web"])
 }
 
+// TestAnApplicationSourceOutsideTheList: of an Application reading two
+// repositories, only one listed, the workload the listed checkout holds is
+// planned there, and the other is no-repo, not "not-found".
+func TestAnApplicationSourceOutsideTheList(t *testing.T) {
+	set := teamsCluster(t)
+	repos := teamsRepositories(t, set, []route.Rule{{Match: "acme/platform"}})
+	require.Equal(t, []string{"acme/platform@main"}, labels(repos))
+	res, err := plan.Build(set, plan.Options{Repositories: repos})
+	require.NoError(t, err)
+	got := map[string]placed{}
+	for _, w := range res.Plan.Workloads {
+		got[w.Namespace+"/"+w.Name] = placed{w.Manifest.Status, w.Manifest.Repository, w.Manifest.Path, w.Manifest.Detail}
+	}
+	assert.Equal(t, placed{"found", "acme/platform@main", "shared/shop/cart.yaml", ""}, got["shop/cart"])
+	assert.Equal(t, placed{"no-repo", "acme/team-shop", "",
+		"Argo CD Application argocd/shop applies it from github.com/acme/team-shop, which repos: does not list"}, got["shop/web"])
+}
+
 // TestOneRepositoryIsTheSinglePlan: one checkout given as Repositories
 // plans what the single-checkout options plan.
 func TestOneRepositoryIsTheSinglePlan(t *testing.T) {
@@ -235,4 +254,36 @@ func TestTeamsSnapshotIsCurrent(t *testing.T) {
 		require.NoError(t, err, "run go test ./internal/plan -run TestTeamsSnapshotIsCurrent -update")
 		assert.Equal(t, string(want), string(got), e.Name())
 	}
+}
+
+// TestMigrationsAreRoutedLikeWorkloads: a namespace's label is looked for
+// only in the checkout the cluster applies its Namespace from; one applied
+// from a pinned source is blocked, naming why.
+func TestMigrationsAreRoutedLikeWorkloads(t *testing.T) {
+	set := teamsCluster(t)
+	for i := range set.Namespaces {
+		ns := &set.Namespaces[i]
+		switch ns.Name {
+		case "legacy", "payments":
+			meshtest.FluxLabels(ns.Labels, "flux-system", ns.Name)
+			ns.Labels["move"] = "yes"
+		}
+	}
+	repos := teamsRepositories(t, set, []route.Rule{{Match: "acme/*"}})
+	res, err := plan.Build(set, plan.Options{
+		Repositories: repos,
+		Migrations:   []migrate.Policy{{Key: "migrations[0]", From: "1-25-0", To: "1-24-0", NamespaceSelector: map[string]string{"move": "yes"}}},
+	})
+	require.NoError(t, err)
+	got := map[string]drift.Migration{}
+	for _, m := range res.Plan.Migrations {
+		got[m.Namespace] = m
+	}
+	require.Len(t, got, 2)
+	assert.Equal(t, drift.ManifestNoRepo, got["legacy"].Manifest.Status)
+	assert.Equal(t, drift.BlockManifest, got["legacy"].Blocked)
+	assert.Contains(t, got["legacy"].Detail, "follows tag v1.2, which a pull request cannot move")
+	// Looked for in team-payments' checkout, which holds no Namespace.
+	assert.Equal(t, drift.ManifestNotFound, got["payments"].Manifest.Status)
+	assert.Equal(t, "no Namespace payments in the repository", got["payments"].Manifest.Detail)
 }
