@@ -27,9 +27,9 @@ type object = map[string]any
 
 // fluxKustomization is one Flux Kustomization and what it applied.
 type fluxKustomization struct {
-	Object  object
-	Name    string
-	Path    string // repo-relative, without "./"
+	Object object
+	Name   string
+	Path   string // repo-relative, without "./"
 	// Source is the URL of the GitRepository it builds from; "" for the
 	// platform repository the bootstrap Kustomization names.
 	Source  string
