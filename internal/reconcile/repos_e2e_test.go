@@ -311,3 +311,27 @@ func TestPushFailureInOneRepositoryLeavesTheOthers(t *testing.T) {
 	}
 	assert.Equal(t, "release", w.hub.Repo("globex/team-b").PRs()[0].GetBase().GetRef())
 }
+
+// limits.maxNewPRsPerCycle counts PRs across repositories, not per
+// repository.
+func TestLimitsCountAcrossRepositories(t *testing.T) {
+	w := newReposWorld(t)
+	w.cfg.Limits.MaxNewPRsPerCycle = 2
+	svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
+	require.NoError(t, err)
+
+	report, err := svc.Reconciler.RunOnce(context.Background())
+	require.NoError(t, err)
+	opened := 0
+	for _, s := range reposSources {
+		opened += len(w.hub.Repo(s.repo).PRs())
+	}
+	assert.Equal(t, 2, opened)
+	assert.Equal(t, 2, report.Pushes, "a held-back namespace's repository is not pushed")
+
+	_, err = svc.Reconciler.RunOnce(context.Background())
+	require.NoError(t, err)
+	for _, s := range reposSources[:3] {
+		assert.Len(t, w.hub.Repo(s.repo).PRs(), 1, "%s, after the next cycle", s.repo)
+	}
+}

@@ -82,13 +82,6 @@ func (s *Server) CreateRepoFiles(t testing.TB, repo string, files map[string]str
 	return s.CreateRepo(t, repo, dir)
 }
 
-// SetDefaultBranch points repo's HEAD at branch, which becomes what a clone
-// without a branch checks out and what GitHub calls the default branch.
-func (s *Server) SetDefaultBranch(t testing.TB, repo, branch string) {
-	t.Helper()
-	s.mustGit(t, nil, "", "--git-dir="+s.RepoPath(repo), "symbolic-ref", "HEAD", "refs/heads/"+branch)
-}
-
 // CommitAsHuman commits files (path → full content) on top of branch as
 // Human and returns the new commit id. A branch that does not exist yet
 // starts from main.
