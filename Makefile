@@ -14,6 +14,9 @@ FUZZSCALE     ?= 1
 FUZZMINIMIZE  ?= 100x
 DEMO_CLUSTER  := testdata/demo/cluster
 DEMO_REPO     := testdata/demo/gitops
+# The demo cluster applies from two repositories: the platform one and the
+# reviews team's; offline, each checkout is named as the cluster names it.
+DEMO_REPOS    := --repo example-org/gitops=$(DEMO_REPO) --repo example-org/team-reviews=testdata/demo/team-reviews
 
 .PHONY: all build test unit fuzz lint demo bench chaos testbin clean
 
@@ -55,14 +58,14 @@ fuzz:
 fuzz-one = $(GO) test -run='^$$' -fuzz='^$(1)$$' -fuzztime=$$(( $(3) * $(FUZZSCALE) ))x -fuzzminimizetime=$(FUZZMINIMIZE) $(2)
 
 demo: build
-	@echo "== kedge plan: the sample cluster against the sample GitOps repo =="
-	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output table
+	@echo "== kedge plan: the sample cluster against its two GitOps repositories (platform and reviews team) =="
+	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) $(DEMO_REPOS) --output table
 	@echo
-	@echo "== kedge run --once, offline: GitHub emulated, the sample repo as a local bare clone =="
+	@echo "== kedge run --once, offline: GitHub emulated, each repository as a local bare clone =="
 	@$(GO) run ./hack/demo
 	@echo
 	@echo "== the same drift as a dashboard (kedge plan --output markdown) =="
-	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) --repo $(DEMO_REPO) --output markdown
+	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) $(DEMO_REPOS) --output markdown
 	@echo
 	@echo "== sidecar -> ambient: with ambient mode installed, a migration policy moves the search team out of sidecars =="
 	@$(GO) run ./hack/demo -ambient search

@@ -15,6 +15,9 @@ import (
 const (
 	demoCluster = "../../testdata/demo/cluster"
 	demoRepo    = "../../testdata/demo/gitops"
+	// demoTeamRepo is the reviews team's repository, which the demo
+	// cluster applies namespace reviews from.
+	demoTeamRepo = "../../testdata/demo/team-reviews"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -27,10 +27,21 @@ const demoExpected = "../../testdata/demo/expected.json"
 // planRun runs `kedge plan` on the demo in process and returns its output.
 func planRun(t *testing.T, output string) string {
 	t.Helper()
+	return planWith(t, output, "--repo", demoRepo)
+}
+
+// planRunAllRepos plans the demo over both repositories the cluster applies
+// from, named as its GitRepositories name them.
+func planRunAllRepos(t *testing.T, output string) string {
+	t.Helper()
+	return planWith(t, output, "--repo", "example-org/gitops="+demoRepo, "--repo", "example-org/team-reviews="+demoTeamRepo)
+}
+
+func planWith(t *testing.T, output string, repos ...string) string {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := execute(context.Background(), []string{
-		"plan", "--snapshot", demoCluster, "--repo", demoRepo, "--cluster", "prod-eu-1", "--output", output,
-	}, &out, &errOut)
+	args := append([]string{"plan", "--snapshot", demoCluster, "--cluster", "prod-eu-1", "--output", output}, repos...)
+	code := execute(context.Background(), args, &out, &errOut)
 	require.Equal(t, exitOK, code, errOut.String())
 	return out.String()
 }
@@ -77,7 +88,7 @@ func TestPlanMatchesTheHandDerivedDemoPlan(t *testing.T) {
 	raw, err := os.ReadFile(demoExpected)
 	require.NoError(t, err)
 	want := readPlan(t, raw)
-	got := readPlan(t, []byte(planRun(t, "json")))
+	got := readPlan(t, []byte(planRunAllRepos(t, "json")))
 
 	assert.Equal(t, want.Cluster, got.Cluster)
 	assert.Equal(t, comparedWorkloads(want), comparedWorkloads(got))

@@ -1,7 +1,8 @@
 // Command demo runs kedge's real cycle offline: the sample cluster snapshot
-// against a bare copy of the sample GitOps repository, with GitHub played by
-// the in-process REST emulation. It prints the pull requests kedge opened,
-// then runs a second cycle to show that nothing changes.
+// against bare copies of the two GitOps repositories it applies from (the
+// platform one and the reviews team's), with GitHub played by the
+// in-process REST emulation. It prints the pull requests kedge opened in
+// each repository, then runs a second cycle to show that nothing changes.
 package main
 
 import (
@@ -10,11 +11,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/google/go-github/v66/github"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,47 +28,57 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
 const demoToken = "demo-token-not-a-secret"
 
+// The repositories of the demo: repo: (the platform one, which holds the
+// dashboard) and the team repository repos: admits.
+const (
+	platformRepo = "example-org/gitops"
+	teamRepo     = "example-org/team-reviews"
+)
+
 func main() {
 	snapshot := flag.String("snapshot", "testdata/demo/cluster", "cluster snapshot")
-	repo := flag.String("repo", "testdata/demo/gitops", "GitOps repository tree")
+	repo := flag.String("repo", "testdata/demo/gitops", "platform GitOps repository tree")
+	team := flag.String("team-repo", "testdata/demo/team-reviews", "the reviews team's repository tree")
 	full := flag.Bool("full", false, "print every PR body in full (default: the first one)")
 	ambientTeam := flag.String("ambient", "", "with ambient mode installed, move this team's namespaces (label team) from sidecars to ambient, and show only their PRs")
 	flag.Parse()
-	if err := run(*snapshot, *repo, *full, *ambientTeam); err != nil {
+	if err := run(*snapshot, map[string]string{platformRepo: *repo, teamRepo: *team}, *full, *ambientTeam); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(snapshot, tree string, full bool, ambientTeam string) error {
+func run(snapshot string, trees map[string]string, full bool, ambientTeam string) error {
 	work, err := os.MkdirTemp("", "kedge-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	bare, err := bareRepo(tree, work)
-	if err != nil {
-		return err
-	}
-	gh := ghemu.NewServer(ghemu.Options{
-		Owner: "example-org", Repo: "gitops",
-		Tokens:   map[string]string{demoToken: "kedge[bot]"},
-		Branches: ghemu.GitBranches(bare),
-	})
+	gh := ghemu.StartHub(ghemu.HubOptions{Tokens: map[string]string{demoToken: "kedge[bot]"}})
 	defer gh.Close()
+	for _, name := range []string{platformRepo, teamRepo} {
+		bare, err := bareRepo(trees[name], work, path.Base(name))
+		if err != nil {
+			return err
+		}
+		owner, repo, _ := strings.Cut(name, "/")
+		gh.AddRepo(ghemu.Options{Owner: owner, Repo: repo, Branches: ghemu.GitBranches(bare)})
+	}
 
 	cfg, err := config.Load("", nil, nil)
 	if err != nil {
 		return err
 	}
 	cfg.Cluster = "prod-eu-1"
-	cfg.Repo.Owner, cfg.Repo.Name, cfg.Repo.URL = "example-org", "gitops", "file://"+bare
-	cfg.GitHub.APIURL, cfg.GitHub.Token = gh.URL+"/", demoToken
+	cfg.Repo.Owner, cfg.Repo.Name, cfg.Repo.URL = "example-org", "gitops", "file://"+filepath.Join(work, "gitops.git")
+	cfg.Repos = []config.RepoRule{{Match: "example-org/team-*", CloneURL: "file://" + filepath.Join(work, "{name}.git")}}
+	cfg.GitHub.APIURL, cfg.GitHub.Token = gh.URL+"/api/v3/", demoToken
 	cfg.Git.CacheDir = filepath.Join(work, "cache")
 	cfg.Limits.MutationGap = 0
 	cfg.Reviewers.ByNamespace = map[string][]string{"payments": {"example-org/payments-team"}}
@@ -92,44 +105,44 @@ func run(snapshot, tree string, full bool, ambientTeam string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("cycle 1: %d drifted workloads, %d push, %d GitHub calls (%d mutating)\n\n",
-		len(report.Plan.Workloads), report.Pushes, len(gh.Calls()), len(gh.MutatingCalls()))
-	printed := 0
-	for _, pr := range gh.PRs() {
-		ns := strings.TrimPrefix(pr.GetHead().GetRef(), "kedge/prod-eu-1/")
-		if ambientTeam != "" && !migrated(report.Plan.Migrations, ns) {
-			continue
-		}
-		var labels []string
-		for _, l := range pr.Labels {
-			labels = append(labels, l.GetName())
-		}
-		fmt.Printf("━━━ PR #%d  %s\n    branch %s → %s   labels %s\n", pr.GetNumber(), pr.GetTitle(),
-			pr.GetHead().GetRef(), pr.GetBase().GetRef(), strings.Join(labels, ", "))
-		if edits := report.Result.Edits.Namespaces[ns]; len(edits) > 0 {
-			fmt.Println(indent(manifest.UnifiedDiff(edits)))
-		}
-		if full || printed == 0 {
-			fmt.Printf("    ── description ──\n%s\n", indent(pr.GetBody()))
-		}
-		printed++
+	fmt.Printf("cycle 1: %d drifted workloads, %d pushes, %d GitHub calls (%d mutating)\n",
+		len(report.Plan.Workloads), report.Pushes, calls(gh, false), calls(gh, true))
+	for _, r := range report.Repositories {
+		fmt.Printf("  %-30s pushes %d, pull requests %d\n", r.Name+"@"+r.Branch, r.Pushes, len(gh.Repo(r.Name).PRs()))
 	}
-	for _, is := range gh.Issues() {
-		if !is.IsPullRequest() {
-			fmt.Printf("━━━ dashboard issue #%d  %s\n", is.GetNumber(), is.GetTitle())
+	fmt.Println()
+	printed := 0
+	for _, name := range []string{platformRepo, teamRepo} {
+		header := "═══ " + name
+		for _, pr := range gh.Repo(name).PRs() {
+			ns := strings.TrimPrefix(pr.GetHead().GetRef(), "kedge/prod-eu-1/")
+			if ambientTeam != "" && !migrated(report.Plan.Migrations, ns) {
+				continue
+			}
+			if header != "" {
+				fmt.Println(header)
+				header = ""
+			}
+			printPR(pr, editsIn(report.Result, name, ns), full || printed == 0)
+			printed++
+		}
+		for _, is := range gh.Repo(name).Issues() {
+			if !is.IsPullRequest() {
+				fmt.Printf("━━━ dashboard issue #%d  %s\n", is.GetNumber(), is.GetTitle())
+			}
 		}
 	}
 
 	if ambientTeam != "" {
 		return nil
 	}
-	gh.ResetCalls()
+	before, beforeMutating := calls(gh, false), calls(gh, true)
 	report, err = svc.Reconciler.RunOnce(context.Background())
 	if err != nil {
 		return err
 	}
 	fmt.Printf("\ncycle 2 (nothing changed): %d pushes, %d GitHub calls, %d mutating\n",
-		report.Pushes, len(gh.Calls()), len(gh.MutatingCalls()))
+		report.Pushes, calls(gh, false)-before, calls(gh, true)-beforeMutating)
 	names := make([]string, 0, len(report.Namespaces))
 	for ns := range report.Namespaces {
 		names = append(names, ns)
@@ -140,6 +153,46 @@ func run(snapshot, tree string, full bool, ambientTeam string) error {
 		fmt.Printf("  %-16s %-8s %s #%d\n", ns, o.Action, o.State, o.PR)
 	}
 	return nil
+}
+
+// printPR shows one pull request, its diff, and with body its description.
+func printPR(pr *github.PullRequest, edits []manifest.FileEdit, body bool) {
+	var labels []string
+	for _, l := range pr.Labels {
+		labels = append(labels, l.GetName())
+	}
+	fmt.Printf("━━━ PR #%d  %s\n    branch %s → %s   labels %s\n", pr.GetNumber(), pr.GetTitle(),
+		pr.GetHead().GetRef(), pr.GetBase().GetRef(), strings.Join(labels, ", "))
+	if len(edits) > 0 {
+		fmt.Println(indent(manifest.UnifiedDiff(edits)))
+	}
+	if body {
+		fmt.Printf("    ── description ──\n%s\n", indent(pr.GetBody()))
+	}
+}
+
+// editsIn are a namespace's edits in one repository.
+func editsIn(res *plan.Result, repo, namespace string) []manifest.FileEdit {
+	for _, r := range res.Repositories {
+		if r.Name == repo {
+			return r.Edits.Namespaces[namespace]
+		}
+	}
+	return nil
+}
+
+// calls counts the GitHub calls made so far in every repository of the
+// demo, or only the mutating ones.
+func calls(gh *ghemu.Hub, mutating bool) int {
+	n := 0
+	for _, name := range []string{platformRepo, teamRepo} {
+		for _, c := range gh.CallsTo(name) {
+			if !mutating || c.Mutating() {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // withAmbientInstalled is the cluster once Istio's ambient mode is
@@ -170,9 +223,9 @@ func migrated(migrations []drift.Migration, namespace string) bool {
 
 // bareRepo commits the tree as one commit on main in a bare repository,
 // the shape of a GitOps repository kedge clones.
-func bareRepo(tree, work string) (string, error) {
-	src := filepath.Join(work, "src")
-	bare := filepath.Join(work, "gitops.git")
+func bareRepo(tree, work, name string) (string, error) {
+	src := filepath.Join(work, "src-"+name)
+	bare := filepath.Join(work, name+".git")
 	abs, err := filepath.Abs(tree)
 	if err != nil {
 		return "", err

@@ -124,13 +124,18 @@ func TestSnapshotDecodesIntoTheObjectSet(t *testing.T) {
 	s := decodeSet(t, readSnapshot(t))
 
 	owners := len(s.Deployments) + len(s.StatefulSets) + len(s.DaemonSets) + len(s.Rollouts) + len(s.CronJobs)
-	assert.Equal(t, 14, len(s.Namespaces), "namespaces")
-	assert.Equal(t, 30, owners, "top-level workloads")
+	assert.Equal(t, 15, len(s.Namespaces), "namespaces")
+	assert.Equal(t, 31, owners, "top-level workloads")
 	assert.Equal(t, 3, len(s.MutatingWebhookConfigurations), "injector webhooks")
-	assert.Equal(t, 9, len(s.Kustomizations), "Flux Kustomizations")
-	require.Len(t, s.GitRepositories, 1)
-	assert.Equal(t, "https://github.com/example-org/gitops", s.GitRepositories[0].Spec.URL)
-	assert.Equal(t, "main", s.GitRepositories[0].Spec.Ref.Branch)
+	assert.Equal(t, 10, len(s.Kustomizations), "Flux Kustomizations")
+	urls := map[string]string{}
+	for _, g := range s.GitRepositories {
+		urls[g.Name] = g.Spec.URL + "@" + g.Spec.Ref.Branch
+	}
+	assert.Equal(t, map[string]string{
+		"flux-system":  "https://github.com/example-org/gitops@main",
+		"team-reviews": "https://github.com/example-org/team-reviews@main",
+	}, urls, "the platform repository and the reviews team's")
 	require.Len(t, s.Applications, 1, "Argo CD Applications")
 	assert.Equal(t, "https://github.com/example-org/gitops", s.Applications[0].Spec.Source.RepoURL)
 }
@@ -438,19 +443,25 @@ func findObject(objs []object, namespace, kind, name string) object {
 func TestExpectedManifestsMatchTheRepository(t *testing.T) {
 	plan := readExpected(t)
 	objs := readSnapshot(t)
-	kustomizations, err := renderFlux(filepath.Join(demoDir, "gitops"), "clusters/"+clusterName)
+	kustomizations, err := renderFlux(demoDir, "clusters/"+clusterName)
 	require.NoError(t, err)
 
 	origin := map[string]string{}                 // namespace/kind/name -> file
-	namespacesFed := map[string]map[string]bool{} // file -> namespaces of workloads it defines
+	originDir := map[string]string{}              // namespace/kind/name -> its repository's directory
+	namespacesFed := map[string]map[string]bool{} // directory/file -> namespaces of workloads it defines
 	for _, ks := range kustomizations {
+		dir := platformRepoDir
+		if ks.Source != "" {
+			dir = teamRepositories[ks.Source].Dir
+		}
 		for i, o := range ks.Applied {
 			key := nestedString(o, "metadata", "namespace") + "/" + o["kind"].(string) + "/" + nestedString(o, "metadata", "name")
-			origin[key] = ks.Origins[i]
-			if namespacesFed[ks.Origins[i]] == nil {
-				namespacesFed[ks.Origins[i]] = map[string]bool{}
+			origin[key], originDir[key] = ks.Origins[i], dir
+			fed := path.Join(dir, ks.Origins[i])
+			if namespacesFed[fed] == nil {
+				namespacesFed[fed] = map[string]bool{}
 			}
-			namespacesFed[ks.Origins[i]][nestedString(o, "metadata", "namespace")] = true
+			namespacesFed[fed][nestedString(o, "metadata", "namespace")] = true
 		}
 	}
 
@@ -482,9 +493,10 @@ func TestExpectedManifestsMatchTheRepository(t *testing.T) {
 			case w.Manifest.Status == drift.ManifestFound:
 				require.True(t, inGit, "rendered from the repository")
 				assert.Equal(t, file, w.Manifest.Path)
-				assert.FileExists(t, filepath.Join(demoDir, "gitops", filepath.FromSlash(file)))
+				dir := originDir[w.Namespace+"/"+w.Kind+"/"+w.Name]
+				assert.FileExists(t, filepath.Join(demoDir, dir, filepath.FromSlash(file)))
 				want := drift.EditInPlace
-				if len(namespacesFed[file]) > 1 {
+				if len(namespacesFed[path.Join(dir, file)]) > 1 {
 					want = drift.EditOverlayPatch
 				}
 				assert.Equal(t, want, w.Manifest.Edit)
@@ -509,7 +521,7 @@ func TestExpectedManifestsMatchTheRepository(t *testing.T) {
 // document, carries the labels of the Kustomization that applies it and is
 // in that Kustomization's inventory.
 func TestFluxWorkloadsHaveExactlyOneSource(t *testing.T) {
-	kustomizations, err := renderFlux(filepath.Join(demoDir, "gitops"), "clusters/"+clusterName)
+	kustomizations, err := renderFlux(demoDir, "clusters/"+clusterName)
 	require.NoError(t, err)
 	appliedBy := map[string]string{}
 	for _, ks := range kustomizations {
@@ -550,7 +562,7 @@ func TestFluxWorkloadsHaveExactlyOneSource(t *testing.T) {
 		id, _ := inventoryID(o)
 		assert.True(t, inventory[name][id], "%s is in the inventory of %s", id, name)
 	}
-	assert.Equal(t, 24, workloads, "workloads applied by kustomize-controller")
+	assert.Equal(t, 25, workloads, "workloads applied by kustomize-controller")
 }
 
 // TestGitOpsRootsBuild builds every directory with a kustomization.yaml

@@ -27,23 +27,30 @@ type object = map[string]any
 
 // fluxKustomization is one Flux Kustomization and what it applied.
 type fluxKustomization struct {
-	Object  object
-	Name    string
-	Path    string // repo-relative, without "./"
+	Object object
+	Name   string
+	Path   string // repo-relative, without "./"
+	// Source is the URL of the GitRepository it builds from; "" for the
+	// platform repository the bootstrap Kustomization names.
+	Source  string
 	Applied []object
 	// Origins[i] is the repo-relative file Applied[i] was read from.
 	Origins []string
 }
 
 // renderFlux replays what kustomize-controller does for the cluster: build
-// the bootstrap path, then every Kustomization found in what was applied,
-// each with Flux's generated kustomization.yaml for plain directories and
-// its targetNamespace. Every applied object carries Flux's ownership labels.
-func renderFlux(gitopsDir, bootstrapPath string) ([]*fluxKustomization, error) {
-	repo, err := loadRepo(gitopsDir)
+// the bootstrap path of the platform repository (demoDir/gitops), then
+// every Kustomization found in what was applied, from the repository its
+// GitRepository names (teamRepositories), each with Flux's generated
+// kustomization.yaml for plain directories and its targetNamespace. Every
+// applied object carries Flux's ownership labels.
+func renderFlux(demoDir, bootstrapPath string) ([]*fluxKustomization, error) {
+	platform, err := loadRepo(filepath.Join(demoDir, platformRepoDir))
 	if err != nil {
 		return nil, err
 	}
+	checkouts := map[string]filesys.FileSystem{"": platform}
+	sourceURLs := map[string]string{} // GitRepository name -> spec.url
 	root := &fluxKustomization{Name: "flux-system", Path: bootstrapPath}
 	queue := []*fluxKustomization{root}
 	byName := map[string]*fluxKustomization{root.Name: root}
@@ -54,6 +61,13 @@ func renderFlux(gitopsDir, bootstrapPath string) ([]*fluxKustomization, error) {
 		target := ""
 		if ks.Object != nil {
 			target = nestedString(ks.Object, "spec", "targetNamespace")
+			if ks.Source, err = sourceOf(ks.Object, sourceURLs); err != nil {
+				return nil, err
+			}
+		}
+		repo, err := checkoutOf(demoDir, ks.Source, checkouts)
+		if err != nil {
+			return nil, fmt.Errorf("kustomization %s: %w", ks.Name, err)
 		}
 		objs, origins, err := fluxBuild(repo, ks.Path, target)
 		if err != nil {
@@ -62,6 +76,9 @@ func renderFlux(gitopsDir, bootstrapPath string) ([]*fluxKustomization, error) {
 		for _, o := range objs {
 			setLabel(o, meshtest.FluxNameLabel, ks.Name)
 			setLabel(o, meshtest.FluxNamespaceLabel, "flux-system")
+			if o["kind"] == "GitRepository" && strings.HasPrefix(apiVersion(o), "source.toolkit.fluxcd.io/") {
+				sourceURLs[nestedString(o, "metadata", "name")] = nestedString(o, "spec", "url")
+			}
 			if o["kind"] != "Kustomization" || !strings.HasPrefix(apiVersion(o), "kustomize.toolkit.fluxcd.io/") {
 				continue
 			}
@@ -86,6 +103,41 @@ func renderFlux(gitopsDir, bootstrapPath string) ([]*fluxKustomization, error) {
 	}
 	sort.Slice(done, func(i, j int) bool { return done[i].Name < done[j].Name })
 	return done, nil
+}
+
+// platformRepoDir holds, below the demo directory, the platform
+// repository: the one Flux was bootstrapped from.
+const platformRepoDir = "gitops"
+
+// sourceOf is the URL of the GitRepository a Kustomization builds from, ""
+// for the bootstrap one (the platform repository).
+func sourceOf(ks object, sourceURLs map[string]string) (string, error) {
+	name := nestedString(ks, "spec", "sourceRef", "name")
+	if name == "flux-system" {
+		return "", nil
+	}
+	url, ok := sourceURLs[name]
+	if !ok {
+		return "", fmt.Errorf("kustomization %s: no GitRepository %s applied", nestedString(ks, "metadata", "name"), name)
+	}
+	return url, nil
+}
+
+// checkoutOf loads the tree of the repository at url once.
+func checkoutOf(demoDir, url string, checkouts map[string]filesys.FileSystem) (filesys.FileSystem, error) {
+	if repo, ok := checkouts[url]; ok {
+		return repo, nil
+	}
+	team, ok := teamRepositories[url]
+	if !ok {
+		return nil, fmt.Errorf("no tree for repository %s", url)
+	}
+	repo, err := loadRepo(filepath.Join(demoDir, team.Dir))
+	if err != nil {
+		return nil, err
+	}
+	checkouts[url] = repo
+	return repo, nil
 }
 
 // loadRepo copies the checkout into memory: Flux edits kustomization.yaml

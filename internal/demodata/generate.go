@@ -38,23 +38,30 @@ import (
 //go:embed sources/*.yaml
 var sources embed.FS
 
-// Generate renders the snapshot `kedge snapshot` would write for prod-eu-1:
-// file path (relative to the snapshot directory) to content.
-func Generate(gitopsDir string) (map[string][]byte, error) {
-	kustomizations, err := renderFlux(gitopsDir, "clusters/"+clusterName)
+// Generate renders the snapshot `kedge snapshot` would write for prod-eu-1
+// from the repositories in demoDir (the platform one in gitops/, the
+// teams' beside it): file path (relative to the snapshot directory) to
+// content.
+func Generate(demoDir string) (map[string][]byte, error) {
+	gitopsDir := filepath.Join(demoDir, platformRepoDir)
+	kustomizations, err := renderFlux(demoDir, "clusters/"+clusterName)
 	if err != nil {
 		return nil, err
 	}
 	c := &cluster{byNamespace: map[string]map[string][]any{}}
 	c.addIstio()
-	var workloads []object
+	var workloads, teamWorkloads []object
 	for _, ks := range kustomizations {
 		for _, o := range ks.Applied {
 			switch o["kind"] {
 			case "Namespace":
 				c.addNamespace(o)
 			case "Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job", "Rollout", "Pod":
-				workloads = append(workloads, o)
+				if ks.Source != "" {
+					teamWorkloads = append(teamWorkloads, o)
+				} else {
+					workloads = append(workloads, o)
+				}
 			}
 		}
 	}
@@ -62,7 +69,9 @@ func Generate(gitopsDir string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	workloads = append(workloads, extra...)
+	// The teams' repositories joined the cluster last: their pods are
+	// placed after everything else, so the pod IPs handed out before stay.
+	workloads = append(append(workloads, extra...), teamWorkloads...)
 	for _, ns := range []string{"default", "kube-node-lease", "kube-public", "kube-system", "flux-system", "argocd"} {
 		c.addNamespace(object{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
 	}
@@ -727,21 +736,7 @@ func (c *cluster) addFlux(kustomizations []*fluxKustomization) error {
 	for _, ks := range kustomizations {
 		for _, o := range ks.Applied {
 			if o["kind"] == "GitRepository" {
-				c.add("flux-system", "gitrepositories", fluxStatus(o, created, map[string]any{
-					"artifact": map[string]any{
-						"digest":         "sha256:" + hexDigest("artifact "+gitRevision),
-						"lastUpdateTime": "2025-03-13T08:52:17Z",
-						"path":           "gitrepository/flux-system/flux-system/" + strings.TrimPrefix(gitRevision, "main@sha1:") + ".tar.gz",
-						"revision":       gitRevision,
-						"size":           int64(48213),
-						"url":            "http://source-controller.flux-system.svc.cluster.local./gitrepository/flux-system/flux-system/" + strings.TrimPrefix(gitRevision, "main@sha1:") + ".tar.gz",
-					},
-					"conditions": []any{
-						readyCondition("Succeeded", "stored artifact for revision '"+gitRevision+"'"),
-						map[string]any{"type": "ArtifactInStorage", "status": "True", "reason": "Succeeded", "message": "stored artifact for revision '" + gitRevision + "'", "lastTransitionTime": "2025-03-13T08:52:17Z", "observedGeneration": int64(1)},
-					},
-					"observedGeneration": int64(1),
-				}))
+				c.add("flux-system", "gitrepositories", fluxStatus(o, created, gitRepositoryStatus(o)))
 			}
 		}
 	}
@@ -755,15 +750,54 @@ func (c *cluster) addFlux(kustomizations []*fluxKustomization) error {
 		for _, id := range sortedKeys(ids) {
 			entries = append(entries, map[string]any{"id": id, "v": ids[id]})
 		}
+		revision := revisionOf(ks.Source)
 		c.add("flux-system", "kustomizations", fluxStatus(ks.Object, created, map[string]any{
-			"conditions":            []any{readyCondition("ReconciliationSucceeded", "Applied revision: "+gitRevision)},
+			"conditions":            []any{readyCondition("ReconciliationSucceeded", "Applied revision: "+revision)},
 			"inventory":             map[string]any{"entries": entries},
-			"lastAppliedRevision":   gitRevision,
-			"lastAttemptedRevision": gitRevision,
+			"lastAppliedRevision":   revision,
+			"lastAttemptedRevision": revision,
 			"observedGeneration":    int64(1),
 		}))
 	}
 	return nil
+}
+
+// revisionOf is the commit Flux last fetched from the repository at url
+// ("" for the platform repository).
+func revisionOf(url string) string {
+	if team, ok := teamRepositories[url]; ok {
+		return team.Revision
+	}
+	return gitRevision
+}
+
+// gitRepositoryStatus is what source-controller reports once it stored the
+// artifact of the repository's last revision.
+func gitRepositoryStatus(o object) map[string]any {
+	name := nestedString(o, "metadata", "name")
+	url := nestedString(o, "spec", "url")
+	if name == "flux-system" {
+		url = ""
+	}
+	revision := revisionOf(url)
+	commit := revision[strings.LastIndex(revision, ":")+1:]
+	artifact := "gitrepository/flux-system/" + name + "/" + commit + ".tar.gz"
+	stored := "stored artifact for revision '" + revision + "'"
+	return map[string]any{
+		"artifact": map[string]any{
+			"digest":         "sha256:" + hexDigest("artifact "+revision),
+			"lastUpdateTime": "2025-03-13T08:52:17Z",
+			"path":           artifact,
+			"revision":       revision,
+			"size":           int64(48213),
+			"url":            "http://source-controller.flux-system.svc.cluster.local./" + artifact,
+		},
+		"conditions": []any{
+			readyCondition("Succeeded", stored),
+			map[string]any{"type": "ArtifactInStorage", "status": "True", "reason": "Succeeded", "message": stored, "lastTransitionTime": "2025-03-13T08:52:17Z", "observedGeneration": int64(1)},
+		},
+		"observedGeneration": int64(1),
+	}
 }
 
 // argoApplicationsDir holds the Argo CD Applications of the repository;
@@ -848,8 +882,14 @@ func (c *cluster) files() (map[string][]byte, error) {
 			case "kustomizations":
 				data, err = multiDoc(items)
 			case "gitrepositories":
-				if len(items) != 1 {
-					return nil, fmt.Errorf("want one GitRepository, have %d", len(items))
+				// One object per file, as `kubectl get gitrepository NAME
+				// -o yaml` saves it; the bootstrap one keeps the plain name.
+				for _, item := range items[1:] {
+					more, err := yaml.Marshal(item)
+					if err != nil {
+						return nil, err
+					}
+					out[path.Join(dir, res+"-"+nestedString(item, "metadata", "name")+".yaml")] = more
 				}
 				data, err = yaml.Marshal(items[0])
 			default:

@@ -19,7 +19,7 @@ const demoDir = "../../testdata/demo"
 // the generator produces from testdata/demo/gitops; after changing either,
 // run `go test ./internal/demodata -run TestCommittedSnapshotIsGenerated -update`.
 func TestCommittedSnapshotIsGenerated(t *testing.T) {
-	files, err := Generate(filepath.Join(demoDir, "gitops"))
+	files, err := Generate(demoDir)
 	require.NoError(t, err)
 	clusterDir := filepath.Join(demoDir, "cluster")
 
@@ -56,9 +56,9 @@ func TestCommittedSnapshotIsGenerated(t *testing.T) {
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {
-	first, err := Generate(filepath.Join(demoDir, "gitops"))
+	first, err := Generate(demoDir)
 	require.NoError(t, err)
-	second, err := Generate(filepath.Join(demoDir, "gitops"))
+	second, err := Generate(demoDir)
 	require.NoError(t, err)
 	assert.Equal(t, first, second)
 }

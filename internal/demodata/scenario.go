@@ -219,6 +219,13 @@ var stories = map[string]story{
 		Templates: []templateRevision{restarted("2025-03-07T09:06:00Z", 1, canary)},
 	},
 
+	// reviews (applied from the team's own repository) has not restarted
+	// since the in-place upgrade.
+	"reviews/Deployment/reviews-api": {
+		Created: mustTime("2024-11-04T13:21:30Z"), Revision: 5,
+		Templates: current(pods(2, "2025-02-27T16:44:02Z", defaultBeforeUpgrade)...),
+	},
+
 	"catalog/Deployment/catalog-api": {
 		Created: mustTime("2025-03-01T10:11:40Z"), Revision: 1,
 		Templates: current(pods(2, "2025-03-01T10:11:45Z", nil)...),
@@ -259,7 +266,19 @@ var namespaceCreated = map[string]time.Time{
 	"search":          mustTime("2024-08-05T07:55:15Z"),
 	"analytics":       mustTime("2024-09-02T10:19:51Z"),
 	"catalog":         mustTime("2025-03-01T10:11:33Z"),
+	"reviews":         mustTime("2024-11-04T13:20:07Z"),
 }
 
 // gitRevision is the commit of the GitOps repository Flux last applied.
 const gitRevision = "main@sha1:9b2e4c7a1f0d3b6e8c5a2f7d4e1b0a9c8d7e6f5a"
+
+// teamRepositories are the repositories besides the platform one that Flux
+// applies from: GitRepository spec.url to the directory (below the demo
+// directory) holding its tree, and the commit Flux last applied from it.
+var teamRepositories = map[string]teamRepository{
+	"https://github.com/example-org/team-reviews": {Dir: "team-reviews", Revision: "main@sha1:4d1c0b7e9a2f5c8e3b6d0a1f7e4c9b2a5d8e1f03"},
+}
+
+type teamRepository struct {
+	Dir, Revision string
+}

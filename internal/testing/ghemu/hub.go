@@ -1,7 +1,6 @@
 package ghemu
 
 import (
-	"cmp"
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
@@ -69,15 +68,8 @@ const routeRepoInstallation = "GET /repos/{owner}/{repo}/installation"
 // NewHub starts a Hub on 127.0.0.1 and stops it when the test ends.
 func NewHub(t testing.TB, opts HubOptions) *Hub {
 	t.Helper()
-	opts.AppSlug = cmp.Or(opts.AppSlug, "kedge")
-	opts.TokenTTL = cmp.Or(opts.TokenTTL, time.Hour)
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	h := &Hub{opts: opts, repos: map[string]*Server{}, tokens: map[string]mintedToken{}, minted: map[int64]int{}}
-	h.http = httptest.NewServer(http.HandlerFunc(h.serveHTTP))
-	t.Cleanup(h.http.Close)
-	h.URL = h.http.URL
+	h := StartHub(opts)
+	t.Cleanup(h.Close)
 	return h
 }
 
