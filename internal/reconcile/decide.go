@@ -19,6 +19,10 @@ const (
 	ActOpen Action = "open"
 	// ActUpdate: refresh the open pull request's branch, title and body.
 	ActUpdate Action = "update"
+	// ActUpToDate is reported, never decided: an update found the open
+	// pull request's branch, title, body and labels as they should be and
+	// sent nothing.
+	ActUpToDate Action = "up-to-date"
 	// ActClose: the drift is gone; close the pull request with a comment.
 	ActClose Action = "close"
 	// ActEdited: someone else pushed to the branch; leave it and say so once.

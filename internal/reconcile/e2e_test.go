@@ -220,6 +220,10 @@ func TestSecondCycleChangesNothing(t *testing.T) {
 	assert.Zero(t, report.Pushes)
 	assert.Zero(t, report.PushDuration)
 	assert.Empty(t, callNames(w.gh.MutatingCalls()), "no mutating GitHub call")
+	require.NotEmpty(t, report.Namespaces)
+	for ns, o := range report.Namespaces {
+		assert.Equal(t, reconcile.ActUpToDate, o.Action, "%s: a cycle that sent nothing says so", ns)
+	}
 	t.Logf("second cycle: %d GitHub calls, all reads", len(w.gh.Calls()))
 }
 

@@ -114,6 +114,10 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 	return nil
 }
 
+// branchPushed says whether this cycle's push carried the namespace's
+// branch.
+func branchPushed(st *nsState) bool { return st.change != nil && st.change.Changed }
+
 func stateFor(a Action, current dashboard.PRState) dashboard.PRState {
 	switch a {
 	case ActOpen:
@@ -182,7 +186,11 @@ func (r *Reconciler) update(ctx context.Context, st *nsState) error {
 			return err
 		}
 	}
-	if len(r.missingLabels(*pr)) > 0 {
+	missing := len(r.missingLabels(*pr)) > 0
+	if title == nil && body == nil && !missing && !branchPushed(st) {
+		st.outcome.Action = ActUpToDate
+	}
+	if missing {
 		// Opened by a cycle that died before finishing it (or a person
 		// removed a label: asking the same reviewers again is harmless).
 		return r.finishOpening(ctx, st, *pr)
