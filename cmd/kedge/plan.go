@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -46,7 +47,7 @@ func newPlanCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&repoFlags, "repo", nil, "local checkout of the GitOps repository: PATH, or owner/name[@branch]=PATH, repeated for several")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(planOutputs, "|"))
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if !contains(planOutputs, output) {
+		if !slices.Contains(planOutputs, output) {
 			return usageError{fmt.Errorf("--output: %q is not one of %s", output, strings.Join(planOutputs, ", "))}
 		}
 		if output == "patch" && len(repoFlags) == 0 {
@@ -293,15 +294,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // firstLine keeps a table row on one line: kustomize errors run to several.

@@ -7,6 +7,7 @@ package route
 import (
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -265,7 +266,7 @@ func Targets(set *objects.Set, rules []Rule) ([]Target, []Outside) {
 			t = &Target{Repo: s.Repo, Branch: key[1], Rule: rule}
 			targets[key] = t
 		}
-		if !containsString(t.URLs, s.URL) {
+		if !slices.Contains(t.URLs, s.URL) {
 			t.URLs = append(t.URLs, s.URL)
 		}
 	}
@@ -320,15 +321,6 @@ func sortedOutside(m map[string]*Outside) []Outside {
 		return out[i].URL < out[j].URL
 	})
 	return out
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // CloneURLFor is the rule's clone address for repo ("owner/name"), its
