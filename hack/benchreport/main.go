@@ -141,6 +141,9 @@ func run(ctx context.Context, opts options) error {
 	if err := measureGoBenchmarks(ctx, opts, r); err != nil {
 		return err
 	}
+	if err := measureRepositories(ctx, opts, r); err != nil {
+		return err
+	}
 	if opts.live {
 		if err := measureLive(ctx, opts, r, kedge); err != nil {
 			return err

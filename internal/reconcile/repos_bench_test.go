@@ -178,6 +178,7 @@ func (w *manyReposWorld) snapshotCalls() cycleCalls {
 	c := cycleCalls{pushes: map[string]int{}, reads: map[string]int{}, mutating: map[string]int{}, notModified: map[string]int{}}
 	for _, repo := range w.repos {
 		c.pushes[repo] = w.git.PushesTo(repo)
+		c.reads[repo], c.mutating[repo], c.notModified[repo] = 0, 0, 0
 		for _, call := range w.hub.CallsTo(repo) {
 			switch {
 			case call.Mutating():
