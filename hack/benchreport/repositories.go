@@ -66,7 +66,7 @@ func (r *report) reposSection() string {
 		{"first", "first: clones, opens 1000 PRs"},
 		{"second", "second: nothing changed"},
 	} {
-		fmt.Fprintf(&b, "| %s | %.0f–%.0f | %.2f / %.0f (%.2f) | %.2f / %.0f | %.0f | %.1f s |\n", c.what,
+		fmt.Fprintf(&b, "| %s | %.0f–%.0f | %.2f / %.0f (%.2f) | %.1f / %.0f | %.0f | %.1f s |\n", c.what,
 			m(c.prefix+"-pushes/repo-min"), m(c.prefix+"-pushes/repo-max"),
 			m(c.prefix+"-reads/repo"), m(c.prefix+"-reads/repo-max"), m(c.prefix+"-reads-304/repo"),
 			m(c.prefix+"-mutating/repo"), m(c.prefix+"-mutating/repo-max"), m(c.prefix+"-app-calls"), m(c.prefix+"-s"))

@@ -32,8 +32,8 @@ func TestReposSection(t *testing.T) {
 			},
 			want: []string{
 				"whose 1000 namespaces",
-				"| first: clones, opens 1000 PRs | 1–1 | 1.15 / 3 (0.00) | 100.10 / 102 | 2 | 20.0 s |",
-				"| second: nothing changed | 0–0 | 1.05 / 2 (0.00) | 0.00 / 0 | 0 | 15.0 s |",
+				"| first: clones, opens 1000 PRs | 1–1 | 1.15 / 3 (0.00) | 100.1 / 102 | 2 | 20.0 s |",
+				"| second: nothing changed | 0–0 | 1.05 / 2 (0.00) | 0.0 / 0 | 0 | 15.0 s |",
 				"one push per repository: 4.0 s; the first cycle takes 5.0× that",
 				"Runs (first cycle / second cycle / floor): 20.0 s / 15.0 s / 4.0 s.",
 				"before: 1.00 / 2.00 / 3.00; after: 4.00 / 5.00 / 6.00",
