@@ -11,7 +11,9 @@
 //     (internal/cluster), reconcile cycles against a real git server and
 //     the GitHub emulation (internal/reconcile), and mesh change to pull
 //     request through the service against a real API server
-//     (internal/cluster/integration);
+//     (internal/cluster/integration); a cycle over 20 repositories of 50
+//     namespaces each, against the git command line pushing the same
+//     branches (internal/reconcile);
 //   - `kedge plan` against a real API server holding 20,000 pods, against
 //     `kubectl get pods -A -o json` of the same server. Loading the pods
 //     takes minutes; -live=false (or KEDGE_BENCH_LIVE=0) leaves it out.
@@ -139,6 +141,9 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	if err := measureGoBenchmarks(ctx, opts, r); err != nil {
+		return err
+	}
+	if err := measureRepositories(ctx, opts, r); err != nil {
 		return err
 	}
 	if opts.live {

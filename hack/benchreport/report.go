@@ -23,6 +23,7 @@ type report struct {
 
 	Bench benchResults
 	Live  *liveResult
+	Repos *reposRun
 }
 
 // row is one line of the summary table.
@@ -210,6 +211,7 @@ func (r *report) markdown() string {
 	} else {
 		b.WriteString("**Live plan** was left out of this run (`KEDGE_BENCH_LIVE=0`).\n\n")
 	}
+	b.WriteString(r.reposSection())
 	return b.String()
 }
 
