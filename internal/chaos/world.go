@@ -49,8 +49,8 @@ const (
 	// dashboard); TeamRepoName the team repository repos: admits.
 	RepoName     = "gitops"
 	TeamRepoName = "team-reviews"
-	Cluster  = "prod-eu-1"
-	BotLogin = "kedge-bot"
+	Cluster      = "prod-eu-1"
+	BotLogin     = "kedge-bot"
 	// Token is the static token of token-auth worlds.
 	Token = "ghs_chaosStaticToken000000000000000000"
 	// AppID and InstallationID are the App identity of App-auth worlds.
