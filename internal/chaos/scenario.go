@@ -592,14 +592,15 @@ func Scenarios() []Scenario {
 func confinedScenarios() []Scenario {
 	var out []Scenario
 	for _, repo := range Repos {
-		in := " in " + repo + " only"
+		// The short name: a slash would split the subtest's name.
+		in := " in " + gitName(repo) + " only"
 		out = append(out,
 			Scenario{Name: "push answered 503" + in, Confined: repo,
 				Fault: PushFailsIn(repo, http.StatusServiceUnavailable), Fired: pushFiredIn(repo, http.StatusServiceUnavailable)},
 			Scenario{Name: "push refused by a server hook" + in, Confined: repo,
 				Fault: PushRefusedOnceIn(repo), Fired: hooksGone},
-			Scenario{Name: "5xx outlasting the retries on opening a PR (503 ×4)" + in, Confined: repo,
-				Fault: FirstNIn(repo, 4, "POST", "/repos/*/*/pulls", ghemu.ServerError(http.StatusServiceUnavailable))},
+			Scenario{Name: "5xx outlasting the retries on opening a PR (503 ×3)" + in, Confined: repo,
+				Fault: FirstNIn(repo, 3, "POST", "/repos/*/*/pulls", ghemu.ServerError(http.StatusServiceUnavailable))},
 		)
 	}
 	return out
