@@ -10,6 +10,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/reconcile"
+	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
 // Damage is what a fault left behind after recovery. Everything in it
@@ -34,13 +35,41 @@ func (d Damage) Zero() bool {
 
 var commentMarkerRE = regexp.MustCompile(`<!-- kedge:comment (\S+) -->`)
 
-// Inspect compares the repository and GitHub with what the plan asks for
+// Inspect compares each repository and GitHub with what the plan asks for
 // and counts the damage.
 func (w *World) Inspect() Damage {
 	w.T.Helper()
 	var d Damage
+	dashboards := w.Dashboards()
+	if len(dashboards) != 1 {
+		d.Duplicates = append(d.Duplicates, fmt.Sprintf("%d dashboard issues", len(dashboards)))
+	}
+	dashboardBody := ""
+	if len(dashboards) > 0 {
+		dashboardBody = dashboards[0].GetBody()
+	}
+	planned := w.PlannedEdits()
+	for _, repo := range Repos {
+		w.inspectRepo(&d, repo, planned[repo], dashboardBody)
+	}
+	for _, c := range w.Calls() {
+		if c.OutOfSurface {
+			d.Wrong = append(d.Wrong, "call outside the REST surface: "+c.Method+" "+c.Path)
+		}
+	}
+	sort.Strings(d.Duplicates)
+	sort.Strings(d.Lost)
+	sort.Strings(d.Orphans)
+	sort.Strings(d.Wrong)
+	return d
+}
+
+// inspectRepo adds the damage in one repository ("owner/name") to d;
+// planned are its namespaces' edits. Every finding names the repository.
+func (w *World) inspectRepo(d *Damage, repo string, planned map[string]map[string]string, dashboardBody string) {
+	gh := w.Hub.Repo(repo)
 	prefix := reconcile.BranchPrefix(Cluster)
-	prs := w.GH.PRs()
+	prs := gh.PRs()
 
 	// One PR per branch, ever: kedge never opens a second PR for a branch
 	// (a new target of a PR closed unmerged is not part of any scenario).
@@ -52,51 +81,44 @@ func (w *World) Inspect() Damage {
 	}
 	for head, list := range byHead {
 		if len(list) > 1 {
-			d.Duplicates = append(d.Duplicates, fmt.Sprintf("%d PRs for %s", len(list), head))
+			d.Duplicates = append(d.Duplicates, fmt.Sprintf("%s: %d PRs for %s", repo, len(list), head))
 		}
-	}
-	dashboards := w.Dashboards()
-	if len(dashboards) != 1 {
-		d.Duplicates = append(d.Duplicates, fmt.Sprintf("%d dashboard issues", len(dashboards)))
 	}
 	// Each kind of comment is said once per PR or issue.
 	numbers := []int{}
 	for _, pr := range prs {
 		numbers = append(numbers, pr.GetNumber())
 	}
-	for _, is := range dashboards {
+	for _, is := range gh.Issues() {
 		numbers = append(numbers, is.GetNumber())
 	}
 	for _, n := range numbers {
 		said := map[string]int{}
-		for _, c := range w.GH.Comments(n) {
+		for _, c := range gh.Comments(n) {
 			for _, m := range commentMarkerRE.FindAllStringSubmatch(c.GetBody(), -1) {
 				said[m[1]]++
 			}
 		}
 		for kind, count := range said {
 			if count > 1 {
-				d.Duplicates = append(d.Duplicates, fmt.Sprintf("#%d: comment %q %d times", n, kind, count))
+				d.Duplicates = append(d.Duplicates, fmt.Sprintf("%s#%d: comment %q %d times", repo, n, kind, count))
 			}
 		}
 	}
 
-	refs := w.Git.Refs(w.T, RepoName)
+	refs := w.Git.Refs(w.T, gitName(repo))
+	touched := map[string]bool{}
 	for _, h := range w.HumanCommits() {
+		if h.Repo != repo {
+			continue
+		}
+		touched[h.Branch] = true
 		tip, ok := refs["refs/heads/"+h.Branch]
-		if !ok || !w.Git.IsAncestor(RepoName, h.SHA, tip) {
-			d.Lost = append(d.Lost, fmt.Sprintf("%s on %s", short(h.SHA), h.Branch))
+		if !ok || !w.Git.IsAncestor(gitName(repo), h.SHA, tip) {
+			d.Lost = append(d.Lost, fmt.Sprintf("%s: %s on %s", repo, short(h.SHA), h.Branch))
 		}
 	}
 
-	dashboardBody := ""
-	if len(dashboards) > 0 {
-		dashboardBody = dashboards[0].GetBody()
-	}
-	touched := map[string]bool{}
-	for _, h := range w.HumanCommits() {
-		touched[h.Branch] = true
-	}
 	for ref := range refs {
 		branch := strings.TrimPrefix(ref, "refs/heads/")
 		if !strings.HasPrefix(branch, prefix) {
@@ -106,28 +128,24 @@ func (w *World) Inspect() Damage {
 			continue // its PR, open or closed, explains it
 		}
 		if !strings.Contains(dashboardBody, branch) {
-			d.Orphans = append(d.Orphans, branch)
+			d.Orphans = append(d.Orphans, repo+": "+branch)
 		}
 	}
 
-	d.Wrong = append(d.Wrong, w.checkConverged(byHead, touched, dashboardBody)...)
-	for _, c := range w.GH.OutOfSurfaceCalls() {
-		d.Wrong = append(d.Wrong, "call outside the REST surface: "+c.Method+" "+c.Path)
+	for _, wrong := range w.checkConverged(repo, planned, byHead, touched, dashboardBody) {
+		d.Wrong = append(d.Wrong, repo+": "+wrong)
 	}
-	sort.Strings(d.Duplicates)
-	sort.Strings(d.Orphans)
-	return d
 }
 
-// checkConverged holds the end state against the plan: every namespace
-// with edits has one open PR whose branch sits on the current base with
-// exactly the planned content, labelled and with reviewers; a branch a
-// person committed to is left to them and said to be theirs; no other PR
-// is open.
-func (w *World) checkConverged(byHead map[string][]*github.PullRequest, touched map[string]bool, dashboardBody string) []string {
+// checkConverged holds a repository's end state against the plan: every
+// namespace with edits there has one open PR whose branch sits on the
+// current base with exactly the planned content, labelled and with
+// reviewers; a branch a person committed to is left to them and said to
+// be theirs; no other PR is open.
+func (w *World) checkConverged(repo string, planned map[string]map[string]string, byHead map[string][]*github.PullRequest, touched map[string]bool, dashboardBody string) []string {
 	var wrong []string
-	planned := w.PlannedEdits()
-	base := w.Git.BranchTip(w.T, RepoName, "main")
+	gh := w.Hub.Repo(repo)
+	base := w.Git.BranchTip(w.T, gitName(repo), "main")
 	for ns, files := range planned {
 		branch := Branch(ns)
 		var open *github.PullRequest
@@ -137,7 +155,7 @@ func (w *World) checkConverged(byHead map[string][]*github.PullRequest, touched 
 			}
 		}
 		if touched[branch] {
-			if open != nil && !w.commented(open.GetNumber(), dashboard.CommentEdited) {
+			if open != nil && !commented(gh, open.GetNumber(), dashboard.CommentEdited) {
 				wrong = append(wrong, branch+": a person's commit is not acknowledged on the PR")
 			}
 			if open == nil && !strings.Contains(dashboardBody, branch) {
@@ -149,11 +167,11 @@ func (w *World) checkConverged(byHead map[string][]*github.PullRequest, touched 
 			wrong = append(wrong, branch+": no open PR")
 			continue
 		}
-		if got := w.parent(branch); got != base {
+		if got := w.parent(repo, branch); got != base {
 			wrong = append(wrong, fmt.Sprintf("%s: built on %s, base is %s", branch, short(got), short(base)))
 		}
 		for path, content := range files {
-			if w.Git.ReadFile(w.T, RepoName, branch, path) != content {
+			if w.Git.ReadFile(w.T, gitName(repo), branch, path) != content {
 				wrong = append(wrong, branch+": "+path+" differs from the plan")
 			}
 		}
@@ -184,13 +202,12 @@ func (w *World) checkConverged(byHead map[string][]*github.PullRequest, touched 
 			}
 		}
 	}
-	sort.Strings(wrong)
 	return wrong
 }
 
-func (w *World) commented(number int, kind string) bool {
+func commented(gh *ghemu.Server, number int, kind string) bool {
 	marker := "<!-- kedge:comment " + kind + " -->"
-	for _, c := range w.GH.Comments(number) {
+	for _, c := range gh.Comments(number) {
 		if strings.Contains(c.GetBody(), marker) {
 			return true
 		}
@@ -198,21 +215,23 @@ func (w *World) commented(number int, kind string) bool {
 	return false
 }
 
-// Dashboards are the cluster's dashboard issues.
+// Dashboards are the cluster's dashboard issues, in any repository.
 func (w *World) Dashboards() []*github.Issue {
 	var out []*github.Issue
-	for _, is := range w.GH.Issues() {
-		for _, l := range is.Labels {
-			if l.GetName() == reconcile.DashboardLabel && strings.Contains(is.GetBody(), "kedge:dashboard cluster="+Cluster+" ") {
-				out = append(out, is)
+	for _, repo := range Repos {
+		for _, is := range w.Hub.Repo(repo).Issues() {
+			for _, l := range is.Labels {
+				if l.GetName() == reconcile.DashboardLabel && strings.Contains(is.GetBody(), "kedge:dashboard cluster="+Cluster+" ") {
+					out = append(out, is)
+				}
 			}
 		}
 	}
 	return out
 }
 
-func (w *World) parent(branch string) string {
-	log := w.Git.Log(w.T, RepoName, branch)
+func (w *World) parent(repo, branch string) string {
+	log := w.Git.Log(w.T, gitName(repo), branch)
 	if len(log) == 0 || len(log[0].Parents) == 0 {
 		return ""
 	}

@@ -52,8 +52,8 @@ func RunChildCycle(configFile string) int {
 // up; the next cycle finds the cache directory as the kill left it.
 func (w *World) SigkillCycle(rule Rule) CycleResult {
 	w.T.Helper()
-	pushes := w.Git.Pushes()
-	calls := len(w.GH.Calls())
+	pushes := w.pushMark()
+	calls := w.callMark()
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), ChildEnv+"="+w.childConfig())
@@ -106,6 +106,7 @@ func (w *World) childConfig() string {
 	doc := map[string]any{
 		"cluster":   c.Cluster,
 		"repo":      map[string]any{"owner": c.Repo.Owner, "name": c.Repo.Name, "url": c.Repo.URL},
+		"repos":     repoRules(c.Repos),
 		"github":    github,
 		"source":    map[string]any{"snapshot": snapshot},
 		"git":       map[string]any{"cacheDir": c.Git.CacheDir},
@@ -117,4 +118,13 @@ func (w *World) childConfig() string {
 	file := filepath.Join(dir, "kedge.yaml")
 	must(w.T, os.WriteFile(file, data, 0o600))
 	return file
+}
+
+// repoRules is the repos: key of a configuration file.
+func repoRules(rules []config.RepoRule) []map[string]any {
+	out := make([]map[string]any, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, map[string]any{"match": r.Match, "cloneURL": r.CloneURL, "baseBranch": r.BaseBranch, "paths": r.Paths})
+	}
+	return out
 }

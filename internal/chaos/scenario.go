@@ -35,6 +35,12 @@ type Scenario struct {
 	// Fired tells whether the fault really struck; nil uses the GitHub
 	// emulation's and the wire's records.
 	Fired func(w *World, faulted CycleResult) bool
+	// Confined names the one repository ("owner/name") the fault strikes.
+	// The faulted cycle must still open every PR of the other repository
+	// and hold back one of the struck one's; the next cycle must finish
+	// the struck repository's PRs without pushing to or opening a PR in
+	// the other; the one after must change nothing anywhere.
+	Confined string
 }
 
 // Outcome is a scenario's row in the table.
@@ -62,8 +68,9 @@ const MaxCycles = 3
 
 // Demo data the matrix runs on, relative to this package.
 const (
-	DemoCluster = "../../testdata/demo/cluster"
-	DemoRepo    = "../../testdata/demo/gitops"
+	DemoCluster  = "../../testdata/demo/cluster"
+	DemoRepo     = "../../testdata/demo/gitops"
+	DemoTeamRepo = "../../testdata/demo/team-reviews"
 )
 
 // Run plays a scenario on a new World and checks what it left behind.
@@ -86,7 +93,7 @@ func Run(t testing.TB, s Scenario) Outcome {
 	default:
 		faulted = w.Cycle()
 	}
-	w.GH.SetFaultFunc(nil)
+	w.ClearFaults()
 	out.FaultedErr = faulted.Err
 	fired := s.Fired
 	if fired == nil {
@@ -95,7 +102,10 @@ func Run(t testing.TB, s Scenario) Outcome {
 	if !fired(w, faulted) {
 		out.Problems = append(out.Problems, fmt.Sprintf("the fault never struck (the cycle made %d requests and ended with %v)", len(faulted.Steps), faulted.Err))
 	}
-	if n := w.GH.PendingFaults(); n > 0 {
+	if s.Confined != "" {
+		out.Problems = append(out.Problems, heldBackOnlyIn(w, s.Confined)...)
+	}
+	if n := w.PendingFaults(); n > 0 {
 		out.Problems = append(out.Problems, fmt.Sprintf("%d queued faults never struck", n))
 	}
 	if faulted.Killed != nil && faulted.AfterDeath > 0 {
@@ -107,12 +117,14 @@ func Run(t testing.TB, s Scenario) Outcome {
 
 	cycles := 1
 	quiet := faulted.Quiet()
+	var recovery []CycleResult
 	for !quiet && cycles <= MaxCycles {
 		r := w.Cycle()
 		if r.Quiet() {
 			quiet = true
 			break
 		}
+		recovery = append(recovery, r)
 		if r.Err != nil {
 			out.Problems = append(out.Problems, fmt.Sprintf("recovery cycle %d: %v", cycles+1, r.Err))
 		}
@@ -121,8 +133,79 @@ func Run(t testing.TB, s Scenario) Outcome {
 	if quiet && cycles <= MaxCycles {
 		out.Cycles = cycles
 	}
+	if s.Confined != "" {
+		out.Problems = append(out.Problems, repairedOnlyIn(s.Confined, recovery)...)
+	}
 	out.Damage = w.Inspect()
 	return out
+}
+
+// heldBackOnlyIn checks the world after a cycle whose fault struck repo
+// alone: every other repository has one open PR for each namespace the
+// plan edits there, and repo lacks one at least (else the fault held
+// nothing back and the row proves nothing).
+func heldBackOnlyIn(w *World, repo string) []string {
+	var problems []string
+	planned := w.PlannedEdits()
+	for _, other := range Repos {
+		missing := 0
+		for ns := range planned[other] {
+			open := 0
+			for _, pr := range w.Hub.Repo(other).PRs() {
+				if pr.GetHead().GetRef() == Branch(ns) && pr.GetState() == "open" {
+					open++
+				}
+			}
+			switch {
+			case open == 0:
+				missing++
+			case open > 1:
+				problems = append(problems, fmt.Sprintf("%s: %d open PRs for %s after the faulted cycle", other, open, ns))
+			}
+		}
+		if other != repo && missing > 0 {
+			problems = append(problems, fmt.Sprintf("%s: %d PRs not opened in the faulted cycle, whose fault struck %s only", other, missing, repo))
+		}
+		if other == repo && missing == 0 {
+			problems = append(problems, fmt.Sprintf("%s: the fault held back no PR", repo))
+		}
+	}
+	return problems
+}
+
+// repairedOnlyIn checks the cycles after a fault that struck repo alone:
+// one cycle finishes repo's PRs, and it neither pushes to nor opens a PR
+// in another repository (the dashboard, which lists them all, may change).
+func repairedOnlyIn(repo string, recovery []CycleResult) []string {
+	if len(recovery) != 1 {
+		return []string{fmt.Sprintf("%d cycles to finish %s's PRs, want 1 before a quiet one", len(recovery), repo)}
+	}
+	var problems []string
+	r := recovery[0]
+	for other, n := range r.PushesTo {
+		if other != repo {
+			problems = append(problems, fmt.Sprintf("%s: %d pushes in the cycle that repaired %s", other, n, repo))
+		}
+	}
+	for _, c := range r.Mutating {
+		if other := RepoOfCall(c); other != repo && c.Route == "POST /repos/{owner}/{repo}/pulls" {
+			problems = append(problems, fmt.Sprintf("%s: a PR opened in the cycle that repaired %s", other, repo))
+		}
+	}
+	if !opensPR(r, repo) {
+		problems = append(problems, fmt.Sprintf("%s: the cycle after the fault opened no PR there", repo))
+	}
+	return problems
+}
+
+// opensPR reports whether a cycle opened a PR in repo.
+func opensPR(r CycleResult, repo string) bool {
+	for _, c := range r.Mutating {
+		if RepoOfCall(c) == repo && c.Route == "POST /repos/{owner}/{repo}/pulls" && c.Status == http.StatusCreated {
+			return true
+		}
+	}
+	return false
 }
 
 func defaultFired(w *World, r CycleResult) bool {
@@ -209,10 +292,10 @@ func AfterN(n int, fault ghemu.Fault) func(w *World) {
 	}
 }
 
-// faultWhen answers the GitHub requests strike selects with fault, until
-// the runner removes it after the faulted cycle.
+// faultWhen answers the GitHub requests strike selects with fault, in any
+// repository, until the runner removes it after the faulted cycle.
 func faultWhen(w *World, fault ghemu.Fault, strike func(*http.Request) bool) {
-	w.GH.SetFaultFunc(func(r *http.Request) *ghemu.Fault {
+	w.Hub.SetFaultFunc(func(r *http.Request) *ghemu.Fault {
 		if !strike(r) {
 			return nil
 		}
@@ -222,15 +305,22 @@ func faultWhen(w *World, fault ghemu.Fault, strike func(*http.Request) bool) {
 }
 
 // FirstN answers the first n GitHub requests matching method and pattern
-// with fault.
+// with fault, whichever repository they name.
 func FirstN(n int, method, pattern string, fault ghemu.Fault) func(w *World) {
-	return func(w *World) {
-		faults := make([]ghemu.Fault, n)
-		for i := range faults {
-			faults[i] = fault.For(method, pattern)
-		}
-		w.GH.QueueFault(faults...)
+	return func(w *World) { w.Hub.QueueFault(repeated(n, fault.For(method, pattern))...) }
+}
+
+// FirstNIn is FirstN for the requests naming repository repo only.
+func FirstNIn(repo string, n int, method, pattern string, fault ghemu.Fault) func(w *World) {
+	return func(w *World) { w.Hub.Repo(repo).QueueFault(repeated(n, fault.For(method, pattern))...) }
+}
+
+func repeated(n int, fault ghemu.Fault) []ghemu.Fault {
+	faults := make([]ghemu.Fault, n)
+	for i := range faults {
+		faults[i] = fault
 	}
+	return faults
 }
 
 // OnWire applies verdict to the nth request matching service, method and
@@ -262,6 +352,12 @@ func nthOf(nth int, verdict Verdict, match func(Step) bool) Rule {
 // repository.
 func PushFails(status int) func(w *World) {
 	return func(w *World) { w.Git.FailNextPush(status) }
+}
+
+// PushFailsIn makes the next push to repo ("owner/name") answer status;
+// pushes to the other repository go through.
+func PushFailsIn(repo string, status int) func(w *World) {
+	return func(w *World) { w.Git.FailNextPushTo(gitName(repo), status) }
 }
 
 // PersonCommitsOn has a person commit on namespace's kedge branch.
@@ -298,15 +394,20 @@ func PushRefusedOnceFor(branch string) func(w *World) {
 func PushRacedOn(branch string) func(w *World) {
 	return func(w *World) {
 		sha := w.Git.RaceNextPush(w.T, RepoName, branch, map[string]string{"NOTES.md": "Hand-made change.\n"}, "A hand-made change")
-		w.RememberHuman(branch, sha)
+		w.RememberHuman(Repos[0], branch, sha)
 	}
 }
 
-// PushRefusedOnce installs a pre-receive hook that refuses one push, as a
-// server-side policy does.
-func PushRefusedOnce(w *World) {
-	w.T.Helper()
-	w.Git.InstallHook(w.T, RepoName, "pre-receive", "#!/bin/sh\nrm -f \"$0\"\necho 'refused by policy: try again later' >&2\nexit 1\n")
+// PushRefusedOnce installs a pre-receive hook that refuses one push to
+// the platform repository, as a server-side policy does.
+func PushRefusedOnce(w *World) { PushRefusedOnceIn(Repos[0])(w) }
+
+// PushRefusedOnceIn is PushRefusedOnce for repository repo.
+func PushRefusedOnceIn(repo string) func(w *World) {
+	return func(w *World) {
+		w.T.Helper()
+		w.Git.InstallHook(w.T, gitName(repo), "pre-receive", "#!/bin/sh\nrm -f \"$0\"\necho 'refused by policy: try again later' >&2\nexit 1\n")
+	}
 }
 
 func matchPath(pattern, p string) bool {
@@ -318,10 +419,15 @@ func matchPath(pattern, p string) bool {
 }
 
 // pushFired tells that the git server refused or failed a push.
-func pushFired(status int) func(w *World, r CycleResult) bool {
+func pushFired(status int) func(w *World, r CycleResult) bool { return pushFiredIn("", status) }
+
+// pushFiredIn tells that the git server refused or failed a push to repo,
+// or to any repository when repo is "".
+func pushFiredIn(repo string, status int) func(w *World, r CycleResult) bool {
 	return func(w *World, r CycleResult) bool {
 		for _, req := range w.Git.Requests() {
-			if req.Service == "git-receive-pack" && req.Status == status {
+			if req.Service == "git-receive-pack" && req.Status == status &&
+				(repo == "" || strings.HasPrefix(req.Path, "/"+gitName(repo)+".git/")) {
 				return true
 			}
 		}
@@ -429,7 +535,7 @@ func KillScenarios(t testing.TB, label string, setup func(w *World), all, sigkil
 func Scenarios() []Scenario {
 	pulls := "/repos/*/*/pulls"
 	issues := "/repos/*/*/issues"
-	return []Scenario{
+	return append([]Scenario{
 		{Name: "5xx burst on reads (502, 503)", Fault: FirstN(2, "GET", "", ghemu.ServerError(http.StatusBadGateway))},
 		{Name: "5xx burst on opening a PR (500 ×2)", Fault: FirstN(2, "POST", pulls, ghemu.ServerError(http.StatusInternalServerError))},
 		{Name: "5xx outlasting the retries (503 ×4 on opening a PR)", Fault: FirstN(4, "POST", pulls, ghemu.ServerError(http.StatusServiceUnavailable))},
@@ -477,7 +583,27 @@ func Scenarios() []Scenario {
 			}
 			return Pass
 		}, After: DriftGone("payments")},
+	}, confinedScenarios()...)
+}
+
+// confinedScenarios strike one repository of the two, in turn: its push,
+// or its PR opening beyond the retries. The other repository's work must
+// not wait for it, nor be done twice when the struck one recovers.
+func confinedScenarios() []Scenario {
+	var out []Scenario
+	for _, repo := range Repos {
+		// The short name: a slash would split the subtest's name.
+		in := " in " + gitName(repo) + " only"
+		out = append(out,
+			Scenario{Name: "push answered 503" + in, Confined: repo,
+				Fault: PushFailsIn(repo, http.StatusServiceUnavailable), Fired: pushFiredIn(repo, http.StatusServiceUnavailable)},
+			Scenario{Name: "push refused by a server hook" + in, Confined: repo,
+				Fault: PushRefusedOnceIn(repo), Fired: hooksGone},
+			Scenario{Name: "5xx outlasting the retries on opening a PR (503 ×3)" + in, Confined: repo,
+				Fault: FirstNIn(repo, 3, "POST", "/repos/*/*/pulls", ghemu.ServerError(http.StatusServiceUnavailable))},
+		)
 	}
+	return out
 }
 
 func always(*World, CycleResult) bool { return true }

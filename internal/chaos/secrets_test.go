@@ -106,7 +106,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			DriftGone("payments")(w)
 			w.Cycle()
 			if appAuth {
-				w.GH.ExpireTokens()
+				w.Hub.ExpireTokens()
 			}
 			for i := 0; i < 2; i++ {
 				w.Cycle()
@@ -115,10 +115,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 			secrets := w.Secrets()
 			if appAuth {
-				require.GreaterOrEqual(t, w.GH.MintedTokens(), 2, "installation tokens were minted and renewed")
+				minted := w.Hub.MintedTokens()[InstallationID]
+				require.GreaterOrEqual(t, minted, 2, "installation tokens were minted and renewed")
 				require.NotEmpty(t, w.KeyPEM)
 				// The key, and on the wire App JWTs and installation tokens.
-				require.GreaterOrEqual(t, len(w.Wire.Credentials()), 1+w.GH.MintedTokens())
+				require.GreaterOrEqual(t, len(w.Wire.Credentials()), 1+minted)
 			}
 			for _, s := range secrets {
 				require.GreaterOrEqual(t, len(s), 20, "a secret too short to scan for")
@@ -173,37 +174,45 @@ func runService(t *testing.T, w *World, c *capture, log *slog.Logger) {
 }
 
 // sentToGitHub is every request body, path and query kedge sent, and the
-// text of every PR, issue and comment as GitHub shows it.
+// text of every PR, issue and comment as GitHub shows it, in every
+// repository.
 func sentToGitHub(w *World) []byte {
 	var b bytes.Buffer
-	for _, c := range w.GH.Calls() {
+	for _, c := range w.Calls() {
 		fmt.Fprintf(&b, "%s %s?%s\n%s\n", c.Method, c.RawPath, c.Query.Encode(), c.Body)
 	}
-	for _, pr := range w.GH.PRs() {
-		fmt.Fprintf(&b, "%s\n%s\n", pr.GetTitle(), pr.GetBody())
-		for _, cm := range w.GH.Comments(pr.GetNumber()) {
-			b.WriteString(cm.GetBody())
+	for _, repo := range Repos {
+		gh := w.Hub.Repo(repo)
+		for _, pr := range gh.PRs() {
+			fmt.Fprintf(&b, "%s\n%s\n", pr.GetTitle(), pr.GetBody())
+			for _, cm := range gh.Comments(pr.GetNumber()) {
+				b.WriteString(cm.GetBody())
+			}
 		}
-	}
-	for _, is := range w.GH.Issues() {
-		fmt.Fprintf(&b, "%s\n%s\n", is.GetTitle(), is.GetBody())
-		for _, cm := range w.GH.Comments(is.GetNumber()) {
-			b.WriteString(cm.GetBody())
+		for _, is := range gh.Issues() {
+			fmt.Fprintf(&b, "%s\n%s\n", is.GetTitle(), is.GetBody())
+			for _, cm := range gh.Comments(is.GetNumber()) {
+				b.WriteString(cm.GetBody())
+			}
 		}
 	}
 	return b.Bytes()
 }
 
-// pushedHistory is every commit on the server: messages, identities and
-// patches.
+// pushedHistory is every commit on the server, in every repository:
+// messages, identities and patches.
 func pushedHistory(t *testing.T, w *World) []byte {
 	t.Helper()
-	cmd := exec.Command("git", "--git-dir="+w.Git.RepoPath(RepoName), "log", "--all", "-p", "--format=%H %an <%ae> %cn <%ce>%n%B")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent"}
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	require.Contains(t, string(out), "kedge", "kedge's commits are in the history")
-	return out
+	var all []byte
+	for _, repo := range Repos {
+		cmd := exec.Command("git", "--git-dir="+w.Git.RepoPath(gitName(repo)), "log", "--all", "-p", "--format=%H %an <%ae> %cn <%ce>%n%B")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent"}
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		require.Contains(t, string(out), "kedge", "kedge's commits are in the history of %s", repo)
+		all = append(all, out...)
+	}
+	return all
 }
 
 func gitRequestPaths(w *World) []byte {

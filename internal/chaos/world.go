@@ -2,7 +2,8 @@
 // outages and rate limits, connections cut mid-request, pushes that lose a
 // race, people committing on kedge's branches, and the process dying at any
 // step of a cycle. A World is a kedge deployment against the real git server
-// and the GitHub emulation, reached through proxies that inject the faults;
+// and the GitHub emulation, with two repositories as the demo has (the
+// platform one and a team's), reached through proxies that inject the faults;
 // a Scenario breaks one cycle and the runner then counts how many cycles it
 // takes to converge and checks that nothing was duplicated or lost.
 package chaos
@@ -18,10 +19,13 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -33,16 +37,20 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/reconcile"
+	"github.com/kedge-io/kedge/internal/route"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
 )
 
 // Names of the emulated deployment.
 const (
-	Owner    = "example-org"
-	RepoName = "gitops"
-	Cluster  = "prod-eu-1"
-	BotLogin = "kedge-bot"
+	Owner = "example-org"
+	// RepoName is repo: (the platform repository, which holds the
+	// dashboard); TeamRepoName the team repository repos: admits.
+	RepoName     = "gitops"
+	TeamRepoName = "team-reviews"
+	Cluster      = "prod-eu-1"
+	BotLogin     = "kedge-bot"
 	// Token is the static token of token-auth worlds.
 	Token = "ghs_chaosStaticToken000000000000000000"
 	// AppID and InstallationID are the App identity of App-auth worlds.
@@ -53,8 +61,9 @@ const (
 // Options shape a World.
 type Options struct {
 	// ClusterDir is a snapshot directory; RepoDir the initial tree of the
-	// GitOps repository.
-	ClusterDir, RepoDir string
+	// platform repository, TeamRepoDir of the team repository (default
+	// DemoTeamRepo).
+	ClusterDir, RepoDir, TeamRepoDir string
 	// AppAuth authenticates as a GitHub App with a freshly generated key
 	// instead of the static token.
 	AppAuth bool
@@ -68,8 +77,11 @@ type Options struct {
 // World is kedge against a real git server and the GitHub emulation, both
 // behind fault-injecting proxies.
 type World struct {
-	T    testing.TB
-	Git  *gitserver.Server
+	T   testing.TB
+	Git *gitserver.Server
+	// Hub is GitHub with both repositories; GH is the platform
+	// repository's part of it.
+	Hub  *ghemu.Hub
 	GH   *ghemu.Server
 	Wire *Wire
 	Cfg  *config.Config
@@ -85,10 +97,18 @@ type World struct {
 	human []HumanCommit
 }
 
-// HumanCommit is a commit a person made on a branch.
+// HumanCommit is a commit a person made on a branch of a repository
+// ("owner/name").
 type HumanCommit struct {
-	Branch, SHA string
+	Repo, Branch, SHA string
 }
+
+// Repos are the repositories of every World, repo: first.
+var Repos = []string{Owner + "/" + RepoName, Owner + "/" + TeamRepoName}
+
+// gitName is a repository's name on the git server, where it sits at the
+// root as the clone URLs say.
+func gitName(repo string) string { return path.Base(repo) }
 
 // NewWorld builds a World; everything stops when the test ends.
 func NewWorld(t testing.TB, opts Options) *World {
@@ -98,34 +118,45 @@ func NewWorld(t testing.TB, opts Options) *World {
 		w.log = slog.New(slog.DiscardHandler)
 	}
 	w.Git = gitserver.New(t)
-	repoDir, err := filepath.Abs(opts.RepoDir)
-	must(t, err)
-	w.Git.CreateRepo(t, RepoName, repoDir)
-
-	ghOpts := ghemu.Options{
-		Owner: Owner, Repo: RepoName,
-		Branches: ghemu.GitBranches(w.Git.RepoPath(RepoName)),
+	teamDir := opts.TeamRepoDir
+	if teamDir == "" {
+		teamDir = DemoTeamRepo
 	}
+	for repo, dir := range map[string]string{Repos[0]: opts.RepoDir, Repos[1]: teamDir} {
+		abs, err := filepath.Abs(dir)
+		must(t, err)
+		w.Git.CreateRepo(t, gitName(repo), abs)
+	}
+
 	cfg, err := config.Load("", nil, nil)
 	must(t, err)
+	hubOpts := ghemu.HubOptions{}
 	if opts.AppAuth {
 		key, err := rsa.GenerateKey(rand.Reader, 2048)
 		must(t, err)
 		w.KeyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 		keyFile := filepath.Join(t.TempDir(), "app.pem")
 		must(t, os.WriteFile(keyFile, w.KeyPEM, 0o600))
-		ghOpts.AppID, ghOpts.AppPublicKey, ghOpts.InstallationID = AppID, &key.PublicKey, InstallationID
+		hubOpts.AppID, hubOpts.AppPublicKey = AppID, &key.PublicKey
+		hubOpts.Installations = map[string]int64{Owner: InstallationID}
 		cfg.GitHub.AppID, cfg.GitHub.InstallationID, cfg.GitHub.PrivateKeyFile = AppID, InstallationID, keyFile
 	} else {
-		ghOpts.Tokens = map[string]string{Token: BotLogin}
+		hubOpts.Tokens = map[string]string{Token: BotLogin}
 		cfg.GitHub.Token = Token
 	}
-	w.GH = ghemu.New(t, ghOpts)
+	w.Hub = ghemu.NewHub(t, hubOpts)
+	for _, repo := range Repos {
+		owner, name, _ := strings.Cut(repo, "/")
+		w.Hub.AddRepo(ghemu.Options{Owner: owner, Repo: name, Branches: ghemu.GitBranches(w.Git.RepoPath(gitName(repo)))})
+	}
+	w.GH = w.Hub.Repo(Repos[0])
 
 	// GitHub's git side accepts whatever token its API accepts; the git
-	// server knows one token, so the proxy vouches for the others.
-	gitURL := w.Wire.Proxy(t, "git", w.Git.URL, w.Git.Token, w.GH.ValidToken)
-	apiURL := w.Wire.Proxy(t, "github", w.GH.URL, nil, nil)
+	// server knows one token, so the proxy vouches for the others. Both
+	// repositories belong to one account: a token valid for one is valid
+	// for the other.
+	gitURL := w.Wire.Proxy(t, "git", w.Git.URL, w.Git.Token, func(token string) bool { return w.Hub.ValidTokenFor(Repos[0], token) })
+	apiURL := w.Wire.Proxy(t, "github", w.Hub.URL, nil, nil)
 
 	set, err := cluster.ReadSnapshot(opts.ClusterDir)
 	must(t, err)
@@ -134,6 +165,9 @@ func NewWorld(t testing.TB, opts Options) *World {
 	cfg.Cluster = Cluster
 	cfg.Repo.Owner, cfg.Repo.Name = Owner, RepoName
 	cfg.Repo.URL = gitURL + "/" + RepoName + ".git"
+	// The cluster applies the reviews namespace from the team repository,
+	// by its github.com address; kedge clones it from the git server.
+	cfg.Repos = []config.RepoRule{{Match: Owner + "/team-*", CloneURL: gitURL + "/{name}.git"}}
 	cfg.GitHub.APIURL = apiURL + "/"
 	cfg.Git.CacheDir = t.TempDir()
 	cfg.Limits.MutationGap = 0
@@ -170,19 +204,25 @@ func (w *World) ChangeCluster(fn func(*objects.Set)) {
 	w.set = &copied
 }
 
-// CommitAsHuman commits files on branch as a person and remembers the
-// commit as one that must survive.
+// CommitAsHuman commits files on branch of the platform repository as a
+// person and remembers the commit as one that must survive.
 func (w *World) CommitAsHuman(branch string, files map[string]string, message string) string {
-	sha := w.Git.CommitAsHuman(w.T, RepoName, branch, files, message)
-	w.RememberHuman(branch, sha)
+	return w.CommitAsHumanIn(Repos[0], branch, files, message)
+}
+
+// CommitAsHumanIn is CommitAsHuman in repository repo ("owner/name").
+func (w *World) CommitAsHumanIn(repo, branch string, files map[string]string, message string) string {
+	sha := w.Git.CommitAsHuman(w.T, gitName(repo), branch, files, message)
+	w.RememberHuman(repo, branch, sha)
 	return sha
 }
 
-// RememberHuman adds a commit that must stay reachable from branch.
-func (w *World) RememberHuman(branch, sha string) {
+// RememberHuman adds a commit that must stay reachable from branch of
+// repo ("owner/name").
+func (w *World) RememberHuman(repo, branch, sha string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.human = append(w.human, HumanCommit{Branch: branch, SHA: sha})
+	w.human = append(w.human, HumanCommit{Repo: repo, Branch: branch, SHA: sha})
 }
 
 // HumanCommits are the commits people made.
@@ -197,11 +237,14 @@ func Branch(namespace string) string { return reconcile.BranchPrefix(Cluster) + 
 
 // CycleResult is what one cycle did.
 type CycleResult struct {
-	Err      error
-	Report   *reconcile.Report
-	Pushes   int
+	Err    error
+	Report *reconcile.Report
+	Pushes int
+	// PushesTo counts the pushes by repository ("owner/name").
+	PushesTo map[string]int
 	Mutating []ghemu.Call
-	// Calls are every GitHub request the cycle made.
+	// Calls are every GitHub request the cycle made, in every repository
+	// and to the App endpoints.
 	Calls []ghemu.Call
 	// Trace is what the wire saw; its Killed is set when the cycle's
 	// process was killed, at that step.
@@ -228,8 +271,8 @@ func (w *World) KillCycle(rule Rule) CycleResult {
 
 func (w *World) cycle(kill Rule) CycleResult {
 	w.T.Helper()
-	pushes := w.Git.Pushes()
-	calls := len(w.GH.Calls())
+	pushes := w.pushMark()
+	calls := w.callMark()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if kill != nil {
@@ -253,11 +296,20 @@ func (w *World) cycle(kill Rule) CycleResult {
 }
 
 // record fills in what the wire, the git server and GitHub saw of a cycle
-// that began at pushes pushes and calls GitHub calls, and clears the wire.
-func (w *World) record(res *CycleResult, pushes, calls int) {
+// that began at the marks, and clears the wire.
+func (w *World) record(res *CycleResult, pushes map[string]int, calls []int) {
 	res.Trace = w.Wire.Take()
-	res.Pushes = w.Git.Pushes() - pushes
-	res.Calls = w.GH.Calls()[calls:]
+	res.PushesTo = map[string]int{}
+	for repo, before := range pushes {
+		if n := w.Git.PushesTo(gitName(repo)) - before; n > 0 {
+			res.PushesTo[repo] = n
+			res.Pushes += n
+		}
+	}
+	for i, list := range w.callLists() {
+		res.Calls = append(res.Calls, list[calls[i]:]...)
+	}
+	sort.SliceStable(res.Calls, func(i, j int) bool { return res.Calls[i].At.Before(res.Calls[j].At) })
 	for _, c := range res.Calls {
 		if c.Mutating() {
 			res.Mutating = append(res.Mutating, c)
@@ -265,43 +317,135 @@ func (w *World) record(res *CycleResult, pushes, calls int) {
 	}
 }
 
-// PlannedEdits is what `kedge plan` computes against the base branch as it
-// is now: namespace → path → content.
-func (w *World) PlannedEdits() map[string]map[string]string {
+// pushMark is how many pushes each repository has had so far.
+func (w *World) pushMark() map[string]int {
+	out := map[string]int{}
+	for _, repo := range Repos {
+		out[repo] = w.Git.PushesTo(gitName(repo))
+	}
+	return out
+}
+
+// callMark is how many calls each part of GitHub has answered so far, in
+// the order of callLists.
+func (w *World) callMark() []int {
+	lists := w.callLists()
+	out := make([]int, len(lists))
+	for i, l := range lists {
+		out[i] = len(l)
+	}
+	return out
+}
+
+// callLists are the calls the Hub answered itself, then each repository's.
+func (w *World) callLists() [][]ghemu.Call {
+	out := [][]ghemu.Call{w.Hub.Calls()}
+	for _, repo := range Repos {
+		out = append(out, w.Hub.Repo(repo).Calls())
+	}
+	return out
+}
+
+// Calls are every GitHub request so far, in every repository and to the
+// App endpoints, in the order they arrived.
+func (w *World) Calls() []ghemu.Call {
+	var out []ghemu.Call
+	for _, l := range w.callLists() {
+		out = append(out, l...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// RepoOfCall is the repository ("owner/name") a GitHub call names, "" for
+// the App endpoints.
+func RepoOfCall(c ghemu.Call) string {
+	parts := strings.Split(strings.Trim(c.Path, "/"), "/")
+	if len(parts) < 3 || parts[0] != "repos" {
+		return ""
+	}
+	return parts[1] + "/" + parts[2]
+}
+
+// PendingFaults counts the queued GitHub faults that never struck.
+func (w *World) PendingFaults() int {
+	n := w.Hub.PendingFaults()
+	for _, repo := range Repos {
+		n += w.Hub.Repo(repo).PendingFaults()
+	}
+	return n
+}
+
+// ClearFaults disarms the GitHub fault functions after a faulted cycle.
+func (w *World) ClearFaults() {
+	w.Hub.SetFaultFunc(nil)
+	for _, repo := range Repos {
+		w.Hub.Repo(repo).SetFaultFunc(nil)
+	}
+}
+
+// PlannedEdits is what `kedge plan` computes against the base branches as
+// they are now, with a checkout of each repository branch the cluster
+// applies from: repository ("owner/name") → namespace → path → content.
+func (w *World) PlannedEdits() map[string]map[string]map[string]string {
 	w.T.Helper()
 	set, _ := w.Source(context.Background())
 	clusterJSON, err := json.Marshal(set)
 	must(w.T, err)
 	sum := sha256.Sum256(clusterJSON)
-	// Most scenarios end on the same base and cluster: plan each pair once.
-	key := w.Git.BranchTip(w.T, RepoName, "main") + "/" + hex.EncodeToString(sum[:])
+	// Most scenarios end on the same bases and cluster: plan each once.
+	key := hex.EncodeToString(sum[:])
+	for _, repo := range Repos {
+		key += "/" + w.Git.BranchTip(w.T, gitName(repo), "main")
+	}
 	if cached, ok := plannedCache.Load(key); ok {
-		return cached.(map[string]map[string]string)
+		return cached.(map[string]map[string]map[string]string)
 	}
-	dir := filepath.Join(w.T.TempDir(), "base")
-	for _, path := range w.Git.Files(w.T, RepoName, "main") {
-		full := filepath.Join(dir, filepath.FromSlash(path))
-		must(w.T, os.MkdirAll(filepath.Dir(full), 0o755))
-		must(w.T, os.WriteFile(full, []byte(w.Git.ReadFile(w.T, RepoName, "main", path)), 0o644))
+	opts := assemble.PlanOptions(w.Cfg, "")
+	targets, _ := route.Targets(set, assemble.RouteRules(w.Cfg))
+	for i, t := range targets {
+		dir := filepath.Join(w.T.TempDir(), fmt.Sprint("base-", i))
+		w.checkout(t, dir)
+		opts.Repositories = append(opts.Repositories, plan.RepositoryFor(t, dir, nil))
 	}
-	res, err := plan.Build(set, assemble.PlanOptions(w.Cfg, dir))
+	res, err := plan.Build(set, opts)
 	must(w.T, err)
-	out := map[string]map[string]string{}
-	for ns, edits := range res.Edits.Namespaces {
-		if len(edits) == 0 {
-			continue
-		}
-		out[ns] = map[string]string{}
-		for _, e := range edits {
-			out[ns][e.Path] = string(e.After)
+	out := map[string]map[string]map[string]string{}
+	for _, r := range res.Repositories {
+		for ns, edits := range r.Edits.Namespaces {
+			if len(edits) == 0 {
+				continue
+			}
+			if out[r.Name] == nil {
+				out[r.Name] = map[string]map[string]string{}
+			}
+			out[r.Name][ns] = map[string]string{}
+			for _, e := range edits {
+				out[r.Name][ns][e.Path] = string(e.After)
+			}
 		}
 	}
 	plannedCache.Store(key, out)
 	return out
 }
 
-// plannedCache holds PlannedEdits by base commit and cluster content: a
-// commit names its tree, and every world starts from the same commit.
+// checkout writes the tree of a repository branch the cluster applies from
+// into dir.
+func (w *World) checkout(t route.Target, dir string) {
+	rev := t.Branch
+	if rev == "" {
+		rev = "HEAD"
+	}
+	repo := gitName(t.Repo)
+	for _, file := range w.Git.Files(w.T, repo, rev) {
+		full := filepath.Join(dir, filepath.FromSlash(file))
+		must(w.T, os.MkdirAll(filepath.Dir(full), 0o755))
+		must(w.T, os.WriteFile(full, []byte(w.Git.ReadFile(w.T, repo, rev, file)), 0o644))
+	}
+}
+
+// plannedCache holds PlannedEdits by cluster content and base commits: a
+// commit names its tree, and every world starts from the same commits.
 var plannedCache sync.Map
 
 // Secrets are the credentials kedge holds in this world: the static token

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -88,46 +89,75 @@ func faultOf(r *response) Fault {
 // Delay holds a request back for d, then answers it normally.
 func Delay(d time.Duration) Fault { return Fault{Delay: d} }
 
-// QueueFault adds faults; each applies once, to the first later request it
-// matches, in queue order.
-func (s *Server) QueueFault(faults ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults = append(s.faults, faults...)
+// faultPlan holds the faults armed on a Server or on a whole Hub.
+type faultPlan struct {
+	mu    sync.Mutex
+	queue []Fault
+	fn    func(*http.Request) *Fault
 }
 
-// SetFaultFunc installs a function consulted before the queue for every
-// request inside the surface; a nil answer lets the request through.
-// Passing nil removes it.
-func (s *Server) SetFaultFunc(fn func(r *http.Request) *Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faultFunc = fn
+func (p *faultPlan) add(faults []Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue = append(p.queue, faults...)
 }
 
-// PendingFaults is how many queued faults have not been used yet.
-func (s *Server) PendingFaults() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.faults)
+func (p *faultPlan) setFunc(fn func(*http.Request) *Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fn = fn
 }
 
-func (s *Server) takeFault(r *http.Request, apiPath string) *Fault {
-	s.mu.Lock()
-	fn := s.faultFunc
-	s.mu.Unlock()
+func (p *faultPlan) pending() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue)
+}
+
+// take returns the fault for a request, if any: the function's first,
+// then the first queued fault that matches, which is used up. A nil plan
+// has none.
+func (p *faultPlan) take(r *http.Request, apiPath string) *Fault {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	fn := p.fn
+	p.mu.Unlock()
+	// The function runs unlocked: it may take its own locks or sleep.
 	if fn != nil {
 		if f := fn(r); f != nil {
 			return f
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i, f := range s.faults {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, f := range p.queue {
 		if f.matches(r, apiPath) {
-			s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			p.queue = append(p.queue[:i:i], p.queue[i+1:]...)
 			return &f
 		}
 	}
 	return nil
+}
+
+// QueueFault adds faults; each applies once, to the first later request it
+// matches, in queue order.
+func (s *Server) QueueFault(faults ...Fault) { s.faults.add(faults) }
+
+// SetFaultFunc installs a function consulted before the queue for every
+// request inside the surface; a nil answer lets the request through.
+// Passing nil removes it.
+func (s *Server) SetFaultFunc(fn func(r *http.Request) *Fault) { s.faults.setFunc(fn) }
+
+// PendingFaults is how many queued faults have not been used yet.
+func (s *Server) PendingFaults() int { return s.faults.pending() }
+
+// takeFault consults the Hub's faults, which span its repositories, before
+// the repository's own.
+func (s *Server) takeFault(r *http.Request, apiPath string) *Fault {
+	if f := s.hubFaults.take(r, apiPath); f != nil {
+		return f
+	}
+	return s.faults.take(r, apiPath)
 }

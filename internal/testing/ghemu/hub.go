@@ -56,6 +56,8 @@ type Hub struct {
 	tokens map[string]mintedToken
 	minted map[int64]int
 	calls  []Call
+
+	faults faultPlan
 }
 
 type mintedToken struct {
@@ -88,6 +90,7 @@ func (h *Hub) AddRepo(opts Options) *Server {
 	s.repo.id, s.repo.ownerID = s.id(), s.id()
 	owner := opts.Owner
 	s.tokenAuth = func(token string) (string, *response) { return h.authorize(token, owner) }
+	s.hubFaults = &h.faults
 	h.repos[strings.ToLower(s.fullName())] = s
 	return s
 }
@@ -97,6 +100,29 @@ func (h *Hub) Repo(fullName string) *Server {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.repos[strings.ToLower(fullName)]
+}
+
+// QueueFault adds faults for any request the Hub serves, whichever
+// repository it names (App endpoints included); each applies once, to the
+// first later request it matches, before the repositories' own faults.
+func (h *Hub) QueueFault(faults ...Fault) { h.faults.add(faults) }
+
+// SetFaultFunc installs a function consulted before the queue for every
+// request the Hub serves; nil removes it.
+func (h *Hub) SetFaultFunc(fn func(r *http.Request) *Fault) { h.faults.setFunc(fn) }
+
+// PendingFaults is how many of the Hub's queued faults have not been used.
+func (h *Hub) PendingFaults() int { return h.faults.pending() }
+
+// ExpireTokens makes every minted installation token invalid, as if an
+// hour had passed.
+func (h *Hub) ExpireTokens() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for token, t := range h.tokens {
+		t.expires = time.Time{}
+		h.tokens[token] = t
+	}
 }
 
 // Client returns an HTTP client for the Hub.
@@ -186,8 +212,16 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	apiPath, _ := splitPrefix(hr.URL.Path)
 	if rt, params := matchHubRoute(hr.Method, apiPath); rt != "" {
 		body, _ := io.ReadAll(io.LimitReader(hr.Body, 1<<20))
-		resp := h.handleApp(rt, params, hr, apiPath)
-		h.record(Call{Method: hr.Method, Path: apiPath, RawPath: hr.URL.Path, Query: hr.URL.Query(), Body: body, Route: rt, Status: resp.status, At: time.Now()})
+		call := Call{Method: hr.Method, Path: apiPath, RawPath: hr.URL.Path, Query: hr.URL.Query(), Body: body, Route: rt, At: time.Now()}
+		resp, ok := h.faulted(hr, apiPath, &call)
+		if !ok {
+			return // the client gave up during the fault's delay
+		}
+		if resp == nil {
+			resp = h.handleApp(rt, params, hr, apiPath)
+		}
+		call.Status = resp.status
+		h.record(call)
 		writeHubAnswer(w, resp)
 		return
 	}
@@ -197,6 +231,26 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	}
 	h.record(Call{Method: hr.Method, Path: apiPath, RawPath: hr.URL.Path, Query: hr.URL.Query(), Status: http.StatusNotFound, OutOfSurface: true, At: time.Now()})
 	writeHubAnswer(w, notFound())
+}
+
+// faulted applies the Hub's fault for a request to an App endpoint: its
+// answer, nil to let the request through, or false when the client went
+// away during the fault's delay (the call is recorded with status 0).
+func (h *Hub) faulted(hr *http.Request, apiPath string, call *Call) (*response, bool) {
+	f := h.faults.take(hr, apiPath)
+	if f == nil {
+		return nil, true
+	}
+	if f.Delay > 0 && !waitCtx(hr.Context(), f.Delay) {
+		call.Faulted = true
+		h.record(*call)
+		return nil, false
+	}
+	if f.Status == 0 {
+		return nil, true
+	}
+	call.Faulted = true
+	return f.response(), true
 }
 
 func (h *Hub) record(c Call) {
@@ -286,6 +340,9 @@ func (h *Hub) renderInstallation(base string, id int64, owner string) *github.In
 
 func writeHubAnswer(w http.ResponseWriter, resp *response) {
 	payload, _ := json.Marshal(resp.body)
+	for k, vs := range resp.header {
+		w.Header()[k] = append([]string(nil), vs...)
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-GitHub-Media-Type", "github.v3; format=json")
 	w.WriteHeader(resp.status)

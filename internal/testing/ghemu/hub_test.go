@@ -95,3 +95,54 @@ func TestHubTokenReachesItsInstallationOnly(t *testing.T) {
 	assert.Len(t, h.CallsTo("globex/team-b"), 3)
 	assert.Empty(t, h.CallsTo("initech/apps"))
 }
+
+// A Hub's faults strike whichever repository or App endpoint a request
+// names, in queue order across them, before a repository's own faults.
+func TestHubFaultsSpanItsRepositories(t *testing.T) {
+	h, apps := newTestHub(t)
+	h.QueueFault(
+		ServerError(http.StatusBadGateway).For(http.MethodPost, "/app/installations/*/access_tokens"),
+		ServerError(http.StatusServiceUnavailable).For(http.MethodGet, "/repos/*/*"),
+	)
+	h.Repo("globex/team-b").QueueFault(TooManyRequests(3))
+	acme := ghinstallation.NewFromAppsTransport(apps, 7)
+	acme.BaseURL = h.URL
+	ctx := context.Background()
+
+	_, err := acme.Token(ctx)
+	require.Error(t, err, "the mint is answered 502")
+	c, err := github.NewClient(&http.Client{Transport: acme}).WithEnterpriseURLs(h.URL, h.URL)
+	require.NoError(t, err)
+	_, resp, err := c.Repositories.Get(ctx, "acme", "platform")
+	require.Error(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Zero(t, h.PendingFaults())
+	_, _, err = c.Repositories.Get(ctx, "acme", "platform")
+	require.NoError(t, err, "each queued fault strikes once")
+
+	hubCalls := h.Calls()
+	require.NotEmpty(t, hubCalls)
+	assert.True(t, hubCalls[0].Faulted, "the faulted mint is recorded as such")
+	assert.True(t, h.Repo("acme/platform").Calls()[0].Faulted)
+	assert.Equal(t, 1, h.Repo("globex/team-b").PendingFaults(), "a repository's own faults wait for its requests")
+
+	h.SetFaultFunc(func(*http.Request) *Fault {
+		f := TooManyRequests(9)
+		return &f
+	})
+	_, resp, err = c.Repositories.Get(ctx, "acme", "platform")
+	require.Error(t, err)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, "9", resp.Header.Get("Retry-After"))
+}
+
+func TestHubExpireTokens(t *testing.T) {
+	h, apps := newTestHub(t)
+	acme := ghinstallation.NewFromAppsTransport(apps, 7)
+	acme.BaseURL = h.URL
+	token, err := acme.Token(context.Background())
+	require.NoError(t, err)
+	require.True(t, h.ValidTokenFor("acme/platform", token))
+	h.ExpireTokens()
+	assert.False(t, h.ValidTokenFor("acme/platform", token))
+}

@@ -92,13 +92,14 @@ type Server struct {
 	http *httptest.Server
 	opts Options
 
-	mu           sync.Mutex
-	repo         *repoState
-	tokens       map[string]time.Time // minted installation token → expiry
-	minted       int
-	calls        []Call
-	faults       []Fault
-	faultFunc    func(*http.Request) *Fault
+	mu     sync.Mutex
+	repo   *repoState
+	tokens map[string]time.Time // minted installation token → expiry
+	minted int
+	calls  []Call
+	faults faultPlan
+	// hubFaults, set for a repository of a Hub, are the Hub's.
+	hubFaults    *faultPlan
 	rateUsed     int
 	rateReset    time.Time
 	lastMutation time.Time
