@@ -310,7 +310,9 @@ func (l *Live) Set() *objects.Set {
 			set.Pods = append(set.Pods, p.pod())
 		}
 	}
-	sortByKey(set.Pods, func(p *corev1.Pod) *metav1.ObjectMeta { return &p.ObjectMeta })
+	slices.SortFunc(set.Pods, func(a, b objects.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	for _, inf := range l.configMapInformers {
 		for _, cm := range copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap") {
 			if isInjectorConfigMap(&cm) {

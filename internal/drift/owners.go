@@ -147,7 +147,7 @@ func groupOf(apiVersion string) string {
 
 // ownerOf resolves the pod's top-level owner. Pods without a controller get
 // their own owner of kind Pod.
-func (ix *index) ownerOf(p *corev1.Pod) *owner {
+func (ix *index) ownerOf(p *objects.Pod) *owner {
 	ref := controllerRef(p.OwnerReferences)
 	if ref == nil {
 		return &owner{
@@ -164,7 +164,7 @@ func (ix *index) ownerOf(p *corev1.Pod) *owner {
 	return o
 }
 
-func (ix *index) resolve(p *corev1.Pod, ref *metav1.OwnerReference) *owner {
+func (ix *index) resolve(p *objects.Pod, ref *metav1.OwnerReference) *owner {
 	ns := p.Namespace
 	switch {
 	case ref.Kind == kindReplicaSet && groupOf(ref.APIVersion) == "apps":
@@ -257,7 +257,7 @@ func (ix *index) rolloutTemplate(r *objects.Rollout) *corev1.PodTemplateSpec {
 // set. Deployments and Rollouts name their ReplicaSets <owner>-<hash> and
 // stamp the hash on the pods, so the owner is recoverable; otherwise the
 // ReplicaSet itself is reported.
-func (ix *index) ownerOfMissingReplicaSet(p *corev1.Pod, ref *metav1.OwnerReference) *owner {
+func (ix *index) ownerOfMissingReplicaSet(p *objects.Pod, ref *metav1.OwnerReference) *owner {
 	for _, c := range []struct {
 		label, kind, apiVersion string
 	}{

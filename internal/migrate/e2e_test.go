@@ -195,7 +195,7 @@ spec:
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "api-1", UID: "r1", Controller: &ctrl}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "api", Image: "example/api:1"}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	meshtest.InjectPod(&pod, "1-23-2", "docker.io/istio/proxyv2:1.23.2")
-	set.Pods = []corev1.Pod{pod}
+	set.Pods = objects.Pods(pod)
 
 	cfg := demoConfig(t, config.Migration{From: "1-23-2", To: "prod"})
 	res, err := plan.Build(set, assemble.PlanOptions(cfg, repo))

@@ -17,7 +17,7 @@ import (
 // Set is every object kedge reads from one cluster.
 type Set struct {
 	Namespaces                    []corev1.Namespace
-	Pods                          []corev1.Pod
+	Pods                          []Pod
 	ConfigMaps                    []corev1.ConfigMap
 	ReplicaSets                   []appsv1.ReplicaSet
 	Deployments                   []appsv1.Deployment

@@ -42,10 +42,12 @@ func apiVersionOf(kind string) string {
 type clusterBuilder struct {
 	m   *model
 	set *objects.Set
-	rng *rand.Rand
+	// pods are the set's pods in full, as the API server serves them.
+	pods []corev1.Pod
+	rng  *rand.Rand
 }
 
-func buildCluster(m *model) *objects.Set {
+func buildCluster(m *model) (*objects.Set, []corev1.Pod) {
 	b := &clusterBuilder{m: m, set: &objects.Set{}, rng: rand.New(rand.NewPCG(m.spec.Seed, 0x706f6473))}
 	installIstio(b.set)
 	for _, name := range []string{"kube-system", "kube-public", "kube-node-lease", "default", "istio-system", fluxNamespace, argoNamespace} {
@@ -59,7 +61,8 @@ func buildCluster(m *model) *objects.Set {
 	for i := range m.namespaces {
 		b.namespace(&m.namespaces[i])
 	}
-	return b.set
+	b.set.Pods = objects.Pods(b.pods...)
+	return b.set, b.pods
 }
 
 func namespaceObject(name string, labels map[string]string, created time.Time) corev1.Namespace {
@@ -244,7 +247,7 @@ func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 			name = b.podName(w, i)
 		}
 		taken[name] = true
-		b.set.Pods = append(b.set.Pods, b.pod(ns, w, template, podOwner, name, podLabels, created))
+		b.pods = append(b.pods, b.pod(ns, w, template, podOwner, name, podLabels, created))
 	}
 }
 

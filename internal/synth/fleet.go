@@ -3,6 +3,8 @@ package synth
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -13,6 +15,9 @@ type Fleet struct {
 	// Set is every object of the cluster. Callers may read it; writing it
 	// with cluster.WriteSnapshot gives the snapshot directory.
 	Set *objects.Set
+	// Pods are the pods of Set in full, as the API server serves them:
+	// what a snapshot holds and what is loaded into an API server.
+	Pods []corev1.Pod
 
 	model *model
 }
@@ -24,7 +29,8 @@ func New(spec Spec) (*Fleet, error) {
 	}
 	spec = spec.withDefaults()
 	m := newModel(spec)
-	return &Fleet{Spec: spec, Set: buildCluster(m), model: m}, nil
+	set, pods := buildCluster(m)
+	return &Fleet{Spec: spec, Set: set, Pods: pods, model: m}, nil
 }
 
 // RepoFiles calls fn with every file of the GitOps repository (slash

@@ -35,7 +35,7 @@ func (f *Fleet) WriteSnapshotJSON(dir string) error {
 	s := f.Set
 	files := []listFile{
 		{"namespaces.json", pointers(s.Namespaces)},
-		{"pods.json", pointers(s.Pods)},
+		{"pods.json", pointers(f.Pods)},
 		{"configmaps.json", pointers(s.ConfigMaps)},
 		{"replicasets.json", pointers(s.ReplicaSets)},
 		{"deployments.json", pointers(s.Deployments)},

@@ -52,10 +52,11 @@ type loader struct {
 	uids map[types.UID]types.UID
 }
 
-// Apply creates every object of set. The webhook configurations come last:
-// their webhooks point at an istiod that does not run, and must not see the
-// pods being created.
-func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, opts Options) error {
+// Apply creates every object of set, its pods from pods: a Set holds only
+// what kedge reads of a pod, the API server wants all of it. The webhook
+// configurations come last: their webhooks point at an istiod that does
+// not run, and must not see the pods being created.
+func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, pods []corev1.Pod, opts Options) error {
 	cfg = rest.CopyConfig(cfg)
 	// Client-side throttling would measure the client, not the server.
 	cfg.QPS, cfg.Burst = 5000, 10000
@@ -101,7 +102,7 @@ func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, opts Options
 		createAll(l, set.ReplicaSets, func(ctx context.Context, o *appsv1.ReplicaSet) (metav1.Object, error) {
 			return l.typed.AppsV1().ReplicaSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, set.Pods, func(ctx context.Context, o *corev1.Pod) (metav1.Object, error) {
+		createAll(l, pods, func(ctx context.Context, o *corev1.Pod) (metav1.Object, error) {
 			// The Priority admission plugin fills these in itself.
 			o.Spec.Priority, o.Spec.PreemptionPolicy = nil, nil
 			return l.typed.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})

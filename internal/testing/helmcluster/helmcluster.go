@@ -82,5 +82,5 @@ func add(set *objects.Set, r Release, id string) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	meshtest.InjectPod(&pod, "1-24-0", OldProxy)
-	set.Pods = append(set.Pods, pod)
+	set.Pods = append(set.Pods, objects.PodOf(&pod))
 }
