@@ -117,13 +117,13 @@ type wireReplicaSet struct {
 	Metadata        wireMeta `json:"metadata"`
 }
 
-func decodeReplicaSet(raw []byte, trim *trimmer) (appsv1.ReplicaSet, error) {
+func decodeReplicaSet(raw []byte, trim *trimmer) (objects.ReplicaSet, error) {
 	var w wireReplicaSet
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return appsv1.ReplicaSet{}, err
+		return objects.ReplicaSet{}, err
 	}
 	rs := appsv1.ReplicaSet{ObjectMeta: w.Metadata.objectMeta()}
-	out := trim.trimReplicaSet(&rs)
+	out := objects.ReplicaSetOf(trim.trimReplicaSet(&rs))
 	out.TypeMeta = w.TypeMeta
-	return *out, nil
+	return out, nil
 }

@@ -54,7 +54,7 @@ func snapshotWriteSet() *objects.Set {
 				"indented": "  first line indented\n\nlast\n",
 			},
 		}},
-		ReplicaSets:  []appsv1.ReplicaSet{{ObjectMeta: meta("shop", "cart-7d9c8b6f5d")}},
+		ReplicaSets:  []objects.ReplicaSet{{ObjectMeta: meta("shop", "cart-7d9c8b6f5d")}},
 		Deployments:  []appsv1.Deployment{{ObjectMeta: meta("shop", "cart"), Spec: appsv1.DeploymentSpec{Template: template}}},
 		StatefulSets: []appsv1.StatefulSet{{ObjectMeta: meta("billing", "payments"), Spec: appsv1.StatefulSetSpec{Template: template}}},
 		DaemonSets:   []appsv1.DaemonSet{{ObjectMeta: meta("monitoring", "node-agent"), Spec: appsv1.DaemonSetSpec{Template: template}}},

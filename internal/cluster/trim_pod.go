@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,13 +34,17 @@ func (p *trimmedPod) DeepCopyObject() runtime.Object {
 	return out
 }
 
-// pod returns the pod as a Set holds it. The interned maps and owner
-// references stay shared: nothing writes into a Set's values.
+// pod returns the pod as a Set holds it; it shares nothing with the cache,
+// so what a caller does with a Set never reaches it.
 func (p *trimmedPod) pod() objects.Pod {
 	out := p.Pod
-	if p.DeletionTimestamp != nil {
-		deleted := *p.DeletionTimestamp
-		out.DeletionTimestamp = &deleted
+	meta := metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations, OwnerReferences: p.OwnerReferences, DeletionTimestamp: p.DeletionTimestamp}
+	copied := meta.DeepCopy()
+	out.Labels, out.Annotations, out.OwnerReferences, out.DeletionTimestamp = copied.Labels, copied.Annotations, copied.OwnerReferences, copied.DeletionTimestamp
+	if p.Proxy != nil {
+		proxy := *p.Proxy
+		out.Proxy = &proxy
 	}
+	out.Waiting = slices.Clone(p.Waiting)
 	return out
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -94,7 +95,9 @@ func decodeSet(t *testing.T, objs []object) objects.Set {
 		case "ConfigMap":
 			decodeInto(t, &s.ConfigMaps, o, true)
 		case "ReplicaSet":
-			decodeInto(t, &s.ReplicaSets, o, true)
+			var full []appsv1.ReplicaSet
+			decodeInto(t, &full, o, true)
+			s.ReplicaSets = append(s.ReplicaSets, objects.ReplicaSetOf(&full[0]))
 		case "Deployment":
 			decodeInto(t, &s.Deployments, o, true)
 		case "StatefulSet":

@@ -52,7 +52,7 @@ func keyOf(m *metav1.ObjectMeta) objectKey { return objectKey{m.Namespace, m.Nam
 // index finds owners by namespace and name; a UID recorded on both sides
 // must agree, so a recreated object is not mistaken for the old one.
 type index struct {
-	replicaSets  map[objectKey]*appsv1.ReplicaSet
+	replicaSets  map[objectKey]*objects.ReplicaSet
 	deployments  map[objectKey]*appsv1.Deployment
 	statefulSets map[objectKey]*appsv1.StatefulSet
 	daemonSets   map[objectKey]*appsv1.DaemonSet
@@ -74,7 +74,7 @@ type ownerRefKey struct {
 
 func newIndex(set *objects.Set) *index {
 	ix := &index{
-		replicaSets:  make(map[objectKey]*appsv1.ReplicaSet, len(set.ReplicaSets)),
+		replicaSets:  make(map[objectKey]*objects.ReplicaSet, len(set.ReplicaSets)),
 		deployments:  make(map[objectKey]*appsv1.Deployment, len(set.Deployments)),
 		statefulSets: make(map[objectKey]*appsv1.StatefulSet, len(set.StatefulSets)),
 		daemonSets:   make(map[objectKey]*appsv1.DaemonSet, len(set.DaemonSets)),
@@ -168,7 +168,7 @@ func (ix *index) resolve(p *objects.Pod, ref *metav1.OwnerReference) *owner {
 	ns := p.Namespace
 	switch {
 	case ref.Kind == kindReplicaSet && groupOf(ref.APIVersion) == "apps":
-		rs := lookup(ix.replicaSets, func(r *appsv1.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta }, ns, ref)
+		rs := lookup(ix.replicaSets, func(r *objects.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta }, ns, ref)
 		if rs == nil {
 			return ix.ownerOfMissingReplicaSet(p, ref)
 		}

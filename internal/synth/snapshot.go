@@ -37,7 +37,7 @@ func (f *Fleet) WriteSnapshotJSON(dir string) error {
 		{"namespaces.json", pointers(s.Namespaces)},
 		{"pods.json", pointers(f.Pods)},
 		{"configmaps.json", pointers(s.ConfigMaps)},
-		{"replicasets.json", pointers(s.ReplicaSets)},
+		{"replicasets.json", pointers(f.ReplicaSets)},
 		{"deployments.json", pointers(s.Deployments)},
 		{"statefulsets.json", pointers(s.StatefulSets)},
 		{"daemonsets.json", pointers(s.DaemonSets)},
