@@ -43,8 +43,20 @@ type wireContainer struct {
 	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
 }
 
+// wirePodMeta is the pod metadata a Set keeps: no UID or resourceVersion,
+// which only the informer's cache tracks pods by.
+type wirePodMeta struct {
+	Name              string                  `json:"name"`
+	Namespace         string                  `json:"namespace"`
+	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+	Labels            map[string]string       `json:"labels"`
+	Annotations       map[string]string       `json:"annotations"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
+}
+
 type wirePod struct {
-	Metadata wireMeta `json:"metadata"`
+	Metadata wirePodMeta `json:"metadata"`
 	Spec     struct {
 		HostNetwork    bool            `json:"hostNetwork"`
 		Containers     []wireContainer `json:"containers"`
