@@ -19,8 +19,6 @@ import (
 // Names kedge reads on pods and injector objects. They are Istio's, not
 // kedge's choice (DESIGN §2).
 const (
-	proxyContainerName = "istio-proxy"
-
 	annotationSidecarStatus      = "sidecar.istio.io/status"
 	annotationProxyImage         = "sidecar.istio.io/proxyImage"
 	annotationProxyImageType     = "sidecar.istio.io/proxyImageType"
@@ -231,21 +229,6 @@ func (t *trimmer) internOwners(in []metav1.OwnerReference) []metav1.OwnerReferen
 
 func keepPodAnnotation(key string) bool {
 	return podAnnotationsKept[key] || strings.HasPrefix(key, kedgeAnnotationPrefix)
-}
-
-// proxyImage finds the istio-proxy container. Among init containers only a
-// native sidecar (restartPolicy Always) counts as the proxy.
-func proxyImage(containers []corev1.Container, init bool) (string, bool) {
-	for _, c := range containers {
-		if c.Name != proxyContainerName {
-			continue
-		}
-		if init && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
-			continue
-		}
-		return c.Image, true
-	}
-	return "", false
 }
 
 // trimNode keeps the node's identity: kedge only counts nodes, to tell

@@ -18,10 +18,6 @@ var stuckReasons = map[string]bool{
 	"CreateContainerError":       true,
 }
 
-// StuckReason tells a container waiting reason that makes a pod unhealthy
-// at once.
-func StuckReason(reason string) bool { return stuckReasons[reason] }
-
 // Read collects what the gate reads of one workload from the cluster's
 // objects. drifted says whether the plan still lists it.
 func Read(set *objects.Set, namespace, kind, name string, drifted bool) Workload {
