@@ -24,11 +24,12 @@ import (
 func TestWireDecodeEqualsFullDecode(t *testing.T) {
 	fleet, err := synth.New(synth.Spec{Seed: 1, Namespaces: 40, Workloads: 160, Pods: 800, Drift: 0.5})
 	require.NoError(t, err)
-	jsonDir, yamlDir := t.TempDir(), t.TempDir()
+	jsonDir, yamlDir, writtenDir := t.TempDir(), t.TempDir(), t.TempDir()
 	require.NoError(t, fleet.WriteSnapshotJSON(jsonDir))
-	require.NoError(t, WriteSnapshot(fleet.Set, yamlDir))
+	require.NoError(t, fleet.WriteSnapshotYAML(yamlDir))
+	require.NoError(t, WriteSnapshot(fleet.Set, writtenDir))
 
-	roots := []string{jsonDir, yamlDir, "../../testdata/demo/cluster", "testdata"}
+	roots := []string{jsonDir, yamlDir, writtenDir, "../../testdata/demo/cluster", "testdata"}
 	bad, err := filepath.Glob("../../testdata/bad/snapshot/*/files")
 	require.NoError(t, err)
 	roots = append(roots, bad...)
