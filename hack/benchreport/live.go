@@ -81,7 +81,7 @@ func measureLive(ctx context.Context, opts options, r *report, kedge string) err
 	res := &liveResult{Spec: fleet.Spec}
 	logf("live figure: creating %d pods and their owners", fleet.Spec.Pods)
 	start := time.Now()
-	if err := kubeload.Apply(ctx, cfg, fleet.Set, kubeload.Options{}); err != nil {
+	if err := kubeload.Apply(ctx, cfg, fleet.Set, kubeload.Full{Pods: fleet.Pods, ReplicaSets: fleet.ReplicaSets}, kubeload.Options{}); err != nil {
 		return err
 	}
 	res.Load = time.Since(start)

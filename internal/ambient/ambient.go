@@ -197,22 +197,12 @@ func programmed(conditions []metav1.Condition) bool {
 // Excluded tells a pod ambient mode leaves alone whatever its namespace
 // says: one on the host's network, or one labelled
 // istio.io/dataplane-mode=none.
-func Excluded(p *corev1.Pod) bool {
-	return p.Spec.HostNetwork || p.Labels[LabelDataplaneMode] == "none"
+func Excluded(p *objects.Pod) bool {
+	return p.HostNetwork || p.Labels[LabelDataplaneMode] == "none"
 }
 
 // Captured tells whether ztunnel captures a pod: the istio-cni node agent
 // annotated it, and it runs no sidecar.
-func Captured(p *corev1.Pod) bool {
-	if p.Annotations[AnnotationRedirection] != "enabled" {
-		return false
-	}
-	for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
-		for _, c := range cs {
-			if c.Name == "istio-proxy" {
-				return false
-			}
-		}
-	}
-	return true
+func Captured(p *objects.Pod) bool {
+	return p.Annotations[AnnotationRedirection] == "enabled" && p.Proxy == nil
 }

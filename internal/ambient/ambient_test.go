@@ -137,8 +137,8 @@ func TestNamespaceProblems(t *testing.T) {
 }
 
 func TestCaptured(t *testing.T) {
-	pod := func(annotation string, sidecar bool) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+	pod := func(annotation string, sidecar bool) *objects.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
 		if annotation != "" {
 			p.Annotations[AnnotationRedirection] = annotation
 		}
@@ -146,7 +146,8 @@ func TestCaptured(t *testing.T) {
 		if sidecar {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "istio-proxy"})
 		}
-		return p
+		trimmed := objects.PodOf(&p)
+		return &trimmed
 	}
 	assert.True(t, Captured(pod("enabled", false)), "annotated by istio-cni, no sidecar")
 	assert.False(t, Captured(pod("", false)), "not captured yet")
@@ -155,7 +156,7 @@ func TestCaptured(t *testing.T) {
 }
 
 func TestExcluded(t *testing.T) {
-	assert.False(t, Excluded(&corev1.Pod{}))
-	assert.True(t, Excluded(&corev1.Pod{Spec: corev1.PodSpec{HostNetwork: true}}), "spec.hostNetwork")
-	assert.True(t, Excluded(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"istio.io/dataplane-mode": "none"}}}), "label istio.io/dataplane-mode=none")
+	assert.False(t, Excluded(&objects.Pod{}))
+	assert.True(t, Excluded(&objects.Pod{HostNetwork: true}), "spec.hostNetwork")
+	assert.True(t, Excluded(&objects.Pod{Labels: map[string]string{"istio.io/dataplane-mode": "none"}}), "label istio.io/dataplane-mode=none")
 }

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,7 +16,6 @@ import (
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/text"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -47,15 +47,14 @@ func TestHostileTextIsEscaped(t *testing.T) {
 
 	w := NewWorld(t, Options{ClusterDir: DemoCluster, RepoDir: repo})
 	w.ChangeCluster(func(set *objects.Set) {
-		pods := make([]corev1.Pod, len(set.Pods))
+		pods := make([]objects.Pod, len(set.Pods))
 		for i := range set.Pods {
-			p := *set.Pods[i].DeepCopy()
+			p := set.Pods[i]
+			p.Annotations = maps.Clone(p.Annotations)
 			switch {
 			case p.Namespace == "search":
-				for j := range p.Spec.InitContainers {
-					if p.Spec.InitContainers[j].Name == "istio-proxy" {
-						p.Spec.InitContainers[j].Image = "docker.io/istio/proxyv2:1.24.0" + hostile
-					}
+				if p.Proxy != nil && p.Proxy.Native {
+					p.Proxy = &objects.PodProxy{Image: "docker.io/istio/proxyv2:1.24.0" + hostile, Native: true}
 				}
 				p.Annotations["sidecar.istio.io/status"] = strings.Replace(p.Annotations["sidecar.istio.io/status"],
 					`"revision":"default"`, fmt.Sprintf(`"revision":%q`, "default"+hostile), 1)

@@ -296,7 +296,7 @@ func (l *Live) Set() *objects.Set {
 
 	set := &objects.Set{
 		Namespaces:                    copyTyped[corev1.Namespace](l.namespaces, "v1", "Namespace"),
-		ReplicaSets:                   copyTyped[appsv1.ReplicaSet](l.replicaSets, "apps/v1", "ReplicaSet"),
+		ReplicaSets:                   replicaSets(copyTyped[appsv1.ReplicaSet](l.replicaSets, "apps/v1", "ReplicaSet")),
 		Deployments:                   copyTyped[appsv1.Deployment](l.deployments, "apps/v1", "Deployment"),
 		StatefulSets:                  copyTyped[appsv1.StatefulSet](l.statefulSets, "apps/v1", "StatefulSet"),
 		DaemonSets:                    copyTyped[appsv1.DaemonSet](l.daemonSets, "apps/v1", "DaemonSet"),
@@ -310,7 +310,9 @@ func (l *Live) Set() *objects.Set {
 			set.Pods = append(set.Pods, p.pod())
 		}
 	}
-	sortByKey(set.Pods, func(p *corev1.Pod) *metav1.ObjectMeta { return &p.ObjectMeta })
+	slices.SortFunc(set.Pods, func(a, b objects.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	for _, inf := range l.configMapInformers {
 		for _, cm := range copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap") {
 			if isInjectorConfigMap(&cm) {
@@ -409,6 +411,17 @@ func copyTyped[T any, P deepCopier[T]](inf cache.SharedIndexInformer, apiVersion
 		pa, pb := P(&a), P(&b)
 		return cmp.Or(cmp.Compare(pa.GetNamespace(), pb.GetNamespace()), cmp.Compare(pa.GetName(), pb.GetName()))
 	})
+	return out
+}
+
+func replicaSets(full []appsv1.ReplicaSet) []objects.ReplicaSet {
+	if len(full) == 0 {
+		return nil
+	}
+	out := make([]objects.ReplicaSet, len(full))
+	for i := range full {
+		out[i] = objects.ReplicaSetOf(&full[i])
+	}
 	return out
 }
 

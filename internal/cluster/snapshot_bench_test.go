@@ -16,7 +16,7 @@ import (
 
 // BenchmarkReadSnapshot decodes a synthetic fleet of 5,000 full pods (as
 // the API server serves them) and their owners: as JSON Lists (`kubectl
-// get -o json`) and in the YAML `kedge snapshot` writes. Large files are
+// get -o json`) and as YAML ones (`kubectl get -o yaml`). Large files are
 // streamed and decoded on every core; pods and ReplicaSets are kept
 // trimmed.
 func BenchmarkReadSnapshot(b *testing.B) {
@@ -28,7 +28,7 @@ func BenchmarkReadSnapshot(b *testing.B) {
 	if err := fleet.WriteSnapshotJSON(jsonDir); err != nil {
 		b.Fatal(err)
 	}
-	if err := cluster.WriteSnapshot(fleet.Set, yamlDir); err != nil {
+	if err := fleet.WriteSnapshotYAML(yamlDir); err != nil {
 		b.Fatal(err)
 	}
 	for _, format := range []struct{ name, dir string }{{"json", jsonDir}, {"yaml", yamlDir}} {

@@ -192,10 +192,10 @@ status: {phase: Running}
 	pod := set.Pods[0]
 	assert.Equal(t, `{"containers":["istio-proxy"],"revision":"1-24-0"}`, pod.Annotations["sidecar.istio.io/status"])
 	assert.Equal(t, "cart-5d8f", pod.OwnerReferences[0].Name)
-	assert.True(t, pod.Spec.HostNetwork)
-	require.NotNil(t, pod.Spec.InitContainers[0].RestartPolicy)
-	assert.Equal(t, "Always", string(*pod.Spec.InitContainers[0].RestartPolicy))
-	assert.Equal(t, "Running", string(pod.Status.Phase))
+	assert.True(t, pod.HostNetwork)
+	require.NotNil(t, pod.Proxy)
+	assert.True(t, pod.Proxy.Native, "restartPolicy Always")
+	assert.Equal(t, "Running", string(pod.Phase))
 }
 
 func TestReadSnapshotErrorsNameFileAndDocument(t *testing.T) {

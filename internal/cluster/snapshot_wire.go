@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // Pods and ReplicaSets are the bulk of a snapshot, and kedge keeps a dozen
@@ -41,19 +43,20 @@ type wireContainer struct {
 	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy"`
 }
 
-func containers(in []wireContainer) []corev1.Container {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]corev1.Container, len(in))
-	for i, c := range in {
-		out[i] = corev1.Container{Name: c.Name, Image: c.Image, RestartPolicy: c.RestartPolicy}
-	}
-	return out
+// wirePodMeta is the pod metadata a Set keeps: no UID or resourceVersion,
+// which only the informer's cache tracks pods by.
+type wirePodMeta struct {
+	Name              string                  `json:"name"`
+	Namespace         string                  `json:"namespace"`
+	CreationTimestamp metav1.Time             `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+	Labels            map[string]string       `json:"labels"`
+	Annotations       map[string]string       `json:"annotations"`
+	OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
 }
 
 type wirePod struct {
-	Metadata wireMeta `json:"metadata"`
+	Metadata wirePodMeta `json:"metadata"`
 	Spec     struct {
 		HostNetwork    bool            `json:"hostNetwork"`
 		Containers     []wireContainer `json:"containers"`
@@ -74,14 +77,6 @@ type wireCondition struct {
 	LastTransitionTime metav1.Time             `json:"lastTransitionTime"`
 }
 
-func conditions(in []wireCondition) []corev1.PodCondition {
-	out := make([]corev1.PodCondition, 0, len(in))
-	for _, c := range in {
-		out = append(out, corev1.PodCondition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime})
-	}
-	return out
-}
-
 type wireContainerStatus struct {
 	Name         string `json:"name"`
 	RestartCount int32  `json:"restartCount"`
@@ -92,37 +87,41 @@ type wireContainerStatus struct {
 	} `json:"state"`
 }
 
-func containerStatuses(in []wireContainerStatus) []corev1.ContainerStatus {
-	out := make([]corev1.ContainerStatus, 0, len(in))
-	for _, s := range in {
-		cs := corev1.ContainerStatus{Name: s.Name, RestartCount: s.RestartCount}
-		if s.State.Waiting != nil {
-			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: s.State.Waiting.Reason}
-		}
-		out = append(out, cs)
-	}
-	return out
-}
-
-func decodePod(raw []byte, trim *trimmer) (corev1.Pod, error) {
+// decodePod reads a pod straight into what a Set holds, through the same
+// objects.Pod methods objects.PodOf reads a corev1.Pod with.
+func decodePod(raw []byte, trim *trimmer) (objects.Pod, error) {
 	var w wirePod
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return corev1.Pod{}, err
+		return objects.Pod{}, err
 	}
-	pod := corev1.Pod{
-		ObjectMeta: w.Metadata.objectMeta(),
-		Spec: corev1.PodSpec{
-			HostNetwork:    w.Spec.HostNetwork,
-			Containers:     containers(w.Spec.Containers),
-			InitContainers: containers(w.Spec.InitContainers),
-		},
-		Status: corev1.PodStatus{
-			Phase: w.Status.Phase, StartTime: w.Status.StartTime, Conditions: conditions(w.Status.Conditions),
-			ContainerStatuses:     containerStatuses(w.Status.ContainerStatuses),
-			InitContainerStatuses: containerStatuses(w.Status.InitContainerStatuses),
-		},
+	m := &w.Metadata
+	pod := objects.Pod{
+		Name: m.Name, Namespace: m.Namespace, Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences,
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+		Phase: w.Status.Phase, HostNetwork: w.Spec.HostNetwork,
 	}
-	return trim.trimPod(&pod).moved(), nil
+	if w.Status.StartTime != nil {
+		pod.StartTime = *w.Status.StartTime
+	}
+	for _, c := range w.Spec.Containers {
+		pod.AddContainer(c.Name, c.Image, false, c.RestartPolicy)
+	}
+	for _, c := range w.Spec.InitContainers {
+		pod.AddContainer(c.Name, c.Image, true, c.RestartPolicy)
+	}
+	for _, c := range w.Status.Conditions {
+		pod.AddCondition(c.Type, c.Status, c.LastTransitionTime)
+	}
+	for _, statuses := range [][]wireContainerStatus{w.Status.ContainerStatuses, w.Status.InitContainerStatuses} {
+		for _, s := range statuses {
+			if waiting := s.State.Waiting; waiting != nil {
+				pod.AddContainerStatus(s.Name, s.RestartCount, true, waiting.Reason)
+			} else {
+				pod.AddContainerStatus(s.Name, s.RestartCount, false, "")
+			}
+		}
+	}
+	return trim.internPod(pod), nil
 }
 
 type wireReplicaSet struct {
@@ -130,13 +129,13 @@ type wireReplicaSet struct {
 	Metadata        wireMeta `json:"metadata"`
 }
 
-func decodeReplicaSet(raw []byte, trim *trimmer) (appsv1.ReplicaSet, error) {
+func decodeReplicaSet(raw []byte, trim *trimmer) (objects.ReplicaSet, error) {
 	var w wireReplicaSet
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return appsv1.ReplicaSet{}, err
+		return objects.ReplicaSet{}, err
 	}
 	rs := appsv1.ReplicaSet{ObjectMeta: w.Metadata.objectMeta()}
-	out := trim.trimReplicaSet(&rs)
+	out := objects.ReplicaSetOf(trim.trimReplicaSet(&rs))
 	out.TypeMeta = w.TypeMeta
-	return *out, nil
+	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/synth"
 )
 
@@ -23,11 +24,12 @@ import (
 func TestWireDecodeEqualsFullDecode(t *testing.T) {
 	fleet, err := synth.New(synth.Spec{Seed: 1, Namespaces: 40, Workloads: 160, Pods: 800, Drift: 0.5})
 	require.NoError(t, err)
-	jsonDir, yamlDir := t.TempDir(), t.TempDir()
+	jsonDir, yamlDir, writtenDir := t.TempDir(), t.TempDir(), t.TempDir()
 	require.NoError(t, fleet.WriteSnapshotJSON(jsonDir))
-	require.NoError(t, WriteSnapshot(fleet.Set, yamlDir))
+	require.NoError(t, fleet.WriteSnapshotYAML(yamlDir))
+	require.NoError(t, WriteSnapshot(fleet.Set, writtenDir))
 
-	roots := []string{jsonDir, yamlDir, "../../testdata/demo/cluster", "testdata"}
+	roots := []string{jsonDir, yamlDir, writtenDir, "../../testdata/demo/cluster", "testdata"}
 	bad, err := filepath.Glob("../../testdata/bad/snapshot/*/files")
 	require.NoError(t, err)
 	roots = append(roots, bad...)
@@ -95,7 +97,7 @@ func compareReplicaSet(t *testing.T, file string, raw []byte) {
 	}
 	got, err := decodeReplicaSet(raw, newTrimmer())
 	require.NoError(t, err, file)
-	want := newTrimmer().trimReplicaSet(&full)
+	want := objects.ReplicaSetOf(newTrimmer().trimReplicaSet(&full))
 	want.TypeMeta = full.TypeMeta
-	assert.Equal(t, *want, got, "%s: ReplicaSet %s/%s", file, full.Namespace, full.Name)
+	assert.Equal(t, want, got, "%s: ReplicaSet %s/%s", file, full.Namespace, full.Name)
 }

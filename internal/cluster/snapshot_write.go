@@ -48,7 +48,7 @@ func WriteSnapshot(set *objects.Set, dir string) error {
 	}
 	files := []snapshotFile{
 		{"namespaces.yaml", "v1", "Namespace", items(set.Namespaces)},
-		{"pods.yaml", "v1", "Pod", items(set.Pods)},
+		{"pods.yaml", "v1", "Pod", writtenPods(set.Pods)},
 		{"configmaps.yaml", "v1", "ConfigMap", items(set.ConfigMaps)},
 		{"replicasets.yaml", "apps/v1", "ReplicaSet", items(set.ReplicaSets)},
 		{"deployments.yaml", "apps/v1", "Deployment", items(set.Deployments)},
@@ -85,10 +85,37 @@ func items[T any, P interface {
 	for i := range objs {
 		out[i] = P(&objs[i])
 	}
+	return sortedItems(out)
+}
+
+func sortedItems(out []snapshotItem) []snapshotItem {
 	slices.SortStableFunc(out, func(a, b snapshotItem) int {
 		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 	})
 	return out
+}
+
+// writtenPod writes a pod as the API spells one, a pod at a time, so writing
+// a large cluster never holds a full corev1.Pod for each of its pods.
+type writtenPod objects.Pod
+
+func writtenPods(pods []objects.Pod) []snapshotItem {
+	out := make([]snapshotItem, len(pods))
+	for i := range pods {
+		out[i] = (*writtenPod)(&pods[i])
+	}
+	return sortedItems(out)
+}
+
+func (p *writtenPod) GetNamespace() string { return p.Namespace }
+func (p *writtenPod) GetName() string      { return p.Name }
+
+func (p *writtenPod) GetObjectKind() schema.ObjectKind {
+	return &metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+}
+
+func (p *writtenPod) MarshalJSON() ([]byte, error) {
+	return json.Marshal((*objects.Pod)(p).CoreV1())
 }
 
 // write streams the file item by item, so a large cluster never needs the

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,16 +36,16 @@ func snapshotWriteSet() *objects.Set {
 			{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"istio.io/rev": "1-24-0"}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "billing", Labels: map[string]string{"istio-injection": "enabled"}}},
 		},
-		Pods: []corev1.Pod{
-			{
+		Pods: objects.Pods(
+			corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart-1", Annotations: map[string]string{
 					"sidecar.istio.io/status": `{"revision":"1-24-0"}`,
 				}},
 				Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "istio-proxy", Image: "docker.io/istio/proxyv2:1.24.0"}}},
 				Status: corev1.PodStatus{Phase: corev1.PodRunning},
 			},
-			{ObjectMeta: meta("billing", "batch-0")},
-		},
+			corev1.Pod{ObjectMeta: meta("billing", "batch-0")},
+		),
 		ConfigMaps: []corev1.ConfigMap{{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "istio-sidecar-injector"},
 			Data: map[string]string{
@@ -52,7 +54,7 @@ func snapshotWriteSet() *objects.Set {
 				"indented": "  first line indented\n\nlast\n",
 			},
 		}},
-		ReplicaSets:  []appsv1.ReplicaSet{{ObjectMeta: meta("shop", "cart-7d9c8b6f5d")}},
+		ReplicaSets:  []objects.ReplicaSet{{ObjectMeta: meta("shop", "cart-7d9c8b6f5d")}},
 		Deployments:  []appsv1.Deployment{{ObjectMeta: meta("shop", "cart"), Spec: appsv1.DeploymentSpec{Template: template}}},
 		StatefulSets: []appsv1.StatefulSet{{ObjectMeta: meta("billing", "payments"), Spec: appsv1.StatefulSetSpec{Template: template}}},
 		DaemonSets:   []appsv1.DaemonSet{{ObjectMeta: meta("monitoring", "node-agent"), Spec: appsv1.DaemonSetSpec{Template: template}}},
@@ -112,11 +114,9 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		out.Namespaces = append(out.Namespaces, o)
 	}
 	sortByKey(out.Namespaces, func(n *corev1.Namespace) *metav1.ObjectMeta { return &n.ObjectMeta })
-	for _, o := range set.Pods {
-		o.TypeMeta = tm("v1", "Pod")
-		out.Pods = append(out.Pods, o)
-	}
-	sortByKey(out.Pods, func(p *corev1.Pod) *metav1.ObjectMeta { return &p.ObjectMeta })
+	out.Pods = slices.SortedFunc(slices.Values(set.Pods), func(a, b objects.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	for _, o := range set.ConfigMaps {
 		o.TypeMeta = tm("v1", "ConfigMap")
 		out.ConfigMaps = append(out.ConfigMaps, o)

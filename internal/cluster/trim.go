@@ -14,14 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kedge-io/kedge/internal/objects"
-	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // Names kedge reads on pods and injector objects. They are Istio's, not
 // kedge's choice (DESIGN §2).
 const (
-	proxyContainerName = "istio-proxy"
-
 	annotationSidecarStatus      = "sidecar.istio.io/status"
 	annotationProxyImage         = "sidecar.istio.io/proxyImage"
 	annotationProxyImageType     = "sidecar.istio.io/proxyImageType"
@@ -65,10 +62,15 @@ var podAnnotationsKept = map[string]bool{
 type trimmer struct {
 	strings *interner
 	maps    *mapInterner
+	// proxies are shared by the pods running the same proxy image.
+	proxies *sharedTable[*objects.PodProxy]
 }
 
 func newTrimmer() *trimmer {
-	return &trimmer{strings: newInterner(maxInternedStrings), maps: newMapInterner(maxInternedMaps)}
+	return &trimmer{
+		strings: newInterner(maxInternedStrings), maps: newMapInterner(maxInternedMaps),
+		proxies: &sharedTable[*objects.PodProxy]{limit: maxInternedMaps, table: map[string]*objects.PodProxy{}},
+	}
 }
 
 func (t *trimmer) transform(obj any) (any, error) {
@@ -142,63 +144,45 @@ func trimMeta(meta *metav1.ObjectMeta) {
 	}
 }
 
-// trimPod keeps only what kedge reads of a pod, in a compact form: pods are
-// the bulk of a cluster, and a corev1.Pod value alone is over a kilobyte.
-// Strings that repeat across the pods of a workload (labels, the injection
-// status, the proxy image, the owner) are shared.
+// trimPod keeps only what kedge reads of a pod (objects.PodOf), with the
+// identity the cache tracks it by.
 func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
-	out := &trimmedPod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              in.Name,
-			Namespace:         t.strings.get(in.Namespace),
-			UID:               in.UID,
-			ResourceVersion:   in.ResourceVersion,
-			CreationTimestamp: in.CreationTimestamp,
-			DeletionTimestamp: in.DeletionTimestamp,
-			Labels:            t.internMap(in.Labels, nil),
-			Annotations:       t.internMap(in.Annotations, keepPodAnnotation),
-			OwnerReferences:   t.internOwners(in.OwnerReferences),
+	return &trimmedPod{
+		meta: metav1.ObjectMeta{
+			Name: in.Name, Namespace: t.strings.get(in.Namespace), UID: in.UID, ResourceVersion: in.ResourceVersion,
 		},
-		Phase:       in.Status.Phase,
-		HostNetwork: in.Spec.HostNetwork,
+		Pod: t.internPod(objects.PodOf(in)),
 	}
-	if in.Status.StartTime != nil {
-		out.StartTime = *in.Status.StartTime
-	}
-	if image, ok := proxyImage(in.Spec.Containers, false); ok {
-		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Restarts: proxyRestarts(in.Status.ContainerStatuses)}
-	} else if image, ok := proxyImage(in.Spec.InitContainers, true); ok {
-		out.Proxy = &trimmedProxy{Image: t.strings.get(image), Native: true, Restarts: proxyRestarts(in.Status.InitContainerStatuses)}
-	}
-	for _, c := range in.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			out.Ready, out.ReadySince = c.Status, c.LastTransitionTime
-		}
-	}
-	out.Stuck = t.stuckContainer(in.Status)
-	return out
 }
 
-func proxyRestarts(statuses []corev1.ContainerStatus) int32 {
-	for _, s := range statuses {
-		if s.Name == proxyContainerName {
-			return s.RestartCount
-		}
+// internPod drops the annotations kedge does not read and shares what
+// repeats across the pods of a workload (labels, the injection status, the
+// proxy, the owner) with the other pods. p's own maps and slices are left
+// as they are.
+func (t *trimmer) internPod(p objects.Pod) objects.Pod {
+	p.Namespace = t.strings.get(p.Namespace)
+	p.Labels = t.internMap(p.Labels, nil)
+	p.Annotations = t.internMap(p.Annotations, keepPodAnnotation)
+	p.OwnerReferences = t.internOwners(p.OwnerReferences)
+	if p.Proxy != nil {
+		proxy := objects.PodProxy{Image: t.strings.get(p.Proxy.Image), Native: p.Proxy.Native}
+		p.Proxy = t.proxies.share(proxyKey(proxy), &proxy)
 	}
-	return 0
+	if len(p.Waiting) > 0 {
+		waiting := make([]objects.ContainerWaiting, len(p.Waiting))
+		for i, w := range p.Waiting {
+			waiting[i] = objects.ContainerWaiting{Container: t.strings.get(w.Container), Reason: t.strings.get(w.Reason)}
+		}
+		p.Waiting = waiting
+	}
+	return p
 }
 
-// stuckContainer finds the first container, regular then init, waiting
-// for a reason a wave's health gate counts as unhealthy.
-func (t *trimmer) stuckContainer(status corev1.PodStatus) *trimmedWaiting {
-	for _, statuses := range [][]corev1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses} {
-		for _, s := range statuses {
-			if w := s.State.Waiting; w != nil && waves.StuckReason(w.Reason) {
-				return &trimmedWaiting{Container: t.strings.get(s.Name), Reason: t.strings.get(w.Reason)}
-			}
-		}
+func proxyKey(p objects.PodProxy) string {
+	if p.Native {
+		return "native " + p.Image
 	}
-	return nil
+	return "container " + p.Image
 }
 
 // internMap copies the entries of in accepted by keep (all when nil) into a
@@ -245,21 +229,6 @@ func (t *trimmer) internOwners(in []metav1.OwnerReference) []metav1.OwnerReferen
 
 func keepPodAnnotation(key string) bool {
 	return podAnnotationsKept[key] || strings.HasPrefix(key, kedgeAnnotationPrefix)
-}
-
-// proxyImage finds the istio-proxy container. Among init containers only a
-// native sidecar (restartPolicy Always) counts as the proxy.
-func proxyImage(containers []corev1.Container, init bool) (string, bool) {
-	for _, c := range containers {
-		if c.Name != proxyContainerName {
-			continue
-		}
-		if init && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
-			continue
-		}
-		return c.Image, true
-	}
-	return "", false
 }
 
 // trimNode keeps the node's identity: kedge only counts nodes, to tell

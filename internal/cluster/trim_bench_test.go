@@ -21,9 +21,9 @@ func BenchmarkTrimmedPodCache(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wire := make([][]byte, len(fleet.Set.Pods))
-	for i := range fleet.Set.Pods {
-		if wire[i], err = json.Marshal(&fleet.Set.Pods[i]); err != nil {
+	wire := make([][]byte, len(fleet.Pods))
+	for i := range fleet.Pods {
+		if wire[i], err = json.Marshal(&fleet.Pods[i]); err != nil {
 			b.Fatal(err)
 		}
 	}

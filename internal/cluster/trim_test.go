@@ -88,7 +88,9 @@ func renderTrimmed(t *testing.T, obj any) []byte {
 	var err error
 	switch o := obj.(type) {
 	case *trimmedPod:
-		out, err = yaml.Marshal(o.pod())
+		pod := o.CoreV1()
+		pod.UID, pod.ResourceVersion = o.meta.UID, o.meta.ResourceVersion
+		out, err = yaml.Marshal(pod)
 	case *unstructured.Unstructured:
 		out, err = yaml.Marshal(o.Object)
 	case runtime.Object:

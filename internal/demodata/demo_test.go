@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -88,11 +89,15 @@ func decodeSet(t *testing.T, objs []object) objects.Set {
 		case "Namespace":
 			decodeInto(t, &s.Namespaces, o, true)
 		case "Pod":
-			decodeInto(t, &s.Pods, o, true)
+			var full []corev1.Pod
+			decodeInto(t, &full, o, true)
+			s.Pods = append(s.Pods, objects.Pods(full...)...)
 		case "ConfigMap":
 			decodeInto(t, &s.ConfigMaps, o, true)
 		case "ReplicaSet":
-			decodeInto(t, &s.ReplicaSets, o, true)
+			var full []appsv1.ReplicaSet
+			decodeInto(t, &full, o, true)
+			s.ReplicaSets = append(s.ReplicaSets, objects.ReplicaSetOf(&full[0]))
 		case "Deployment":
 			decodeInto(t, &s.Deployments, o, true)
 		case "StatefulSet":
@@ -273,7 +278,7 @@ func TestExpectedPlanAgreesWithSnapshot(t *testing.T) {
 		return a.Namespace+"\x00"+a.Kind+"\x00"+a.Name < b.Namespace+"\x00"+b.Kind+"\x00"+b.Name
 	}), "skipped sorted by namespace, kind, name")
 
-	live := livePods(t, s, idx)
+	live := livePods(t, objs, idx)
 
 	for _, w := range plan.Workloads {
 		t.Run(w.Namespace+"/"+w.Kind+"/"+w.Name, func(t *testing.T) {
@@ -344,9 +349,15 @@ func podDrift(t *testing.T, pods []corev1.Pod, desired string, images map[string
 
 // livePods groups the pods that count (not terminating, not finished) by
 // their top-level owner, keyed namespace/kind/name.
-func livePods(t *testing.T, s objects.Set, idx podIndex) map[string][]corev1.Pod {
+func livePods(t *testing.T, objs []object, idx podIndex) map[string][]corev1.Pod {
 	live := map[string][]corev1.Pod{}
-	for _, p := range s.Pods {
+	var pods []corev1.Pod
+	for _, o := range objs {
+		if o["kind"] == "Pod" {
+			decodeInto(t, &pods, o, true)
+		}
+	}
+	for _, p := range pods {
 		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -401,7 +412,7 @@ func TestExpectedPlanIsComplete(t *testing.T) {
 		skipped[sk.Namespace+"/"+sk.Kind+"/"+sk.Name] = true
 	}
 
-	live := livePods(t, s, newPodIndex(objs))
+	live := livePods(t, objs, newPodIndex(objs))
 	for _, key := range sortedKeys(live) {
 		pods := live[key]
 		t.Run(key, func(t *testing.T) {

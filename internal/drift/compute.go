@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/kedge-io/kedge/internal/image"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -109,8 +107,8 @@ func isRestartableKind(kind string) bool {
 	return canonicalKind(kind) == kind
 }
 
-func (c *computation) addPod(p *corev1.Pod) {
-	if !live(p) {
+func (c *computation) addPod(p *objects.Pod) {
+	if !p.Live() {
 		return
 	}
 	if !c.filter.allows(p.Namespace) {
@@ -194,7 +192,7 @@ type sidecar struct {
 	image    string
 }
 
-func (c *computation) sidecarOf(p *corev1.Pod) sidecar {
+func (c *computation) sidecarOf(p *objects.Pod) sidecar {
 	image, ok := mesh.RunningProxy(p)
 	if !ok {
 		return sidecar{}
@@ -256,9 +254,9 @@ func (c *computation) compare(sc sidecar, d mesh.Decision) reasonBits {
 	return 0
 }
 
-func startOf(p *corev1.Pod) time.Time {
-	if p.Status.StartTime != nil && !p.Status.StartTime.IsZero() {
-		return p.Status.StartTime.Time
+func startOf(p *objects.Pod) time.Time {
+	if !p.StartTime.IsZero() {
+		return p.StartTime.Time
 	}
 	return p.CreationTimestamp.Time
 }

@@ -118,12 +118,9 @@ func meta(ns, name string, uid types.UID, owner *metav1.OwnerReference) metav1.O
 const podHash = "7d9f8b6c5"
 
 func (c *cluster) replicaSet(ns, owner string, ownerRef *metav1.OwnerReference, spec corev1.PodTemplateSpec, hashLabel string) owned {
-	rsSpec := *spec.DeepCopy()
-	rsSpec.Labels[hashLabel] = podHash
-	rs := appsv1.ReplicaSet{
+	rs := objects.ReplicaSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: meta(ns, owner+"-"+podHash, c.uid(), ownerRef),
-		Spec:       appsv1.ReplicaSetSpec{Template: rsSpec},
 	}
 	c.set.ReplicaSets = append(c.set.ReplicaSets, rs)
 	return owned{
@@ -204,7 +201,7 @@ func (c *cluster) rolloutWithWorkloadRef(ns, name, deployment string, t tmpl) ow
 // dropped here as well.
 func (c *cluster) bareReplicaSet(ns, name string, t tmpl) owned {
 	spec := t.spec(name)
-	rs := appsv1.ReplicaSet{
+	rs := objects.ReplicaSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: meta(ns, name, c.uid(), nil),
 	}
@@ -216,7 +213,7 @@ func (c *cluster) bareReplicaSet(ns, name string, t tmpl) owned {
 // know, such as an operator's own kind.
 func (c *cluster) ownedByReplicaSetOf(ns, name string, top *metav1.OwnerReference, t tmpl) owned {
 	spec := t.spec(name)
-	rs := appsv1.ReplicaSet{
+	rs := objects.ReplicaSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: meta(ns, name+"-"+podHash, c.uid(), top),
 	}
@@ -317,7 +314,7 @@ func (c *cluster) pod(ns, name string, o *owned, opts ...podOption) {
 	for _, opt := range opts {
 		opt(&p)
 	}
-	c.set.Pods = append(c.set.Pods, p)
+	c.set.Pods = append(c.set.Pods, objects.PodOf(&p))
 }
 
 // pods creates n pods name-0 … name-(n-1).

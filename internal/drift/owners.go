@@ -52,7 +52,7 @@ func keyOf(m *metav1.ObjectMeta) objectKey { return objectKey{m.Namespace, m.Nam
 // index finds owners by namespace and name; a UID recorded on both sides
 // must agree, so a recreated object is not mistaken for the old one.
 type index struct {
-	replicaSets  map[objectKey]*appsv1.ReplicaSet
+	replicaSets  map[objectKey]*objects.ReplicaSet
 	deployments  map[objectKey]*appsv1.Deployment
 	statefulSets map[objectKey]*appsv1.StatefulSet
 	daemonSets   map[objectKey]*appsv1.DaemonSet
@@ -74,7 +74,7 @@ type ownerRefKey struct {
 
 func newIndex(set *objects.Set) *index {
 	ix := &index{
-		replicaSets:  make(map[objectKey]*appsv1.ReplicaSet, len(set.ReplicaSets)),
+		replicaSets:  make(map[objectKey]*objects.ReplicaSet, len(set.ReplicaSets)),
 		deployments:  make(map[objectKey]*appsv1.Deployment, len(set.Deployments)),
 		statefulSets: make(map[objectKey]*appsv1.StatefulSet, len(set.StatefulSets)),
 		daemonSets:   make(map[objectKey]*appsv1.DaemonSet, len(set.DaemonSets)),
@@ -147,7 +147,7 @@ func groupOf(apiVersion string) string {
 
 // ownerOf resolves the pod's top-level owner. Pods without a controller get
 // their own owner of kind Pod.
-func (ix *index) ownerOf(p *corev1.Pod) *owner {
+func (ix *index) ownerOf(p *objects.Pod) *owner {
 	ref := controllerRef(p.OwnerReferences)
 	if ref == nil {
 		return &owner{
@@ -164,11 +164,11 @@ func (ix *index) ownerOf(p *corev1.Pod) *owner {
 	return o
 }
 
-func (ix *index) resolve(p *corev1.Pod, ref *metav1.OwnerReference) *owner {
+func (ix *index) resolve(p *objects.Pod, ref *metav1.OwnerReference) *owner {
 	ns := p.Namespace
 	switch {
 	case ref.Kind == kindReplicaSet && groupOf(ref.APIVersion) == "apps":
-		rs := lookup(ix.replicaSets, func(r *appsv1.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta }, ns, ref)
+		rs := lookup(ix.replicaSets, func(r *objects.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta }, ns, ref)
 		if rs == nil {
 			return ix.ownerOfMissingReplicaSet(p, ref)
 		}
@@ -257,7 +257,7 @@ func (ix *index) rolloutTemplate(r *objects.Rollout) *corev1.PodTemplateSpec {
 // set. Deployments and Rollouts name their ReplicaSets <owner>-<hash> and
 // stamp the hash on the pods, so the owner is recoverable; otherwise the
 // ReplicaSet itself is reported.
-func (ix *index) ownerOfMissingReplicaSet(p *corev1.Pod, ref *metav1.OwnerReference) *owner {
+func (ix *index) ownerOfMissingReplicaSet(p *objects.Pod, ref *metav1.OwnerReference) *owner {
 	for _, c := range []struct {
 		label, kind, apiVersion string
 	}{

@@ -3,8 +3,6 @@ package drift
 import (
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -153,7 +151,7 @@ func ProxyImages(set *objects.Set) map[string]map[string]int {
 	out := map[string]map[string]int{}
 	for i := range set.Pods {
 		p := &set.Pods[i]
-		if !live(p) {
+		if !p.Live() {
 			continue
 		}
 		image, _ := mesh.RunningProxy(p)
@@ -163,8 +161,4 @@ func ProxyImages(set *objects.Set) map[string]map[string]int {
 		out[p.Namespace][image]++
 	}
 	return out
-}
-
-func live(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }

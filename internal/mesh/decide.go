@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // Template is what of a pod template decides injection.
@@ -29,12 +31,12 @@ func TemplateOf(t *corev1.PodTemplateSpec) Template {
 // TemplateOfPod uses a pod as its own template, for pods whose workload is
 // unknown. An injected pod's istio-proxy is the injector's; the container
 // its template defined is kept in the overrides annotation.
-func TemplateOfPod(p *corev1.Pod) Template {
-	t := Template{Labels: p.Labels, Annotations: p.Annotations, HostNetwork: p.Spec.HostNetwork}
+func TemplateOfPod(p *objects.Pod) Template {
+	t := Template{Labels: p.Labels, Annotations: p.Annotations, HostNetwork: p.HostNetwork}
 	if _, injected := p.Annotations[AnnotationStatus]; injected {
 		t.ProxyImage = overriddenProxyImage(p.Annotations[AnnotationOverrides])
-	} else {
-		t.ProxyImage = ownProxyImage(&p.Spec)
+	} else if p.Proxy != nil {
+		t.ProxyImage = userImage(p.Proxy.Image)
 	}
 	return t
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 func TestImage(t *testing.T) {
@@ -289,7 +290,8 @@ func TestTemplateOfPod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, mesh.TemplateOfPod(&tt.pod).ProxyImage)
+			pod := objects.PodOf(&tt.pod)
+			assert.Equal(t, tt.want, mesh.TemplateOfPod(&pod).ProxyImage)
 		})
 	}
 }

@@ -189,13 +189,13 @@ spec:
 	).AddTo(set)
 	ctrl := true
 	set.Deployments = []appsv1.Deployment{{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "web", UID: "d1"}}}
-	set.ReplicaSets = []appsv1.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Name: "api-1", Namespace: "web", UID: "r1",
+	set.ReplicaSets = []objects.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Name: "api-1", Namespace: "web", UID: "r1",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api", UID: "d1", Controller: &ctrl}}}}}
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "api-1-x", Namespace: "web",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "api-1", UID: "r1", Controller: &ctrl}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "api", Image: "example/api:1"}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	meshtest.InjectPod(&pod, "1-23-2", "docker.io/istio/proxyv2:1.23.2")
-	set.Pods = []corev1.Pod{pod}
+	set.Pods = objects.Pods(pod)
 
 	cfg := demoConfig(t, config.Migration{From: "1-23-2", To: "prod"})
 	res, err := plan.Build(set, assemble.PlanOptions(cfg, repo))

@@ -255,7 +255,7 @@ func addInjectedDeployment(set *objects.Set, ns, name, rev, image string) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("dep-" + ns + "-" + name)},
 	}
-	rs := appsv1.ReplicaSet{
+	rs := objects.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: ns, UID: types.UID("rs-" + ns + "-" + name),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, UID: dep.UID, Controller: &ctrl}}},
 	}
@@ -268,5 +268,5 @@ func addInjectedDeployment(set *objects.Set, ns, name, rev, image string) {
 	meshtest.InjectPod(&pod, rev, image)
 	set.Deployments = append(set.Deployments, dep)
 	set.ReplicaSets = append(set.ReplicaSets, rs)
-	set.Pods = append(set.Pods, pod)
+	set.Pods = append(set.Pods, objects.PodOf(&pod))
 }

@@ -17,9 +17,9 @@ import (
 // Set is every object kedge reads from one cluster.
 type Set struct {
 	Namespaces                    []corev1.Namespace
-	Pods                          []corev1.Pod
+	Pods                          []Pod
 	ConfigMaps                    []corev1.ConfigMap
-	ReplicaSets                   []appsv1.ReplicaSet
+	ReplicaSets                   []ReplicaSet
 	Deployments                   []appsv1.Deployment
 	StatefulSets                  []appsv1.StatefulSet
 	DaemonSets                    []appsv1.DaemonSet
@@ -287,4 +287,18 @@ type GatewaySpec struct {
 // GatewayStatus holds the Gateway's conditions.
 type GatewayStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ReplicaSet is what kedge reads of a ReplicaSet: its metadata, the link
+// from a pod to its Deployment or Rollout. A cluster holds several for
+// each Deployment, and their spec and status are never read.
+type ReplicaSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+// ReplicaSetOf returns what kedge reads of rs; it shares rs's maps and
+// slices.
+func ReplicaSetOf(rs *appsv1.ReplicaSet) ReplicaSet {
+	return ReplicaSet{TypeMeta: rs.TypeMeta, ObjectMeta: rs.ObjectMeta}
 }

@@ -183,7 +183,7 @@ func addArgoWorkload(set *objects.Set, w argoWorkload) {
 	switch w.kind {
 	case "Deployment":
 		set.Deployments = append(set.Deployments, appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
-		rs := appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-1", Namespace: w.namespace,
+		rs := objects.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-1", Namespace: w.namespace,
 			UID: types.UID("rs-" + w.namespace + "-" + w.name), OwnerReferences: []metav1.OwnerReference{owner}}}
 		set.ReplicaSets = append(set.ReplicaSets, rs)
 		owner = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &ctrl}
@@ -196,7 +196,7 @@ func addArgoWorkload(set *objects.Set, w argoWorkload) {
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	meshtest.InjectPod(&pod, "1-24-0", proxy124)
-	set.Pods = append(set.Pods, pod)
+	set.Pods = append(set.Pods, objects.PodOf(&pod))
 }
 
 // TestArgoKustomizeOverridesEndToEnd plans the fixtures whose Applications

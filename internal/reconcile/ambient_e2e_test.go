@@ -13,6 +13,7 @@ import (
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
@@ -116,8 +117,8 @@ func ambientNamespace(namespaces []corev1.Namespace, name string) []corev1.Names
 
 // withoutSidecars replaces the namespace's pods by ones without a sidecar,
 // annotated by istio-cni when captured.
-func withoutSidecars(pods []corev1.Pod, namespace string, captured bool) []corev1.Pod {
-	out := append([]corev1.Pod(nil), pods...)
+func withoutSidecars(pods []objects.Pod, namespace string, captured bool) []objects.Pod {
+	out := append([]objects.Pod(nil), pods...)
 	for i := range out {
 		p := &out[i]
 		if p.Namespace != namespace {
@@ -128,18 +129,7 @@ func withoutSidecars(pods []corev1.Pod, namespace string, captured bool) []corev
 			annotations["ambient.istio.io/redirection"] = "enabled"
 		}
 		p.Annotations = annotations
-		p.Spec.Containers = withoutProxy(p.Spec.Containers)
-		p.Spec.InitContainers = withoutProxy(p.Spec.InitContainers)
-	}
-	return out
-}
-
-func withoutProxy(containers []corev1.Container) []corev1.Container {
-	var out []corev1.Container
-	for _, c := range containers {
-		if c.Name != "istio-proxy" && c.Name != "istio-init" {
-			out = append(out, c)
-		}
+		p.Proxy = nil
 	}
 	return out
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
@@ -387,8 +386,8 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-func withoutNamespace(pods []corev1.Pod, ns string) []corev1.Pod {
-	var out []corev1.Pod
+func withoutNamespace(pods []objects.Pod, ns string) []objects.Pod {
+	var out []objects.Pod
 	for _, p := range pods {
 		if p.Namespace != ns {
 			out = append(out, p)

@@ -13,6 +13,7 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
@@ -185,7 +186,7 @@ func relabelNamespace(namespaces []corev1.Namespace, name, value string) {
 
 // movePods makes the pods look re-injected by rev: status annotation,
 // revision annotation and the proxy image, wherever the proxy runs.
-func movePods(t *testing.T, pods []corev1.Pod, namespace, prefix, rev, image string) {
+func movePods(t *testing.T, pods []objects.Pod, namespace, prefix, rev, image string) {
 	t.Helper()
 	moved := 0
 	for i := range pods {
@@ -205,19 +206,10 @@ func movePods(t *testing.T, pods []corev1.Pod, namespace, prefix, rev, image str
 		annotations[mesh.AnnotationStatus] = string(raw)
 		annotations[mesh.AnnotationRev] = rev
 		p.Annotations = annotations
-		p.Spec.Containers = withProxyImage(p.Spec.Containers, image)
-		p.Spec.InitContainers = withProxyImage(p.Spec.InitContainers, image)
+		if p.Proxy != nil {
+			p.Proxy = &objects.PodProxy{Image: image, Native: p.Proxy.Native}
+		}
 		moved++
 	}
 	require.Positive(t, moved)
-}
-
-func withProxyImage(containers []corev1.Container, image string) []corev1.Container {
-	out := append([]corev1.Container(nil), containers...)
-	for i := range out {
-		if out[i].Name == mesh.ProxyContainerName {
-			out[i].Image = image
-		}
-	}
-	return out
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
@@ -373,7 +371,7 @@ func uncaptured(set *objects.Set, namespace string) []drift.Workload {
 	var out []drift.Workload
 	for i := range set.Pods {
 		p := &set.Pods[i]
-		if p.Namespace != namespace || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Namespace != namespace || !p.Live() {
 			continue
 		}
 		if !ambient.Excluded(p) && !ambient.Captured(p) {

@@ -154,7 +154,7 @@ func (w *manyReposWorld) addDriftedNamespace(ns, kustomization string) {
 	meta := metav1.ObjectMeta{Name: "web", Namespace: ns, UID: types.UID("deploy-" + ns), Labels: map[string]string{}}
 	meshtest.FluxLabels(meta.Labels, "flux-system", kustomization)
 	w.set.Deployments = append(w.set.Deployments, appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
-	rs := appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, UID: types.UID("rs-" + ns),
+	rs := objects.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, UID: types.UID("rs-" + ns),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: meta.UID, Controller: &ctrl}}}}
 	w.set.ReplicaSets = append(w.set.ReplicaSets, rs)
 	pod := corev1.Pod{
@@ -164,7 +164,7 @@ func (w *manyReposWorld) addDriftedNamespace(ns, kustomization string) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	meshtest.InjectPod(&pod, "1-24-0", oldProxy)
-	w.set.Pods = append(w.set.Pods, pod)
+	w.set.Pods = append(w.set.Pods, objects.PodOf(&pod))
 }
 
 // cycleCalls is what one cycle asked of GitHub and git, per repository.

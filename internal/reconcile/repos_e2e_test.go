@@ -150,7 +150,7 @@ func reposCluster(git *gitserver.Server) *objects.Set {
 		meta := metav1.ObjectMeta{Name: s.workload, Namespace: s.namespace, UID: types.UID("deploy-" + s.workload), Labels: map[string]string{}}
 		meshtest.FluxLabels(meta.Labels, "flux-system", s.namespace)
 		set.Deployments = append(set.Deployments, appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
-		rs := appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: s.workload + "-1", Namespace: s.namespace, UID: types.UID("rs-" + s.workload),
+		rs := objects.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: s.workload + "-1", Namespace: s.namespace, UID: types.UID("rs-" + s.workload),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: s.workload, UID: meta.UID, Controller: &ctrl}}}}
 		set.ReplicaSets = append(set.ReplicaSets, rs)
 		pod := corev1.Pod{
@@ -160,7 +160,7 @@ func reposCluster(git *gitserver.Server) *objects.Set {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
 		}
 		meshtest.InjectPod(&pod, "1-24-0", oldProxy)
-		set.Pods = append(set.Pods, pod)
+		set.Pods = append(set.Pods, objects.PodOf(&pod))
 	}
 	return set
 }

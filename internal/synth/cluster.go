@@ -42,10 +42,14 @@ func apiVersionOf(kind string) string {
 type clusterBuilder struct {
 	m   *model
 	set *objects.Set
-	rng *rand.Rand
+	// pods and replicaSetsFull are the set's pods and ReplicaSets in
+	// full, as the API server serves them.
+	pods            []corev1.Pod
+	replicaSetsFull []appsv1.ReplicaSet
+	rng             *rand.Rand
 }
 
-func buildCluster(m *model) *objects.Set {
+func buildCluster(m *model) (*objects.Set, []corev1.Pod, []appsv1.ReplicaSet) {
 	b := &clusterBuilder{m: m, set: &objects.Set{}, rng: rand.New(rand.NewPCG(m.spec.Seed, 0x706f6473))}
 	installIstio(b.set)
 	for _, name := range []string{"kube-system", "kube-public", "kube-node-lease", "default", "istio-system", fluxNamespace, argoNamespace} {
@@ -59,7 +63,11 @@ func buildCluster(m *model) *objects.Set {
 	for i := range m.namespaces {
 		b.namespace(&m.namespaces[i])
 	}
-	return b.set
+	b.set.Pods = objects.Pods(b.pods...)
+	for i := range b.replicaSetsFull {
+		b.set.ReplicaSets = append(b.set.ReplicaSets, objects.ReplicaSetOf(&b.replicaSetsFull[i]))
+	}
+	return b.set, b.pods, b.replicaSetsFull
 }
 
 func namespaceObject(name string, labels map[string]string, created time.Time) corev1.Namespace {
@@ -244,7 +252,7 @@ func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 			name = b.podName(w, i)
 		}
 		taken[name] = true
-		b.set.Pods = append(b.set.Pods, b.pod(ns, w, template, podOwner, name, podLabels, created))
+		b.pods = append(b.pods, b.pod(ns, w, template, podOwner, name, podLabels, created))
 	}
 }
 
@@ -261,7 +269,7 @@ func (b *clusterBuilder) replicaSets(ns *namespaceModel, w *workloadModel, top m
 		tmpl := *template.DeepCopy()
 		tmpl.Labels[hashLabel] = hash
 		selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name, hashLabel: hash}}
-		b.set.ReplicaSets = append(b.set.ReplicaSets, appsv1.ReplicaSet{
+		b.replicaSetsFull = append(b.replicaSetsFull, appsv1.ReplicaSet{
 			TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 			ObjectMeta: metav1.ObjectMeta{
 				Name: w.name + "-" + hash, Namespace: ns.name, UID: types.UID(uid),

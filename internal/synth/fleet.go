@@ -3,6 +3,9 @@ package synth
 import (
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -13,6 +16,11 @@ type Fleet struct {
 	// Set is every object of the cluster. Callers may read it; writing it
 	// with cluster.WriteSnapshot gives the snapshot directory.
 	Set *objects.Set
+	// Pods and ReplicaSets are those of Set in full, as the API server
+	// serves them: what a snapshot holds and what is loaded into an API
+	// server.
+	Pods        []corev1.Pod
+	ReplicaSets []appsv1.ReplicaSet
 
 	model *model
 }
@@ -24,7 +32,8 @@ func New(spec Spec) (*Fleet, error) {
 	}
 	spec = spec.withDefaults()
 	m := newModel(spec)
-	return &Fleet{Spec: spec, Set: buildCluster(m), model: m}, nil
+	set, pods, replicaSets := buildCluster(m)
+	return &Fleet{Spec: spec, Set: set, Pods: pods, ReplicaSets: replicaSets, model: m}, nil
 }
 
 // RepoFiles calls fn with every file of the GitOps repository (slash

@@ -8,9 +8,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+
+	"sigs.k8s.io/yaml"
 )
 
-// listFile is one file of a JSON snapshot: the objects of one kind.
+// listFile is one file of a snapshot: the objects of one kind, and the
+// file's name without its extension.
 type listFile struct {
 	name  string
 	items []any
@@ -32,27 +35,51 @@ func (f *Fleet) WriteSnapshotJSON(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	s := f.Set
-	files := []listFile{
-		{"namespaces.json", pointers(s.Namespaces)},
-		{"pods.json", pointers(s.Pods)},
-		{"configmaps.json", pointers(s.ConfigMaps)},
-		{"replicasets.json", pointers(s.ReplicaSets)},
-		{"deployments.json", pointers(s.Deployments)},
-		{"statefulsets.json", pointers(s.StatefulSets)},
-		{"daemonsets.json", pointers(s.DaemonSets)},
-		{"mutatingwebhookconfigurations.json", pointers(s.MutatingWebhookConfigurations)},
-		{"rollouts.json", pointers(s.Rollouts)},
-		{"applications.json", pointers(s.Applications)},
-		{"kustomizations.json", pointers(s.Kustomizations)},
-		{"gitrepositories.json", pointers(s.GitRepositories)},
-	}
-	for _, lf := range files {
-		if err := writeList(filepath.Join(dir, lf.name), lf.items); err != nil {
+	for _, lf := range f.listFiles() {
+		if err := writeList(filepath.Join(dir, lf.name+".json"), lf.items); err != nil {
 			return fmt.Errorf("write snapshot %s: %w", lf.name, err)
 		}
 	}
 	return nil
+}
+
+// WriteSnapshotYAML writes the files WriteSnapshotJSON writes as YAML, as
+// `kubectl get <kind> -A -o yaml` prints them: the full objects, where a
+// snapshot `kedge snapshot` writes holds only what kedge reads of pods and
+// ReplicaSets. It holds each file in memory: for small fleets.
+func (f *Fleet) WriteSnapshotYAML(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, lf := range f.listFiles() {
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}, "items": lf.items}
+		data, err := yaml.Marshal(list)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, lf.name+".yaml"), data, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("write snapshot %s: %w", lf.name, err)
+		}
+	}
+	return nil
+}
+
+func (f *Fleet) listFiles() []listFile {
+	s := f.Set
+	return []listFile{
+		{"namespaces", pointers(s.Namespaces)},
+		{"pods", pointers(f.Pods)},
+		{"configmaps", pointers(s.ConfigMaps)},
+		{"replicasets", pointers(f.ReplicaSets)},
+		{"deployments", pointers(s.Deployments)},
+		{"statefulsets", pointers(s.StatefulSets)},
+		{"daemonsets", pointers(s.DaemonSets)},
+		{"mutatingwebhookconfigurations", pointers(s.MutatingWebhookConfigurations)},
+		{"rollouts", pointers(s.Rollouts)},
+		{"applications", pointers(s.Applications)},
+		{"kustomizations", pointers(s.Kustomizations)},
+		{"gitrepositories", pointers(s.GitRepositories)},
+	}
 }
 
 // writeList marshals the items on every core and writes them in order.

@@ -7,8 +7,6 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
-const proxyContainer = "istio-proxy"
-
 // stuckReasons are container waiting reasons that do not clear without a
 // change to the pod or its image; a pod showing one is unhealthy at once.
 var stuckReasons = map[string]bool{
@@ -19,10 +17,6 @@ var stuckReasons = map[string]bool{
 	"CreateContainerConfigError": true,
 	"CreateContainerError":       true,
 }
-
-// StuckReason tells a container waiting reason that makes a pod unhealthy
-// at once.
-func StuckReason(reason string) bool { return stuckReasons[reason] }
 
 // Read collects what the gate reads of one workload from the cluster's
 // objects. drifted says whether the plan still lists it.
@@ -63,7 +57,7 @@ func Read(set *objects.Set, namespace, kind, name string, drifted bool) Workload
 	owners := replicaSetOwners(set, namespace)
 	for i := range set.Pods {
 		p := &set.Pods[i]
-		if p.Namespace != namespace || !live(p) {
+		if p.Namespace != namespace || !p.Live() {
 			continue
 		}
 		if k, n := topOwner(p, owners); k == kind && n == name {
@@ -81,10 +75,6 @@ func replicas(r *int32) int32 {
 	return *r
 }
 
-func live(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
 // replicaSetOwners maps each ReplicaSet of the namespace to its controller
 // (a Deployment or an Argo Rollout).
 func replicaSetOwners(set *objects.Set, namespace string) map[string]metav1.OwnerReference {
@@ -100,8 +90,8 @@ func replicaSetOwners(set *objects.Set, namespace string) map[string]metav1.Owne
 	return out
 }
 
-func topOwner(p *corev1.Pod, rsOwners map[string]metav1.OwnerReference) (kind, name string) {
-	ref := metav1.GetControllerOfNoCopy(p)
+func topOwner(p *objects.Pod, rsOwners map[string]metav1.OwnerReference) (kind, name string) {
+	ref := p.Controller()
 	if ref == nil {
 		return "", ""
 	}
@@ -113,22 +103,14 @@ func topOwner(p *corev1.Pod, rsOwners map[string]metav1.OwnerReference) (kind, n
 	return ref.Kind, ref.Name
 }
 
-func podOf(p *corev1.Pod) Pod {
-	out := Pod{Name: p.Name}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			out.Ready = c.Status == corev1.ConditionTrue
-			out.ReadySince = c.LastTransitionTime.Time
-		}
+func podOf(p *objects.Pod) Pod {
+	out := Pod{
+		Name: p.Name, Ready: p.Ready == corev1.ConditionTrue, ReadySince: p.ReadySince.Time, ProxyRestarts: p.ProxyRestarts,
 	}
-	for _, statuses := range [][]corev1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
-		for _, cs := range statuses {
-			if cs.Name == proxyContainer && cs.RestartCount > out.ProxyRestarts {
-				out.ProxyRestarts = cs.RestartCount
-			}
-			if w := cs.State.Waiting; w != nil && stuckReasons[w.Reason] && out.Waiting == "" {
-				out.Waiting = w.Reason
-			}
+	for _, w := range p.Waiting {
+		if stuckReasons[w.Reason] {
+			out.Waiting = w.Reason
+			break
 		}
 	}
 	return out

@@ -266,20 +266,11 @@ func (w *waveWorld) rollOut(namespace string, proxyRestarts int32) {
 	eventually(t, 10*time.Second, func() bool {
 		for _, p := range w.live.Set().Pods {
 			if p.Namespace == namespace && p.Name == pod.Name {
-				return proxyImageOf(p) == newProxy && len(p.Status.Conditions) == 1 && p.Status.Conditions[0].LastTransitionTime.Equal(&metav1.Time{Time: readySince})
+				return p.Proxy != nil && p.Proxy.Image == newProxy && p.Ready != "" && p.ReadySince.Equal(&metav1.Time{Time: readySince})
 			}
 		}
 		return false
 	}, "the informer sees the rolled-out pod of %s", namespace)
-}
-
-func proxyImageOf(p corev1.Pod) string {
-	for _, c := range p.Spec.Containers {
-		if c.Name == "istio-proxy" {
-			return c.Image
-		}
-	}
-	return ""
 }
 
 func (w *waveWorld) cycle() *reconcile.Report {

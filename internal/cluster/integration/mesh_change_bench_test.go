@@ -65,7 +65,7 @@ func newChangeWorld(b *testing.B) *changeWorld {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := kubeload.Apply(ctx, restCfg, fleet.Set, kubeload.Options{}); err != nil {
+	if err := kubeload.Apply(ctx, restCfg, fleet.Set, kubeload.Full{Pods: fleet.Pods, ReplicaSets: fleet.ReplicaSets}, kubeload.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()

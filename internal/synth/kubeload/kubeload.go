@@ -34,6 +34,12 @@ type Options struct {
 	Workers int
 }
 
+// Full holds the objects a Set keeps only part of, whole.
+type Full struct {
+	Pods        []corev1.Pod
+	ReplicaSets []appsv1.ReplicaSet
+}
+
 // Custom resources, which need their CRDs installed first.
 var (
 	rollouts        = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
@@ -52,10 +58,12 @@ type loader struct {
 	uids map[types.UID]types.UID
 }
 
-// Apply creates every object of set. The webhook configurations come last:
-// their webhooks point at an istiod that does not run, and must not see the
-// pods being created.
-func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, opts Options) error {
+// Apply creates every object of set, its pods and ReplicaSets from full:
+// a Set holds only what kedge reads of them, the API server wants all of
+// it. The webhook
+// configurations come last: their webhooks point at an istiod that does
+// not run, and must not see the pods being created.
+func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, full Full, opts Options) error {
 	cfg = rest.CopyConfig(cfg)
 	// Client-side throttling would measure the client, not the server.
 	cfg.QPS, cfg.Burst = 5000, 10000
@@ -98,10 +106,10 @@ func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, opts Options
 			return l.typed.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
 		createAll(l, set.Rollouts, custom[objects.Rollout](l, rollouts)),
-		createAll(l, set.ReplicaSets, func(ctx context.Context, o *appsv1.ReplicaSet) (metav1.Object, error) {
+		createAll(l, full.ReplicaSets, func(ctx context.Context, o *appsv1.ReplicaSet) (metav1.Object, error) {
 			return l.typed.AppsV1().ReplicaSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, set.Pods, func(ctx context.Context, o *corev1.Pod) (metav1.Object, error) {
+		createAll(l, full.Pods, func(ctx context.Context, o *corev1.Pod) (metav1.Object, error) {
 			// The Priority admission plugin fills these in itself.
 			o.Spec.Priority, o.Spec.PreemptionPolicy = nil, nil
 			return l.typed.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})

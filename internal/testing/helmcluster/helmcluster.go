@@ -68,11 +68,10 @@ func add(set *objects.Set, r Release, id string) {
 		},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: selector}, Template: template},
 	})
-	set.ReplicaSets = append(set.ReplicaSets, appsv1.ReplicaSet{
+	set.ReplicaSets = append(set.ReplicaSets, objects.ReplicaSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: r.Deployment + "-7d9f", Namespace: r.Namespace, UID: types.UID("uid-" + rsUID),
 			OwnerReferences: []metav1.OwnerReference{meshtest.ControllerRef("apps/v1", "Deployment", r.Deployment, "uid-"+deployUID)}},
-		Spec: appsv1.ReplicaSetSpec{Template: template},
 	})
 	pod := corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -82,5 +81,5 @@ func add(set *objects.Set, r Release, id string) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	meshtest.InjectPod(&pod, "1-24-0", OldProxy)
-	set.Pods = append(set.Pods, pod)
+	set.Pods = append(set.Pods, objects.PodOf(&pod))
 }
