@@ -42,6 +42,8 @@ type options struct {
 	// scale shrinks the fleets (not the Go benchmarks) for a quick trial
 	// of the tool itself; reports are made at 1.
 	scale float64
+	// only, when set, measures one group of figures, to try the tool.
+	only string
 }
 
 func main() {
@@ -53,6 +55,7 @@ func main() {
 	flag.BoolVar(&opts.live, "live", os.Getenv("KEDGE_BENCH_LIVE") != "0", "measure the live plan against a real API server with 20,000 pods (env KEDGE_BENCH_LIVE=0 leaves it out)")
 	flag.StringVar(&opts.cache, "cache", defaultCache(), "where generated fleets are kept between runs (env KEDGE_BENCH_CACHE)")
 	flag.Float64Var(&opts.scale, "scale", 1, "shrink the fleets by this factor, to try the tool quickly (the report says so)")
+	flag.StringVar(&opts.only, "only", "", "measure only this group of figures (plan|index|go|live), to try the tool (the report says so)")
 	flag.Parse()
 
 	if *child != "" {
@@ -132,17 +135,24 @@ func run(ctx context.Context, opts options) error {
 	}
 	r.Fleet = fleet
 
-	if err := measurePlan(ctx, opts, r, kedge, self, fleet); err != nil {
-		return err
+	measures := func(group string) bool { return opts.only == "" || opts.only == group }
+	if measures("plan") {
+		if err := measurePlan(ctx, opts, r, kedge, self, fleet); err != nil {
+			return err
+		}
 	}
-	if err := measureIndex(ctx, opts, r, self, fleet); err != nil {
-		return err
+	if measures("index") {
+		if err := measureIndex(ctx, opts, r, self, fleet); err != nil {
+			return err
+		}
 	}
-	if err := measureGoBenchmarks(ctx, opts, r); err != nil {
-		return err
+	if measures("go") {
+		if err := measureGoBenchmarks(ctx, opts, r); err != nil {
+			return err
+		}
 	}
-	if opts.live {
-		if err := measureLive(ctx, opts, r, kedge); err != nil {
+	if opts.live && measures("live") {
+		if err := measureLive(ctx, opts, r, kedge, fleet); err != nil {
 			return err
 		}
 	}
