@@ -8,8 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )

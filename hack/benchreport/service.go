@@ -63,13 +63,13 @@ type serviceResult struct {
 // serviceEvent is one line of the service's JSON log that the measurement
 // follows, with the process's CPU time when it was read.
 type serviceEvent struct {
-	Msg         string `json:"msg"`
-	Trigger     string `json:"trigger"`
-	Pushes      int    `json:"pushes"`
-	Mutations   int    `json:"githubMutations"`
-	Error       string `json:"error"`
-	at          time.Time
-	cpu         time.Duration
+	Msg       string `json:"msg"`
+	Trigger   string `json:"trigger"`
+	Pushes    int    `json:"pushes"`
+	Mutations int    `json:"githubMutations"`
+	Error     string `json:"error"`
+	at        time.Time
+	cpu       time.Duration
 }
 
 // kedgeProcess is a running `kedge run` whose log is followed.
