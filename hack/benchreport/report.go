@@ -259,12 +259,9 @@ func (r *report) markdown() string {
 		"write spacing and PR limits) against a real kube-apiserver holding a 16-namespace fleet without drift; from the API " +
 		"write to the PR being open on the emulated GitHub.\n\n")
 	if l := r.Live; l != nil {
-		fmt.Fprintf(&b, "**Live plan**: a real kube-apiserver (`hack/testbin.sh`) holding a fleet of %d pods, %d namespaces, "+
-			"%d workloads (created in %s, 32 at a time). `kedge plan --kubeconfig` (informers, protobuf, trimmed caches) "+
-			"against `kubectl get pods -A -o json` (the kubectl of the same build), output to /dev/null. Runs: kubectl %s; kedge %s.\n\n",
-			l.Spec.Pods, l.Spec.Namespaces, l.Spec.Workloads, l.Load.Round(time.Second), runsOf(l.Kubectl), runsOf(l.Plan))
+		r.liveMarkdown(&b, l)
 	} else {
-		b.WriteString("**Live plan** was left out of this run (`KEDGE_BENCH_LIVE=0`).\n\n")
+		b.WriteString("**Live plan and service** were left out of this run (`KEDGE_BENCH_LIVE=0`).\n\n")
 	}
 	return b.String()
 }
@@ -273,6 +270,50 @@ func indexRuns(r *report) string {
 	parts := make([]string, len(r.IndexSeconds))
 	for i, s := range r.IndexSeconds {
 		parts[i] = fmt.Sprintf("%.1f s / %d MiB", s, r.Index.rss[i]>>20)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r *report) liveMarkdown(b *strings.Builder, l *liveResult) {
+	fmt.Fprintf(b, "**Live plan**: a real kube-apiserver and etcd (`hack/testbin.sh`) holding the fleet above: %d pods, %d namespaces, "+
+		"%d workloads and their owners, created in %s (%d creates at a time, built-in types as protobuf). "+
+		"`kedge plan --kubeconfig` (informers, protobuf, trimmed caches) against `kubectl get pods -A -o json` (the kubectl of the same build), "+
+		"output to /dev/null. kubectl keeps several copies of every pod it reads, so it is stopped once its resident set passes %s "+
+		"(half the memory available once the fleet was loaded, at most 8 GiB); then its time is how long it ran, and the ratio a bound. "+
+		"Runs: kubectl %s; kedge %s.\n\n",
+		l.Spec.Pods, l.Spec.Namespaces, l.Spec.Workloads, l.Load.Round(time.Second), l.Workers, gib(l.KubectlCap),
+		runsOf(l.Kubectl), runsOf(l.Plan))
+	s := l.Service
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(b, "**Service**: `kedge run` as a process of its own on the same API server (over its kubeconfig, leader election on), "+
+		"with a real git server (`git http-backend`) holding the fleet's %d-file repository and the GitHub emulation. "+
+		"Its configuration is the default but for the addresses, `cycle.resync: %s` (the unchanged cycles measured are resync cycles) "+
+		"and the PR limits lifted, so that the first cycle opens every drifted namespace's PR (%d, in %s) and no change waits on a limit. "+
+		"The caches synced %s after the start, at %s resident. "+
+		"The steady state runs from the end of the first cycle to the end of the measurement (%d unchanged cycles, then %d changes, %s in all); "+
+		"VmRSS is read from /proc every %s (%d samples: median %s, highest %s); VmHWM, the peak of the whole run including the first sync "+
+		"and the first cycle, is %s. "+
+		"An unchanged cycle's CPU is the process's user and system time (/proc/<pid>/stat, 10 ms ticks) from its \"cycle started\" to its "+
+		"\"cycle finished\" log line, the third cycle on (the second reads the listings the first changed); each pushed nothing and made no mutating call. "+
+		"Its floor is the CPU of the full index build of the same repository above (median of its runs). "+
+		"Runs: %s (wall %s). "+
+		"**Change → PR**: right after a cycle ends, a namespace with the default revision and no drift is moved to revision 1-25-1 "+
+		"(its label written through the API server), and the time is taken until its PR is open on the emulated GitHub, through the "+
+		"informers, the %s debounce and a whole cycle over the fleet. Runs: %s.\n\n",
+		r.Fleet.RepoFiles, serviceResync, s.OpenPRs, s.FirstCycle.Round(time.Second),
+		s.Sync.Round(time.Second), mib(s.SyncRSS),
+		len(s.CycleCPU), len(s.ChangeToPR), (time.Duration(len(s.RSS)) * rssSampling).Round(time.Second),
+		rssSampling, len(s.RSS), mib(median(s.RSS)), mib(slices.Max(s.RSS)), mib(s.HWM),
+		durations(s.CycleCPU, time.Millisecond), durations(s.CycleWall, 10*time.Millisecond),
+		seconds(s.Debounce), durations(s.ChangeToPR, 100*time.Millisecond))
+}
+
+func durations(ds []time.Duration, unit time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Round(unit).String()
 	}
 	return strings.Join(parts, "; ")
 }

@@ -204,6 +204,7 @@ git:
   cacheDir: %s
 server:
   address: 127.0.0.1:0
+  leaseNamespace: default
 cycle:
   debounce: %s
   resync: %s
