@@ -39,7 +39,7 @@ func kubectlCap() int64 {
 // and times `kedge plan` reading it against `kubectl get pods -A -o json`
 // of the same server, taking turns; then it measures the kedge service on
 // the same server (measureService).
-func measureLive(ctx context.Context, opts options, r *report, kedge string, f *fleetData) error {
+func measureLive(ctx context.Context, opts options, r *report, kedge, self string, f *fleetData) error {
 	assets, err := testbin(ctx, opts)
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ func measureLive(ctx context.Context, opts options, r *report, kedge string, f *
 			logf("live figure, run %d/%d: %s %.1f s, peak RSS %d MiB%s", round+1, opts.runs, s.name, run.Wall.Seconds(), run.PeakRSS>>20, stopped)
 		}
 	}
-	if res.Service, err = measureService(ctx, opts, kedge, kubeconfig, cfg, f, enabled); err != nil {
+	if res.Service, err = measureService(ctx, opts, kedge, self, kubeconfig, cfg, f, enabled); err != nil {
 		return err
 	}
 	r.Live = res

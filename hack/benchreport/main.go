@@ -152,7 +152,7 @@ func run(ctx context.Context, opts options) error {
 		}
 	}
 	if opts.live && measures("live") {
-		if err := measureLive(ctx, opts, r, kedge, fleet); err != nil {
+		if err := measureLive(ctx, opts, r, kedge, self, fleet); err != nil {
 			return err
 		}
 	}

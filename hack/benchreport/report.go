@@ -151,7 +151,7 @@ func (r *report) liveRows(l *liveResult) []row {
 	rows = append(rows, row{"the same: highest steady-state sample / peak of the whole run (VmHWM)",
 		mib(slices.Max(s.RSS)) + " / " + mib(s.HWM), "–", "–", "–", nil})
 	rows = append(rows, row{"`kedge run` start to caches synced (the live read)", seconds(s.Sync), l.kubectlText(), "–", "–", nil})
-	if full := r.IndexFleet.medianCPU(); full > 0 {
+	if full := s.Index.medianCPU(); full > 0 {
 		cpu := median(s.CycleCPU)
 		rows = append(rows, row{fmt.Sprintf("unchanged service cycle at %s / %d files: CPU of the whole cycle", pods, r.Fleet.RepoFiles),
 			fmt.Sprintf("%d ms", cpu.Milliseconds()), fmt.Sprintf("full index build: %d ms", full.Milliseconds()),
@@ -297,8 +297,10 @@ func (r *report) liveMarkdown(b *strings.Builder, l *liveResult) {
 		"and the first cycle, is %s. "+
 		"An unchanged cycle's CPU is the process's user and system time (/proc/<pid>/stat, 10 ms ticks) from its \"cycle started\" to its "+
 		"\"cycle finished\" log line, the third cycle on (the second reads the listings the first changed); each pushed nothing and made no mutating call. "+
-		"Its floor is the CPU of the full index build of the same repository above (median of its runs). "+
-		"Runs: %s (wall %s). "+
+		"Its floor is the CPU (user and system, every core) of a full index build of the same repository in a process of its own, "+
+		"run after each measured cycle while the service waits for the next. The service collects its garbage and returns it to the system after each cycle "+
+		"(after the \"cycle finished\" line, so outside the window measured). "+
+		"Runs: cycles %s (wall %s); full index builds %s. "+
 		"**Change → PR**: right after a cycle ends, a namespace with the default revision and no drift is moved to revision 1-25-1 "+
 		"(its label written through the API server), and the time is taken until its PR is open on the emulated GitHub, through the "+
 		"informers, the %s debounce and a whole cycle over the fleet. Runs: %s.\n\n",
@@ -306,7 +308,7 @@ func (r *report) liveMarkdown(b *strings.Builder, l *liveResult) {
 		s.Sync.Round(time.Second), mib(s.SyncRSS),
 		len(s.CycleCPU), len(s.ChangeToPR), (time.Duration(len(s.RSS)) * rssSampling).Round(time.Second),
 		rssSampling, len(s.RSS), mib(median(s.RSS)), mib(slices.Max(s.RSS)), mib(s.HWM),
-		durations(s.CycleCPU, time.Millisecond), durations(s.CycleWall, 10*time.Millisecond),
+		durations(s.CycleCPU, time.Millisecond), durations(s.CycleWall, 10*time.Millisecond), durations(s.Index.cpu, time.Millisecond),
 		seconds(s.Debounce), durations(s.ChangeToPR, 100*time.Millisecond))
 }
 

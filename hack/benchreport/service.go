@@ -55,6 +55,10 @@ type serviceResult struct {
 	// CycleCPU and CycleWall are the unchanged cycles'.
 	CycleCPU  []time.Duration
 	CycleWall []time.Duration
+	// Index is the floor of CycleCPU: full builds of the same repository's
+	// index, each run in a process of its own while the service waits
+	// for its next cycle.
+	Index series
 	// ChangeToPR is from a namespace label change to its PR being open.
 	ChangeToPR []time.Duration
 	Debounce   time.Duration
@@ -87,7 +91,7 @@ type kedgeProcess struct {
 // the fleet's repository and the GitHub emulation. It measures the steady
 // state's resident memory, the CPU of cycles in which nothing changed,
 // and the time from a namespace label change to its pull request.
-func measureService(ctx context.Context, opts options, kedge, kubeconfig string, restCfg *rest.Config, f *fleetData, enabled []string) (*serviceResult, error) {
+func measureService(ctx context.Context, opts options, kedge, self, kubeconfig string, restCfg *rest.Config, f *fleetData, enabled []string) (*serviceResult, error) {
 	git, err := gitserver.Start()
 	if err != nil {
 		return nil, err
@@ -161,6 +165,12 @@ func measureService(ctx context.Context, opts options, kedge, kubeconfig string,
 		res.CycleCPU = append(res.CycleCPU, c.cpu)
 		res.CycleWall = append(res.CycleWall, c.wall)
 		logf("service figure, unchanged cycle %d/%d: %s wall, %d ms CPU, RSS %d MiB", round+1, opts.runs, c.wall.Round(time.Millisecond), c.cpu.Milliseconds(), readStatus(p.cmd.Process.Pid, "VmRSS:")>>20)
+		full, err := measure(ctx, opts.root, nil, self, "-child", "index", "-dir", f.Repo)
+		if err != nil {
+			return nil, err
+		}
+		res.Index.add(full)
+		logf("service figure, full index build %d/%d: %d ms CPU", round+1, opts.runs, full.CPU.Milliseconds())
 	}
 
 	drifting := map[string]bool{}
