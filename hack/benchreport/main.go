@@ -112,7 +112,7 @@ func logf(format string, args ...any) {
 
 func run(ctx context.Context, opts options) error {
 	began := time.Now()
-	r := &report{Machine: readMachine(), Runs: opts.runs, Started: began, Scale: opts.scale}
+	r := &report{Machine: readMachine(), Runs: opts.runs, Started: began, Scale: opts.scale, Only: opts.only}
 	work, err := os.MkdirTemp("", "kedge-bench-")
 	if err != nil {
 		return err
