@@ -12,9 +12,13 @@
 //     the GitHub emulation (internal/reconcile), and mesh change to pull
 //     request through the service against a real API server
 //     (internal/cluster/integration);
-//   - `kedge plan` against a real API server holding 20,000 pods, against
-//     `kubectl get pods -A -o json` of the same server. Loading the pods
-//     takes minutes; -live=false (or KEDGE_BENCH_LIVE=0) leaves it out.
+//   - against a real API server holding the same 100,000-pod fleet:
+//     `kedge plan` beside `kubectl get pods -A -o json` of the same
+//     server, then `kedge run` as a process of its own with a real git
+//     server and the GitHub emulation (steady-state RSS, an unchanged
+//     cycle's CPU beside a full index build, namespace change to PR).
+//     Loading the pods takes minutes; -live=false (or KEDGE_BENCH_LIVE=0)
+//     leaves it out.
 //
 // Generated data is cached (by a hash of the generator's sources) under
 // -cache, outside the repository.
@@ -52,7 +56,7 @@ func main() {
 	var opts options
 	flag.StringVar(&opts.out, "out", "docs/benchmarks.md", "report to write")
 	flag.IntVar(&opts.runs, "runs", envInt("KEDGE_BENCH_RUNS", 3), "runs per figure; the report quotes medians (env KEDGE_BENCH_RUNS)")
-	flag.BoolVar(&opts.live, "live", os.Getenv("KEDGE_BENCH_LIVE") != "0", "measure the live plan against a real API server with 20,000 pods (env KEDGE_BENCH_LIVE=0 leaves it out)")
+	flag.BoolVar(&opts.live, "live", os.Getenv("KEDGE_BENCH_LIVE") != "0", "measure the live plan and the service against a real API server holding the fleet (env KEDGE_BENCH_LIVE=0 leaves it out)")
 	flag.StringVar(&opts.cache, "cache", defaultCache(), "where generated fleets are kept between runs (env KEDGE_BENCH_CACHE)")
 	flag.Float64Var(&opts.scale, "scale", 1, "shrink the fleets by this factor, to try the tool quickly (the report says so)")
 	flag.StringVar(&opts.only, "only", "", "measure only this group of figures (plan|index|go|live), to try the tool (the report says so)")
