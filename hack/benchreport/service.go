@@ -61,6 +61,9 @@ type serviceResult struct {
 	Index series
 	// ChangeToPR is from a namespace label change to its PR being open.
 	ChangeToPR []time.Duration
+	// ChangeTimedOut is set when a change had no PR within
+	// changeDeadline; the last ChangeToPR is then that deadline, a bound.
+	ChangeTimedOut bool
 	Debounce   time.Duration
 }
 
@@ -183,6 +186,13 @@ func measureService(ctx context.Context, opts options, kedge, self, kubeconfig s
 	}
 	for round := range opts.runs {
 		took, err := changeToPR(ctx, p, kube, gh, f.Spec.Cluster, candidates[round])
+		if errors.Is(err, errNoPR) {
+			// Later changes would wait as long: report the bound.
+			res.ChangeToPR = append(res.ChangeToPR, changeDeadline)
+			res.ChangeTimedOut = true
+			logf("service figure, change → PR %d/%d: none within %s", round+1, opts.runs, changeDeadline)
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -240,7 +250,7 @@ func changeToPR(ctx context.Context, p *kedgeProcess, kube kubernetes.Interface,
 		return 0, err
 	}
 	branch := reconcile.BranchPrefix(cluster) + namespace
-	deadline := start.Add(5 * time.Minute)
+	deadline := start.Add(changeDeadline)
 	for time.Now().Before(deadline) {
 		for _, pr := range gh.PRs() {
 			if pr.GetHead().GetRef() == branch {
@@ -257,8 +267,14 @@ func changeToPR(ctx context.Context, p *kedgeProcess, kube kubernetes.Interface,
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return 0, fmt.Errorf("no PR for namespace %s within 5 minutes of its change", namespace)
+	return 0, fmt.Errorf("namespace %s: %w", namespace, errNoPR)
 }
+
+// changeDeadline is how long a change may take to become a PR before the
+// measurement gives up on it.
+const changeDeadline = 5 * time.Minute
+
+var errNoPR = fmt.Errorf("no PR within %s of the change", changeDeadline)
 
 // startKedge starts `kedge run` and follows its log.
 func startKedge(ctx context.Context, dir, kedge, config string) (*kedgeProcess, error) {
