@@ -64,7 +64,7 @@ type serviceResult struct {
 	// ChangeTimedOut is set when a change had no PR within
 	// changeDeadline; the last ChangeToPR is then that deadline, a bound.
 	ChangeTimedOut bool
-	Debounce   time.Duration
+	Debounce       time.Duration
 }
 
 // serviceEvent is one line of the service's JSON log that the measurement
@@ -236,8 +236,9 @@ limits:
 }
 
 // changeToPR moves namespace from the default revision to another one
-// right after a cycle ended (so none is in flight), and measures until its
-// PR is open; then it lets that cycle end.
+// right after a cycle ended, and measures until its PR is open; then it
+// lets that cycle end. When cycles last longer than cycle.resync, the next
+// one is already in flight, and the change waits for it too.
 func changeToPR(ctx context.Context, p *kedgeProcess, kube kubernetes.Interface, gh *ghemu.Server, cluster, namespace string) (time.Duration, error) {
 	start := time.Now()
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
