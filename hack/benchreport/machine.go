@@ -65,3 +65,14 @@ func loadAverage() string {
 	}
 	return strings.Join(f[:3], " / ")
 }
+
+// memAvailable is the memory the kernel could give a new process without
+// swapping, in bytes.
+func memAvailable() int64 {
+	if kb := procField("/proc/meminfo", "MemAvailable"); kb != "" {
+		if n, err := strconv.ParseInt(strings.Fields(kb)[0], 10, 64); err == nil {
+			return n << 10
+		}
+	}
+	return 0
+}

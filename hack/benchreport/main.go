@@ -14,9 +14,13 @@
 //     (internal/cluster/integration); a cycle over 20 repositories of 50
 //     namespaces each, against the git command line pushing the same
 //     branches (internal/reconcile);
-//   - `kedge plan` against a real API server holding 20,000 pods, against
-//     `kubectl get pods -A -o json` of the same server. Loading the pods
-//     takes minutes; -live=false (or KEDGE_BENCH_LIVE=0) leaves it out.
+//   - against a real API server holding the same 100,000-pod fleet:
+//     `kedge plan` beside `kubectl get pods -A -o json` of the same
+//     server, then `kedge run` as a process of its own with a real git
+//     server and the GitHub emulation (steady-state RSS, an unchanged
+//     cycle's CPU beside a full index build, namespace change to PR).
+//     Loading the pods takes minutes; -live=false (or KEDGE_BENCH_LIVE=0)
+//     leaves it out.
 //
 // Generated data is cached (by a hash of the generator's sources) under
 // -cache, outside the repository.
@@ -44,6 +48,8 @@ type options struct {
 	// scale shrinks the fleets (not the Go benchmarks) for a quick trial
 	// of the tool itself; reports are made at 1.
 	scale float64
+	// only, when set, measures one group of figures, to try the tool.
+	only string
 }
 
 func main() {
@@ -52,9 +58,10 @@ func main() {
 	var opts options
 	flag.StringVar(&opts.out, "out", "docs/benchmarks.md", "report to write")
 	flag.IntVar(&opts.runs, "runs", envInt("KEDGE_BENCH_RUNS", 3), "runs per figure; the report quotes medians (env KEDGE_BENCH_RUNS)")
-	flag.BoolVar(&opts.live, "live", os.Getenv("KEDGE_BENCH_LIVE") != "0", "measure the live plan against a real API server with 20,000 pods (env KEDGE_BENCH_LIVE=0 leaves it out)")
+	flag.BoolVar(&opts.live, "live", os.Getenv("KEDGE_BENCH_LIVE") != "0", "measure the live plan and the service against a real API server holding the fleet (env KEDGE_BENCH_LIVE=0 leaves it out)")
 	flag.StringVar(&opts.cache, "cache", defaultCache(), "where generated fleets are kept between runs (env KEDGE_BENCH_CACHE)")
 	flag.Float64Var(&opts.scale, "scale", 1, "shrink the fleets by this factor, to try the tool quickly (the report says so)")
+	flag.StringVar(&opts.only, "only", "", "measure only this group of figures (plan|index|go|repositories|live), to try the tool (the report says so)")
 	flag.Parse()
 
 	if *child != "" {
@@ -111,7 +118,7 @@ func logf(format string, args ...any) {
 
 func run(ctx context.Context, opts options) error {
 	began := time.Now()
-	r := &report{Machine: readMachine(), Runs: opts.runs, Started: began, Scale: opts.scale}
+	r := &report{Machine: readMachine(), Runs: opts.runs, Started: began, Scale: opts.scale, Only: opts.only}
 	work, err := os.MkdirTemp("", "kedge-bench-")
 	if err != nil {
 		return err
@@ -134,20 +141,29 @@ func run(ctx context.Context, opts options) error {
 	}
 	r.Fleet = fleet
 
-	if err := measurePlan(ctx, opts, r, kedge, self, fleet); err != nil {
-		return err
+	measures := func(group string) bool { return opts.only == "" || opts.only == group }
+	if measures("plan") {
+		if err := measurePlan(ctx, opts, r, kedge, self, fleet); err != nil {
+			return err
+		}
 	}
-	if err := measureIndex(ctx, opts, r, self, fleet); err != nil {
-		return err
+	if measures("index") {
+		if err := measureIndex(ctx, opts, r, self, fleet); err != nil {
+			return err
+		}
 	}
-	if err := measureGoBenchmarks(ctx, opts, r); err != nil {
-		return err
+	if measures("go") {
+		if err := measureGoBenchmarks(ctx, opts, r); err != nil {
+			return err
+		}
 	}
-	if err := measureRepositories(ctx, opts, r); err != nil {
-		return err
+	if measures("repositories") {
+		if err := measureRepositories(ctx, opts, r); err != nil {
+			return err
+		}
 	}
-	if opts.live {
-		if err := measureLive(ctx, opts, r, kedge); err != nil {
+	if opts.live && measures("live") {
+		if err := measureLive(ctx, opts, r, kedge, self, fleet); err != nil {
 			return err
 		}
 	}

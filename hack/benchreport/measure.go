@@ -8,8 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -21,6 +21,9 @@ type outcome struct {
 	CPU     time.Duration
 	PeakRSS int64 // bytes
 	Stdout  []byte
+	// Stopped is set when the process was killed for going over its
+	// memory cap; Wall is then how long it ran.
+	Stopped bool
 }
 
 // measure runs a command to completion and keeps its output (the child
@@ -32,6 +35,14 @@ func measure(ctx context.Context, dir string, env []string, name string, args ..
 // measureTo is measure; with discard the output goes to /dev/null, so a
 // large one costs the parent nothing.
 func measureTo(ctx context.Context, dir string, env []string, discard bool, name string, args ...string) (outcome, error) {
+	return measureCapped(ctx, dir, env, discard, 0, name, args...)
+}
+
+// measureCapped is measureTo for a process that is killed once its
+// resident set passes limit bytes (0: no limit): a floor that would take
+// more memory than the machine has is reported as stopped, not run into
+// the kernel's OOM killer on a shared machine.
+func measureCapped(ctx context.Context, dir string, env []string, discard bool, limit int64, name string, args ...string) (outcome, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
@@ -51,11 +62,20 @@ func measureTo(ctx context.Context, dir string, env []string, discard bool, name
 	}
 	done := make(chan struct{})
 	peak := make(chan int64, 1)
-	go func() { peak <- watchPeakRSS(cmd.Process.Pid, done) }()
+	var stopped atomic.Bool
+	go func() {
+		peak <- watchPeakRSS(cmd.Process.Pid, done, limit, func() {
+			stopped.Store(true)
+			_ = cmd.Process.Kill()
+		})
+	}()
 	err := cmd.Wait()
 	wall := time.Since(start)
 	close(done)
 	hwm := <-peak
+	if stopped.Load() {
+		return outcome{Wall: wall, PeakRSS: hwm, Stopped: true}, nil
+	}
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail(stderr.String(), 2000))
 	}
@@ -67,23 +87,19 @@ func measureTo(ctx context.Context, dir string, env []string, discard bool, name
 }
 
 // watchPeakRSS follows a process's VmHWM (the peak resident set of its
-// program, since exec) until done. getrusage's ru_maxrss cannot be used:
+// program, since exec) until done, and calls over once when it passes
+// limit (0: never). getrusage's ru_maxrss cannot be used:
 // Go starts children with vfork, and Linux then carries the parent's peak
 // into the child's.
-func watchPeakRSS(pid int, done <-chan struct{}) int64 {
-	status := fmt.Sprintf("/proc/%d/status", pid)
+func watchPeakRSS(pid int, done <-chan struct{}, limit int64, over func()) int64 {
 	var peak int64
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if data, err := os.ReadFile(status); err == nil {
-			for _, line := range strings.Split(string(data), "\n") {
-				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-					if kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64); err == nil {
-						peak = max(peak, kb*1024)
-					}
-				}
-			}
+		peak = max(peak, readStatus(pid, "VmHWM:"))
+		if limit > 0 && peak > limit {
+			over()
+			limit = 0
 		}
 		select {
 		case <-done:
@@ -122,17 +138,26 @@ func median[T int64 | float64 | time.Duration](xs []T) T {
 
 // series collects the runs of one variant.
 type series struct {
-	wall []time.Duration
-	cpu  []time.Duration
-	rss  []int64
+	wall    []time.Duration
+	cpu     []time.Duration
+	rss     []int64
+	stopped []bool
 }
 
 func (s *series) add(r outcome) {
 	s.wall = append(s.wall, r.Wall)
 	s.cpu = append(s.cpu, r.CPU)
 	s.rss = append(s.rss, r.PeakRSS)
+	s.stopped = append(s.stopped, r.Stopped)
 }
+
+func (s *series) medianCPU() time.Duration { return median(s.cpu) }
 
 func (s *series) medianWall() time.Duration { return median(s.wall) }
 func (s *series) medianRSS() int64          { return median(s.rss) }
-func (s *series) maxRSS() int64             { return slices.Max(s.rss) }
+func (s *series) maxRSS() int64 {
+	if len(s.rss) == 0 {
+		return 0
+	}
+	return slices.Max(s.rss)
+}

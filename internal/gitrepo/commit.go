@@ -228,7 +228,7 @@ func (r *Repo) storeBlob(content []byte) (plumbing.Hash, error) {
 	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return r.repo.Storer.SetEncodedObject(obj)
+	return r.put(obj)
 }
 
 type encoder interface {
@@ -240,9 +240,22 @@ func (r *Repo) store(o encoder) (plumbing.Hash, error) {
 	if err := o.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("gitrepo: encode object: %w", err)
 	}
-	h, err := r.repo.Storer.SetEncodedObject(obj)
+	h, err := r.put(obj)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("gitrepo: store object: %w", err)
 	}
 	return h, nil
+}
+
+// put stores obj unless the repository has it already. Every cycle builds
+// each drifted namespace's branch again, and when nothing changed every
+// blob, tree and commit it builds exists from the cycle before: the hash
+// is computed in memory, and writing a loose object (a temporary file,
+// compressed, renamed) again would be most of an unchanged cycle's cost.
+func (r *Repo) put(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	h := obj.Hash()
+	if r.repo.Storer.HasEncodedObject(h) == nil {
+		return h, nil
+	}
+	return r.repo.Storer.SetEncodedObject(obj)
 }

@@ -44,26 +44,53 @@ type Commit struct {
 // returns its clone URL.
 func (s *Server) CreateRepo(t testing.TB, repo, dir string) string {
 	t.Helper()
+	url, err := s.Import(repo, dir)
+	if err != nil {
+		t.Fatalf("gitserver: %v", err)
+	}
+	return url
+}
+
+// Import is CreateRepo outside a test: it returns what went wrong instead
+// of failing one.
+func (s *Server) Import(repo, dir string) (string, error) {
 	bare := s.RepoPath(repo)
 	if _, err := os.Stat(bare); err == nil {
-		t.Fatalf("gitserver: repository %s exists", repo)
+		return "", fmt.Errorf("repository %s exists", repo)
 	}
-	s.mustGit(t, nil, "", "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	if _, err := s.git(nil, "", "init", "--quiet", "--bare", "--initial-branch=main", bare); err != nil {
+		return "", err
+	}
 	// GitHub checks every pushed object; so does this server, so a malformed
 	// tree or commit fails the push instead of surfacing much later.
-	s.mustGit(t, nil, "", "--git-dir="+bare, "config", "receive.fsckObjects", "true")
-
-	index := filepath.Join(t.TempDir(), "index")
+	if _, err := s.git(nil, "", "--git-dir="+bare, "config", "receive.fsckObjects", "true"); err != nil {
+		return "", err
+	}
+	scratch, err := os.MkdirTemp("", "gitserver-index-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(scratch)
 	env := append(identityEnv(PlatformTeam, PlatformTeam),
-		"GIT_INDEX_FILE="+index,
+		"GIT_INDEX_FILE="+filepath.Join(scratch, "index"),
 		"GIT_AUTHOR_DATE="+initialCommitDate,
 		"GIT_COMMITTER_DATE="+initialCommitDate,
 	)
-	s.mustGit(t, env, "", "-C", dir, "--git-dir="+bare, "--work-tree="+dir, "add", "--all")
-	tree := s.mustGit(t, env, "", "--git-dir="+bare, "write-tree")
-	commit := s.mustGit(t, env, "", "--git-dir="+bare, "commit-tree", tree, "-m", "Initial commit")
-	s.mustGit(t, nil, "", "--git-dir="+bare, "update-ref", "refs/heads/main", commit, "")
-	return s.RepoURL(repo)
+	if _, err := s.git(env, "", "-C", dir, "--git-dir="+bare, "--work-tree="+dir, "add", "--all"); err != nil {
+		return "", err
+	}
+	tree, err := s.git(env, "", "--git-dir="+bare, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	commit, err := s.git(env, "", "--git-dir="+bare, "commit-tree", tree, "-m", "Initial commit")
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.git(nil, "", "--git-dir="+bare, "update-ref", "refs/heads/main", commit, ""); err != nil {
+		return "", err
+	}
+	return s.RepoURL(repo), nil
 }
 
 // CreateRepoFiles is CreateRepo for a tree given as path → content.

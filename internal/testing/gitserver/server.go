@@ -70,22 +70,48 @@ type Server struct {
 // test ends. It fails the test when git or git-http-backend is missing.
 func New(t testing.TB) *Server {
 	t.Helper()
-	backend, err := httpBackendPath()
+	s, err := Start()
 	if err != nil {
 		t.Fatalf("gitserver: %v", err)
 	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server on 127.0.0.1 with a random token, outside a test
+// (a benchmark program); the caller must Close it.
+func Start() (*Server, error) {
+	backend, err := httpBackendPath()
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.MkdirTemp("", "gitserver-root-")
+	if err != nil {
+		return nil, err
+	}
+	home, err := os.MkdirTemp("", "gitserver-home-")
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
 	s := &Server{
-		root:          t.TempDir(),
-		home:          t.TempDir(),
+		root:          root,
+		home:          home,
 		backend:       backend,
 		token:         RandomToken(),
 		pushesPerRepo: map[string]int{},
 		failPushTo:    map[string]int{},
 	}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
-	t.Cleanup(s.http.Close)
 	s.URL = s.http.URL
-	return s
+	return s, nil
+}
+
+// Close stops the server and removes its repositories.
+func (s *Server) Close() {
+	s.http.Close()
+	os.RemoveAll(s.root)
+	os.RemoveAll(s.home)
 }
 
 // RandomToken returns a fresh token in the shape of a GitHub installation
