@@ -5,12 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/strvals"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -41,41 +44,35 @@ func (a ArgoApply) identity(o *unstructured.Unstructured, k *types.Kustomization
 	return namespace, name
 }
 
-func isArgoApplication(o *unstructured.Unstructured) bool {
-	group, _, _ := strings.Cut(o.GetAPIVersion(), "/")
-	return group == "argoproj.io" && o.GetKind() == "Application"
-}
-
 // compareArgo holds a changed Application to the promise: only its
-// sources' kustomize.patches change, and the build Argo CD's repo server
-// runs for each changed source changes nothing but intended restarts.
+// sources' kustomize.patches change, or only their helm values
+// (valuesObject, values, parameters), and what Argo CD's repo server
+// renders for each changed source changes nothing but intended restarts.
 func (c Check) compareArgo(where string, b, a *unstructured.Unstructured, res *Result) {
-	name := "Argo CD Application " + a.GetNamespace() + "/" + a.GetName()
-	problem := func(format string, args ...any) {
-		res.Problems = append(res.Problems, where+": "+name+": "+fmt.Sprintf(format, args...))
-	}
+	label := "Argo CD Application " + a.GetNamespace() + "/" + a.GetName()
 	before, after := sourcesOf(b), sourcesOf(a)
-	if len(before) != len(after) || !reflect.DeepEqual(withoutSourcePatches(b), withoutSourcePatches(a)) {
-		problem("changes beyond the sources' kustomize.patches")
+	render := buildArgo
+	switch {
+	case len(before) != len(after):
+		res.problem(where, "%s: changes beyond the sources' kustomize.patches", label)
+		return
+	case reflect.DeepEqual(withoutSourceFields(b, "helm", "values", "valuesObject", "parameters"), withoutSourceFields(a, "helm", "values", "valuesObject", "parameters")):
+		// An Application whose source path holds a chart is rendered with
+		// `helm template` and the source's helm block.
+		namespace, _, _ := unstructured.NestedString(a.Object, "spec", "destination", "namespace")
+		render = func(repo string, source map[string]any) ([]*unstructured.Unstructured, error) {
+			return renderArgoChart(repo, c.Charts, a.GetName(), namespace, source)
+		}
+	case !reflect.DeepEqual(withoutSourceFields(b, "kustomize", "patches"), withoutSourceFields(a, "kustomize", "patches")):
+		res.problem(where, "%s: changes beyond the sources' kustomize.patches", label)
 		return
 	}
-	built := c
-	built.TargetNamespaces, built.Flux, built.Argo = nil, nil, nil
+	inner := c
+	inner.TargetNamespaces, inner.Flux, inner.Argo = nil, nil, nil
 	for i := range after {
-		if reflect.DeepEqual(before[i], after[i]) {
-			continue
+		if !reflect.DeepEqual(before[i], after[i]) {
+			compareRendered(c, inner, fmt.Sprintf("%s (%s, source %d)", where, label, i), before[i], after[i], render, true, res)
 		}
-		objsBefore, err := buildArgo(c.Before, before[i])
-		if err != nil {
-			problem("source %d does not build before the patch: %v", i, err)
-			continue
-		}
-		objsAfter, err := buildArgo(c.After, after[i])
-		if err != nil {
-			problem("source %d builds before the patch, not after: %v", i, err)
-			continue
-		}
-		built.compare(fmt.Sprintf("%s (%s, source %d)", where, name, i), objsBefore, objsAfter, true, res)
 	}
 }
 
@@ -95,17 +92,22 @@ func sourcesOf(o *unstructured.Unstructured) []map[string]any {
 	return nil
 }
 
-func withoutSourcePatches(o *unstructured.Unstructured) map[string]any {
+// withoutSourceFields is a copy of an Application's body with the fields
+// of the block (kustomize, helm) of every source removed, and the block
+// too when nothing else is in it.
+func withoutSourceFields(o *unstructured.Unstructured, block string, fields ...string) map[string]any {
 	out := runtime.DeepCopyJSON(o.Object)
 	strip := func(src any) {
 		s, _ := src.(map[string]any)
-		k, _ := s["kustomize"].(map[string]any)
-		if k == nil {
+		b, ok := s[block].(map[string]any)
+		if !ok {
 			return
 		}
-		delete(k, "patches")
-		if len(k) == 0 {
-			delete(s, "kustomize")
+		for _, f := range fields {
+			delete(b, f)
+		}
+		if len(b) == 0 {
+			delete(s, block)
 		}
 	}
 	spec, _ := out["spec"].(map[string]any)
@@ -134,32 +136,18 @@ func buildArgo(repo string, source map[string]any) ([]*unstructured.Unstructured
 			Components        []string          `json:"components"`
 		} `json:"kustomize"`
 	}
-	data, err := yaml.Marshal(source)
-	if err == nil {
-		err = yaml.Unmarshal(data, &src)
+	if err := convert(source, &src); err != nil {
+		return nil, err
 	}
+	dir, err := pathIn(repo, src.Path)
 	if err != nil {
 		return nil, err
 	}
-	top, err := resolved(repo)
+	kus, file, err := readKustomization(dir)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(top, filepath.FromSlash(strings.TrimPrefix(src.Path, "./")))
-	var kus types.Kustomization
-	file := ""
-	for _, n := range kustomizationFiles {
-		raw, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			continue
-		}
-		if err := yaml.Unmarshal(raw, &kus); err != nil {
-			return nil, err
-		}
-		file = filepath.Join(dir, n)
-		break
-	}
-	if file == "" {
+	if kus == nil {
 		return nil, fmt.Errorf("%s has no kustomization file", src.Path)
 	}
 	opts := src.Kustomize
@@ -186,15 +174,11 @@ func buildArgo(repo string, source map[string]any) ([]*unstructured.Unstructured
 	}
 	kus.Patches = append(kus.Patches, opts.Patches...)
 	for _, comp := range opts.Components {
-		if !containsString(kus.Components, comp) {
+		if !slices.Contains(kus.Components, comp) {
 			kus.Components = append(kus.Components, comp)
 		}
 	}
-	generated, err := yaml.Marshal(kus)
-	if err != nil {
-		return nil, err
-	}
-	return kustomizeBuild(overlaid{FileSystem: filesys.MakeFsOnDisk(), path: file, data: generated}, dir)
+	return buildEdited(dir, file, kus)
 }
 
 // imageFromArg reads `kustomize edit set image` arguments: [name=]ref,
@@ -231,25 +215,84 @@ func withImage(list []types.Image, img types.Image) []types.Image {
 	return append(out, img)
 }
 
-// argoApplying is the ArgoApply of the deepest directory holding p.
-func (c Check) argoApplying(p string) (ArgoApply, bool) {
-	best, found := -1, ArgoApply{}
-	for dir, a := range c.Argo {
-		if (dir == "." || p == dir || strings.HasPrefix(p, dir+"/")) && len(dir) > best {
-			best, found = len(dir), a
+// renderArgoChart renders the chart at a source's path in a checkout as
+// Argo CD's repo server does: valueFiles, then values or valuesObject
+// (valuesObject replaces values), then parameters
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/helm/); objects
+// without a namespace land in the destination's.
+func renderArgoChart(repo string, charts map[string]string, app, namespace string, source map[string]any) ([]*unstructured.Unstructured, error) {
+	var src struct {
+		Path           string `json:"path"`
+		RepoURL        string `json:"repoURL"`
+		Chart          string `json:"chart"`
+		TargetRevision string `json:"targetRevision"`
+		Helm           struct {
+			ReleaseName  string         `json:"releaseName"`
+			ValueFiles   []string       `json:"valueFiles"`
+			Values       string         `json:"values"`
+			ValuesObject map[string]any `json:"valuesObject"`
+			Parameters   []struct {
+				Name        string `json:"name"`
+				Value       string `json:"value"`
+				ForceString bool   `json:"forceString"`
+			} `json:"parameters"`
+		} `json:"helm"`
+	}
+	if err := convert(source, &src); err != nil {
+		return nil, err
+	}
+	dir, err := pathIn(repo, src.Path)
+	if err != nil {
+		return nil, err
+	}
+	if src.Chart != "" {
+		var ok bool
+		if dir, ok = charts[src.RepoURL+" "+src.Chart+" "+src.TargetRevision]; !ok {
+			return nil, fmt.Errorf("no copy of chart %s %s from %s", src.Chart, src.TargetRevision, src.RepoURL)
 		}
 	}
-	return found, best >= 0
-}
-
-// unwrapKustomize takes the patches list out of an added `kustomize:`
-// mapping that holds nothing else: an Application source without a
-// kustomize block gets one to carry the entry.
-func unwrapKustomize(doc any) any {
-	if m, ok := doc.(map[string]any); ok && len(m) == 1 {
-		if k, ok := m["kustomize"].(map[string]any); ok && len(k) == 1 {
-			return k
+	chrt, err := loader.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]any{}
+	layer := func(over map[string]any) { values = chartutil.MergeTables(over, values) }
+	for _, f := range src.Helm.ValueFiles {
+		raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if err != nil {
+			return nil, err
+		}
+		m := map[string]any{}
+		if err := yaml.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		layer(m)
+	}
+	inline := src.Helm.ValuesObject
+	if inline == nil {
+		if err := yaml.Unmarshal([]byte(src.Helm.Values), &inline); err != nil {
+			return nil, err
 		}
 	}
-	return doc
+	if inline != nil {
+		layer(inline)
+	}
+	for _, p := range src.Helm.Parameters {
+		parse := strvals.ParseInto
+		if p.ForceString {
+			parse = strvals.ParseIntoString
+		}
+		if err := parse(p.Name+"="+p.Value, values); err != nil {
+			return nil, err
+		}
+	}
+	release := src.Helm.ReleaseName
+	if release == "" {
+		release = app
+	}
+	rendered, err := renderChart(chrt, values, release, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInstalled(rendered, namespace)
 }

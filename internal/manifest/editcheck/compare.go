@@ -1,27 +1,17 @@
 package editcheck
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
-
-	"github.com/kedge-io/kedge/internal/yamlguard"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Restart is a workload a patch restarts, and the pod template annotations
@@ -70,6 +60,10 @@ type Result struct {
 	Problems []string
 }
 
+func (res *Result) problem(where, format string, args ...any) {
+	res.Problems = append(res.Problems, where+": "+fmt.Sprintf(format, args...))
+}
+
 // CompareRepos builds every kustomize root of both checkouts with the
 // kustomize library, reads the changed files no build read (plain manifests
 // a GitOps controller applies as they are), and checks that every object
@@ -89,7 +83,7 @@ func CompareRepos(c Check) (Result, error) {
 		}
 		after, err := build(c.After, root, read)
 		if err != nil {
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: builds before the patch, not after: %v", root, err))
+			res.problem(root, "builds before the patch, not after: %v", err)
 			continue
 		}
 		c.compare(root, before, after, !included[root], &res)
@@ -99,7 +93,7 @@ func CompareRepos(c Check) (Result, error) {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(c.Before, filepath.FromSlash(f))); errors.Is(err, fs.ErrNotExist) {
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: created, but no kustomization reads it", f))
+			res.problem(f, "created, but no kustomization reads it")
 			continue
 		}
 		before, err := decodeFile(filepath.Join(c.Before, filepath.FromSlash(f)))
@@ -115,57 +109,71 @@ func CompareRepos(c Check) (Result, error) {
 	return res, nil
 }
 
+// The GitOps objects whose change is proven by what they render.
+var (
+	fluxKustomization = schema.GroupKind{Group: "kustomize.toolkit.fluxcd.io", Kind: "Kustomization"}
+	helmRelease       = schema.GroupKind{Group: "helm.toolkit.fluxcd.io", Kind: "HelmRelease"}
+	argoApplication   = schema.GroupKind{Group: "argoproj.io", Kind: "Application"}
+)
+
 // compare holds the objects one root (or plain file) gives after the patch
 // to those it gave before. deployed says the objects are applied as they
 // are, so a restart must sit on the workload it names.
 func (c Check) compare(where string, before, after []*unstructured.Unstructured, deployed bool, res *Result) {
-	problem := func(format string, args ...any) {
-		res.Problems = append(res.Problems, where+": "+fmt.Sprintf(format, args...))
-	}
 	if len(before) != len(after) {
-		problem("%d objects instead of %d", len(after), len(before))
+		res.problem(where, "%d objects instead of %d", len(after), len(before))
 		return
 	}
 	for i, b := range before {
 		a := after[i]
-		if name(a) != name(b) {
-			problem("%s rendered where %s was", name(a), name(b))
-			continue
-		}
-		if reflect.DeepEqual(b.Object, a.Object) {
-			continue
-		}
-		if isFluxKustomization(a) {
+		switch {
+		case name(a) != name(b):
+			res.problem(where, "%s rendered where %s was", name(a), name(b))
+		case reflect.DeepEqual(b.Object, a.Object):
+		case a.GroupVersionKind().GroupKind() == fluxKustomization:
 			c.compareFlux(where, b, a, res)
-			continue
-		}
-		if isHelmRelease(a) {
+		case a.GroupVersionKind().GroupKind() == helmRelease:
 			c.compareRelease(where, b, a, deployed, res)
-			continue
-		}
-		if isArgoApplication(a) {
-			if !c.compareArgoValues(where, b, a, res) {
-				c.compareArgo(where, b, a, res)
-			}
-			continue
-		}
-		r := c.restartOn(a)
-		if r == nil {
-			problem("%s changed without carrying an intended restart", name(a))
-			continue
-		}
-		if deployed && !c.restarts(a, where, r) {
-			problem("%s carries the restart of %s", name(a), r)
-			continue
-		}
-		if !reflect.DeepEqual(restarted(b, r), a.Object) {
-			problem("%s changed beyond the restart annotations", name(a))
-			continue
-		}
-		if deployed {
-			res.Restarted[r.String()] = true
+		case a.GroupVersionKind().GroupKind() == argoApplication:
+			c.compareArgo(where, b, a, res)
+		default:
+			c.compareWorkload(where, b, a, deployed, res)
 		}
 	}
+}
+
+// compareWorkload holds a changed object to one intended restart: its
+// annotations, and nothing else, set on the pod template of the workload
+// it names.
+func (c Check) compareWorkload(where string, b, a *unstructured.Unstructured, deployed bool, res *Result) {
+	r := c.restartOn(a)
+	switch {
+	case r == nil:
+		res.problem(where, "%s changed without carrying an intended restart", name(a))
+	case deployed && !c.restarts(a, where, r):
+		res.problem(where, "%s carries the restart of %s", name(a), r)
+	case !reflect.DeepEqual(restarted(b.Object, r.Annotations), a.Object):
+		res.problem(where, "%s changed beyond the restart annotations", name(a))
+	case deployed:
+		res.Restarted[r.String()] = true
+	}
+}
+
+// compareRendered holds what a GitOps object renders after its change
+// (from the After checkout) to what it rendered before, with inner's view
+// of where the objects are applied.
+func compareRendered[T any](c, inner Check, where string, before, after T, render func(repo string, o T) ([]*unstructured.Unstructured, error), deployed bool, res *Result) {
+	b, err := render(c.Before, before)
+	if err != nil {
+		res.problem(where, "does not render before the change: %v", err)
+		return
+	}
+	a, err := render(c.After, after)
+	if err != nil {
+		res.problem(where, "renders before the change, not after: %v", err)
+		return
+	}
+	inner.compare(where, b, a, deployed, res)
 }
 
 var templateAnnotations = []string{"spec", "template", "metadata", "annotations"}
@@ -190,39 +198,38 @@ func (c Check) restartOn(o *unstructured.Unstructured) *Restart {
 // workload r names.
 func (c Check) restarts(o *unstructured.Unstructured, where string, r *Restart) bool {
 	ns, name := o.GetNamespace(), o.GetName()
-	if f, ok := c.fluxApplying(where); ok {
+	if f, ok := deepest(c.Flux, where); ok {
 		ns, name = f.identity(o, kustomizationIn(filepath.Join(c.Before, filepath.FromSlash(where))))
 	}
-	if a, ok := c.argoApplying(where); ok {
+	if a, ok := deepest(c.Argo, where); ok {
 		ns, name = a.identity(o, kustomizationIn(filepath.Join(c.Before, filepath.FromSlash(where))))
 	}
-	if forced := c.forcedNamespace(where); forced != "" {
+	if forced, _ := deepest(c.TargetNamespaces, where); forced != "" {
 		ns = forced
 	}
 	return o.GetKind() == r.Kind && name == r.Name && (ns == "" || ns == r.Namespace)
 }
 
-// forcedNamespace is the namespace the deepest TargetNamespaces directory
-// holding p forces on what is applied from it.
-func (c Check) forcedNamespace(p string) string {
-	best, ns := -1, ""
-	for dir, n := range c.TargetNamespaces {
+// deepest is the value of the deepest directory of byDir holding p.
+func deepest[T any](byDir map[string]T, p string) (T, bool) {
+	best, found := -1, *new(T)
+	for dir, v := range byDir {
 		if (dir == "." || p == dir || strings.HasPrefix(p, dir+"/")) && len(dir) > best {
-			best, ns = len(dir), n
+			best, found = len(dir), v
 		}
 	}
-	return ns
+	return found, best >= 0
 }
 
-// restarted is what the restart makes of the object: a copy with the
-// restart's annotations set on the pod template, mappings created as needed.
-func restarted(o *unstructured.Unstructured, r *Restart) map[string]any {
-	out := runtime.DeepCopyJSON(o.Object)
+// restarted is what a restart makes of an object: a copy with the
+// annotations set on the pod template, mappings created as needed.
+func restarted(o map[string]any, annotations map[string]string) map[string]any {
+	out := runtime.DeepCopyJSON(o)
 	ann, _, _ := unstructured.NestedMap(out, templateAnnotations...)
 	if ann == nil {
 		ann = map[string]any{}
 	}
-	for k, v := range r.Annotations {
+	for k, v := range annotations {
 		ann[k] = v
 	}
 	parent := out
@@ -238,184 +245,22 @@ func restarted(o *unstructured.Unstructured, r *Restart) map[string]any {
 	return out
 }
 
+// isRestartPatch reports whether a strategic-merge patch body names kind
+// and name and sets the annotations on the pod template, nothing else.
+func isRestartPatch(body map[string]any, kind, name any, annotations map[string]string) bool {
+	want := map[string]any{"apiVersion": body["apiVersion"], "kind": kind, "metadata": map[string]any{"name": name}}
+	return reflect.DeepEqual(restarted(want, annotations), body)
+}
+
+// without is a copy of an object's body with the fields at paths removed.
+func without(o *unstructured.Unstructured, paths ...[]string) map[string]any {
+	out := runtime.DeepCopyJSON(o.Object)
+	for _, p := range paths {
+		unstructured.RemoveNestedField(out, p...)
+	}
+	return out
+}
+
 func name(o *unstructured.Unstructured) string {
 	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
-}
-
-// build renders one kustomize root of a checkout as Flux does (plugins off,
-// any file of the checkout may be loaded), and when it builds, notes in read
-// every repo-relative file it read.
-func build(repo, root string, read map[string]bool) ([]*unstructured.Unstructured, error) {
-	top, err := resolved(repo)
-	if err != nil {
-		return nil, err
-	}
-	disk := readsOf{FileSystem: filesys.MakeFsOnDisk(), read: map[string]bool{}}
-	out, err := kustomizeBuild(disk, filepath.Join(repo, filepath.FromSlash(root)))
-	if err != nil {
-		return nil, err
-	}
-	for p := range disk.read {
-		if rel, err := filepath.Rel(top, p); err == nil {
-			read[filepath.ToSlash(rel)] = true
-		}
-	}
-	return out, nil
-}
-
-// readsOf is the disk, noting the files a build reads.
-type readsOf struct {
-	filesys.FileSystem
-	read map[string]bool
-}
-
-// A file over the repository budget reads as an error, as it does for
-// kedge: kustomize would expand its aliases without bound.
-func (d readsOf) ReadFile(p string) ([]byte, error) {
-	data, err := d.FileSystem.ReadFile(p)
-	if err == nil {
-		err = yamlguard.Check(data, yamlguard.Repository)
-	}
-	if err == nil {
-		if real, err := resolved(p); err == nil {
-			d.read[real] = true
-		}
-	}
-	return data, err
-}
-
-func resolved(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	return filepath.EvalSymlinks(abs)
-}
-
-// decode reads one object from its JSON, as generic maps.
-func decode(data []byte) (*unstructured.Unstructured, error) {
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
-}
-
-// decodeFile decodes every object of a YAML or JSON file, List items one by
-// one.
-func decodeFile(p string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(p)
-	if err == nil {
-		err = yamlguard.Check(data, yamlguard.Repository)
-	}
-	if err != nil {
-		return nil, err
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if len(raw) == 0 || string(raw) == "null" {
-			continue
-		}
-		o, err := decode(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if !o.IsList() {
-			out = append(out, o)
-			continue
-		}
-		err = o.EachListItem(func(item runtime.Object) error {
-			out = append(out, item.(*unstructured.Unstructured))
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-	}
-}
-
-var kustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
-// Roots lists the kustomize roots of a checkout (repo-relative,
-// slash-separated) and tells which of them other roots include as a base or
-// component: those are inputs, not necessarily applied as they render.
-func Roots(repo string) (roots []string, included map[string]bool, err error) {
-	included = map[string]bool{}
-	err = filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		if p != repo && strings.HasPrefix(d.Name(), ".") {
-			return fs.SkipDir
-		}
-		k := kustomizationIn(p)
-		if k == nil {
-			return nil
-		}
-		rel, err := filepath.Rel(repo, p)
-		if err != nil {
-			return err
-		}
-		roots = append(roots, filepath.ToSlash(rel))
-		for _, ref := range append(append(append([]string{}, k.Resources...), k.Bases...), k.Components...) { //nolint:staticcheck // bases are still read
-			target := filepath.Join(p, filepath.FromSlash(ref))
-			if kustomizationIn(target) == nil {
-				continue
-			}
-			if r, err := filepath.Rel(repo, target); err == nil {
-				included[filepath.ToSlash(r)] = true
-			}
-		}
-		return nil
-	})
-	sort.Strings(roots)
-	return roots, included, err
-}
-
-// kustomizationIn reads the kustomization of dir; nil when there is none.
-func kustomizationIn(dir string) *types.Kustomization {
-	for _, name := range kustomizationFiles {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		var k types.Kustomization
-		if yaml.Unmarshal(data, &k) != nil {
-			return &types.Kustomization{}
-		}
-		return &k
-	}
-	return nil
-}
-
-// kustomizeBuild runs kustomize on dir from the library's defaults, with no load
-// restrictions and no plugins, and decodes what it renders.
-func kustomizeBuild(fs filesys.FileSystem, dir string) ([]*unstructured.Unstructured, error) {
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = types.LoadRestrictionsNone
-	opts.PluginConfig = types.DisabledPluginConfig()
-	rm, err := krusty.MakeKustomizer(opts).Run(fs, dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range rm.Resources() {
-		data, err := r.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		o, err := decode(data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, nil
 }

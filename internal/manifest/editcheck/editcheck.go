@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -33,8 +34,6 @@ type Rules struct {
 	// its entry, with its target, in the overlay's kustomization.
 	ReleasePatchPrefix string
 }
-
-var kustomizationNames = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}
 
 var (
 	// holderLine is a metadata: or annotations: key, in YAML or JSON: the
@@ -132,7 +131,7 @@ func extendedBy(file, removed string, added []string, rules Rules) bool {
 			continue
 		}
 		for _, name := range rules.PatchFiles {
-			if kustomizationNames[path.Base(file)] && strings.Contains(inserted, name) {
+			if isKustomization(file) && strings.Contains(inserted, name) {
 				return true
 			}
 		}
@@ -152,7 +151,7 @@ func allowed(file string, text string, rules Rules) bool {
 		return true
 	case rules.ReleasePatchPrefix != "" && strings.HasPrefix(base, rules.ReleasePatchPrefix):
 		return true
-	case kustomizationNames[base]:
+	case isKustomization(file):
 		return patchesLine.MatchString(text) || slices.ContainsFunc(rules.PatchFiles, func(name string) bool { return isPatchEntry(text, name) })
 	}
 	return false
@@ -186,50 +185,35 @@ func (rules Rules) releaseBlock(file string, added []string) bool {
 	if len(added) == 0 || !oneNode(added) {
 		return false
 	}
-	var doc any
-	if yaml.Unmarshal([]byte(dedent(added)), &doc) != nil {
+	doc, ok := parseBlock(added)
+	switch {
+	case !ok:
+		return false
+	case isKustomization(file):
+		return rules.ReleasePatchPrefix != "" && isReleasePatchEntry(unwrap(doc, "patches"), rules.ReleasePatchPrefix)
+	case rules.PostRendererMarker == "":
 		return false
 	}
-	if kustomizationNames[path.Base(file)] {
-		if m, ok := doc.(map[string]any); ok && len(m) == 1 {
-			doc = m["patches"]
-		}
-		return rules.ReleasePatchPrefix != "" && isReleasePatchEntry(doc, rules.ReleasePatchPrefix)
-	}
-	if rules.PostRendererMarker == "" {
-		return false
-	}
-	if m, ok := doc.(map[string]any); ok && len(m) == 1 {
-		doc = m["postRenderers"]
-	}
-	list, _ := doc.([]any)
-	if len(list) == 0 {
-		return false
-	}
+	list, _ := unwrap(doc, "postRenderers").([]any)
 	for _, entry := range list {
 		if !isRestartEntry(entry, rules.PostRendererMarker) {
 			return false
 		}
 	}
-	return true
+	return len(list) > 0
 }
 
 // isRestartEntry reports whether a post-renderer entry holds only patches
 // headed by the marker.
 func isRestartEntry(entry any, marker string) bool {
-	m, _ := entry.(map[string]any)
-	k, _ := m["kustomize"].(map[string]any)
-	patches, _ := k["patches"].([]any)
-	if len(m) != 1 || len(k) != 1 || len(patches) == 0 {
-		return false
-	}
+	patches := restartPatches(entry)
 	for _, p := range patches {
 		text, _ := p.(map[string]any)["patch"].(string)
 		if !strings.HasPrefix(text, marker+"\n") {
 			return false
 		}
 	}
-	return true
+	return len(patches) > 0
 }
 
 // isReleasePatchEntry reports whether a kustomization block is one patches
@@ -245,11 +229,110 @@ func isReleasePatchEntry(doc any, prefix string) bool {
 	return len(m) == 2 && strings.HasPrefix(path.Base(p), prefix) && t["kind"] == "HelmRelease" && len(t) == 2
 }
 
+// isFluxRestartEntry reports whether a run of added lines is one entry of
+// a Flux Kustomization's spec.patches, or of an Argo CD source's
+// kustomize.patches (under the keys it may add), whose patch sets nothing
+// but restart annotations, on the kind and name its target selects.
+func isFluxRestartEntry(lines []string, keys []string) bool {
+	doc, _ := parseBlock(lines)
+	if k, ok := unwrap(doc, "kustomize").(map[string]any); ok {
+		doc = k
+	}
+	list, _ := unwrap(doc, "patches").([]any)
+	if len(list) != 1 {
+		return false
+	}
+	item, _ := list[0].(map[string]any)
+	target, _ := item["target"].(map[string]any)
+	patch, _ := item["patch"].(string)
+	if len(item) != 2 || len(target) != 2 || target["kind"] == nil || target["name"] == nil {
+		return false
+	}
+	var body map[string]any
+	if yaml.Unmarshal([]byte(patch), &body) != nil {
+		return false
+	}
+	ann, _, _ := unstructured.NestedStringMap(body, templateAnnotations...)
+	for k := range ann {
+		if !slices.Contains(keys, k) {
+			return false
+		}
+	}
+	return len(ann) > 0 && isRestartPatch(body, target["kind"], target["name"], ann)
+}
+
+// mappingKeyOnly is a line that opens a mapping: a key and nothing else.
+var mappingKeyOnly = regexp.MustCompile(`^(\s*)[^\s#:'"{}\[\]][^:#]*:\s*$`)
+
+// isValuesChain reports whether a block of added lines is a chain of new
+// mappings, each inside the one before, ending in restart annotations
+// only: what setting an annotation under a chart value that does not exist
+// yet adds (helm:, valuesObject:, a component's key, podAnnotations:).
+func isValuesChain(added []string, keys []string) bool {
+	depth := -1
+	i := 0
+	for ; i < len(added) && mappingKeyOnly.MatchString(added[i]); i++ {
+		if indent(added[i]) <= depth {
+			return false
+		}
+		depth = indent(added[i])
+	}
+	if i == 0 || i == len(added) {
+		return false
+	}
+	for _, l := range added[i:] {
+		if !isAnnotationLine(l, keys) || indent(l) <= depth {
+			return false
+		}
+	}
+	return true
+}
+
+// isParameterEntries reports whether a block of added lines is Helm
+// parameters of an Argo CD source that set restart annotations alone: items
+// {name, value, forceString: true} whose name ends in an escaped annotation
+// key (--set-string podAnnotations.kedge\.io/restart=...).
+func isParameterEntries(added []string, keys []string) bool {
+	var items []map[string]any
+	if len(added) == 0 || yaml.Unmarshal([]byte(dedent(added)), &items) != nil || len(items) == 0 {
+		return false
+	}
+	for _, it := range items {
+		name, _ := it["name"].(string)
+		_, hasValue := it["value"].(string)
+		endsInKey := slices.ContainsFunc(keys, func(k string) bool { return strings.HasSuffix(name, "."+strings.ReplaceAll(k, ".", `\.`)) })
+		if len(it) != 3 || !hasValue || it["forceString"] != true || !endsInKey {
+			return false
+		}
+	}
+	return true
+}
+
+// parseBlock reads a block of added lines as one YAML document.
+func parseBlock(lines []string) (any, bool) {
+	var doc any
+	return doc, yaml.Unmarshal([]byte(dedent(lines)), &doc) == nil
+}
+
+// unwrap is what a mapping holding key alone holds: the key a block may
+// add around the entry it carries.
+func unwrap(doc any, key string) any {
+	if m, ok := doc.(map[string]any); ok && len(m) == 1 {
+		if v, ok := m[key]; ok {
+			return v
+		}
+	}
+	return doc
+}
+
+func isKustomization(file string) bool { return slices.Contains(kustomizationFiles, path.Base(file)) }
+
+func indent(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+
 // oneNode reports whether lines are one YAML node: every line after the
 // first is indented further, or is another item of the list the first line
 // starts. (A YAML parser may ignore what follows a node less indented.)
 func oneNode(lines []string) bool {
-	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
 	first := lines[0]
 	item := strings.HasPrefix(strings.TrimLeft(first, " "), "- ")
 	for _, l := range lines[1:] {
@@ -270,7 +353,7 @@ func dedent(lines []string) string {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		if n := len(l) - len(strings.TrimLeft(l, " ")); least < 0 || n < least {
+		if n := indent(l); least < 0 || n < least {
 			least = n
 		}
 	}

@@ -38,6 +38,14 @@ func TestPatchLineViolations(t *testing.T) {
 		{"other patch listed", hunk("overlays/a/kustomization.yaml", "+  - path: replicas.yaml"), []string{"overlays/a/kustomization.yaml: +  - path: replicas.yaml"}},
 		{"other key", hunk("apps/web.yaml", "+  replicas: 3"), []string{"apps/web.yaml: +  replicas: 3"}},
 		{"Flux Kustomization entry", hunk("clusters/prod/apps.yaml", fluxEntry("kedge.io/restartedAt")...), nil},
+		{"Argo CD kustomize block around the entry", hunk("argocd/web.yaml", append([]string{"+kustomize:"}, fluxEntry("kedge.io/restartedAt")...)...), nil},
+		{
+			"Argo CD kustomize block holding the entries without patches:", hunk("argocd/web.yaml", append([]string{"+kustomize:"}, fluxEntry("kedge.io/restartedAt")[1:]...)...),
+			[]string{"argocd/web.yaml: +kustomize:", "argocd/web.yaml: +    - patch: |", "argocd/web.yaml: +        apiVersion: apps/v1",
+				"argocd/web.yaml: +        kind: Deployment", "argocd/web.yaml: +          name: web",
+				"argocd/web.yaml: +        spec:", "argocd/web.yaml: +          template:", "argocd/web.yaml: +      target:",
+				"argocd/web.yaml: +        kind: Deployment", "argocd/web.yaml: +        name: web"},
+		},
 		{
 			"Flux Kustomization entry setting another annotation", hunk("clusters/prod/apps.yaml", fluxEntry("example.com/other")...),
 			[]string{"clusters/prod/apps.yaml: +  patches:", "clusters/prod/apps.yaml: +    - patch: |", "clusters/prod/apps.yaml: +        apiVersion: apps/v1",

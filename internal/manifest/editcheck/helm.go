@@ -2,10 +2,8 @@ package editcheck
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -17,7 +15,6 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -31,40 +28,25 @@ import (
 // The workloads of the render before and after the change must then differ
 // by the restart annotations alone, like the objects of a kustomize root.
 
-func isHelmRelease(o *unstructured.Unstructured) bool {
-	return o.GetKind() == "HelmRelease" && strings.HasPrefix(o.GetAPIVersion(), "helm.toolkit.fluxcd.io/")
-}
-
 // compareRelease renders a changed HelmRelease before and after and
-// compares what it installs.
+// compares what it installs. A release changed in spec.values alone is
+// rendered with its new values; one changed in its post-renderers alone is
+// rendered with them, or judged by them alone when its chart is elsewhere.
 func (c Check) compareRelease(where string, before, after *unstructured.Unstructured, deployed bool, res *Result) {
-	problem := func(format string, args ...any) {
-		res.Problems = append(res.Problems, where+": "+fmt.Sprintf(format, args...))
-	}
-	valuesOnly := changedInValuesOnly(before, after)
-	if !valuesOnly && !reflect.DeepEqual(withoutSpec(before, "postRenderers"), withoutSpec(after, "postRenderers")) {
-		problem("%s changed beyond its post-renderers", name(after))
+	valuesOnly := reflect.DeepEqual(without(before, []string{"spec", "values"}), without(after, []string{"spec", "values"}))
+	if !valuesOnly && !reflect.DeepEqual(without(before, []string{"spec", "postRenderers"}), without(after, []string{"spec", "postRenderers"})) {
+		res.problem(where, "%s changed beyond its post-renderers", name(after))
 		return
 	}
-	b, err := c.installed(c.Before, before)
-	if errors.Is(err, errChartElsewhere) && valuesOnly {
-		problem("%s: its values changed and its chart is not in the repository to render", name(after))
-		return
+	_, err := c.releaseChartDir(c.Before, before)
+	switch {
+	case errors.Is(err, errChartElsewhere) && valuesOnly:
+		res.problem(where, "%s: its values changed and its chart is not in the repository to render", name(after))
+	case errors.Is(err, errChartElsewhere):
+		c.comparePostRenderers(where+": "+name(after), before, after, deployed, res)
+	default:
+		compareRendered(c, c, where+" ("+name(after)+")", before, after, c.installed, deployed, res)
 	}
-	if errors.Is(err, errChartElsewhere) {
-		c.comparePostRenderers(where, before, after, deployed, res)
-		return
-	}
-	if err != nil {
-		problem("%s: rendering before the patch: %v", name(before), err)
-		return
-	}
-	a, err := c.installed(c.After, after)
-	if err != nil {
-		problem("%s: rendering after the patch: %v", name(after), err)
-		return
-	}
-	c.compare(where+" ("+name(after)+")", b, a, deployed, res)
 }
 
 // releaseChartDir is where the HelmRelease's chart is: in the checkout for
@@ -102,9 +84,6 @@ var errChartElsewhere = errors.New("the chart is not in the repository")
 // the annotations of intended restarts on the pod templates of the
 // workloads it targets, by kind and name, in the release's namespace.
 func (c Check) comparePostRenderers(where string, before, after *unstructured.Unstructured, deployed bool, res *Result) {
-	problem := func(format string, args ...any) {
-		res.Problems = append(res.Problems, where+": "+name(after)+": "+fmt.Sprintf(format, args...))
-	}
 	b, _, _ := unstructured.NestedSlice(before.Object, "spec", "postRenderers")
 	a, _, _ := unstructured.NestedSlice(after.Object, "spec", "postRenderers")
 	changed := -1
@@ -117,23 +96,23 @@ func (c Check) comparePostRenderers(where string, before, after *unstructured.Un
 				continue
 			}
 			if changed >= 0 || c.restartsOf(b[i], after) == nil {
-				problem("post-renderers changed beyond one restart entry")
+				res.problem(where, "post-renderers changed beyond one restart entry")
 				return
 			}
 			changed = i
 		}
 	}
 	if changed < 0 {
-		problem("post-renderers changed beyond one restart entry")
+		res.problem(where, "post-renderers changed beyond one restart entry")
 		return
 	}
 	restarts := c.restartsOf(a[changed], after)
 	if restarts == nil {
-		problem("post-renderer %d does more than set intended restart annotations", changed)
+		res.problem(where, "post-renderer %d does more than set intended restart annotations", changed)
 		return
 	}
-	if deployed {
-		for _, r := range restarts {
+	for _, r := range restarts {
+		if deployed {
 			res.Restarted[r.String()] = true
 		}
 	}
@@ -144,16 +123,7 @@ func (c Check) comparePostRenderers(where string, before, after *unstructured.Un
 // strategic merge of pod template annotations, or annotations no intended
 // restart of the release's namespace has.
 func (c Check) restartsOf(entry any, release *unstructured.Unstructured) []Restart {
-	namespace := release.GetNamespace()
-	if t, _, _ := unstructured.NestedString(release.Object, "spec", "targetNamespace"); t != "" {
-		namespace = t
-	}
-	m, _ := entry.(map[string]any)
-	k, _ := m["kustomize"].(map[string]any)
-	patches, _ := k["patches"].([]any)
-	if len(m) != 1 || len(k) != 1 || len(patches) == 0 {
-		return nil
-	}
+	patches := restartPatches(entry)
 	var out []Restart
 	for _, p := range patches {
 		pm, _ := p.(map[string]any)
@@ -163,7 +133,7 @@ func (c Check) restartsOf(entry any, release *unstructured.Unstructured) []Resta
 		if yaml.Unmarshal([]byte(text), &body) != nil {
 			return nil
 		}
-		r := c.restartFor(namespace, target, body)
+		r := c.restartFor(releaseNamespace(release), target, body)
 		if r == nil {
 			return nil
 		}
@@ -172,34 +142,41 @@ func (c Check) restartsOf(entry any, release *unstructured.Unstructured) []Resta
 	return out
 }
 
+// restartPatches is the patches of a post-renderer entry that is one
+// kustomize block of patches and nothing else; nil for any other entry.
+func restartPatches(entry any) []any {
+	m, _ := entry.(map[string]any)
+	k, _ := m["kustomize"].(map[string]any)
+	patches, _ := k["patches"].([]any)
+	if len(m) != 1 || len(k) != 1 {
+		return nil
+	}
+	return patches
+}
+
 // restartFor finds the intended restart a patch of target is: its body
 // names the target and sets exactly that restart's annotations.
 func (c Check) restartFor(namespace string, target, body map[string]any) *Restart {
-	kind, _ := target["kind"].(string)
-	name, _ := target["name"].(string)
 	for k := range target {
 		if k != "kind" && k != "name" && k != "group" && k != "version" {
 			return nil
 		}
 	}
 	for i, r := range c.Restarts {
-		if r.Kind != kind || r.Name != name || r.Namespace != namespace {
-			continue
-		}
-		want := map[string]any{"apiVersion": body["apiVersion"], "kind": kind, "metadata": map[string]any{"name": name}}
-		restarted := restarted(&unstructured.Unstructured{Object: want}, &r)
-		if reflect.DeepEqual(restarted, body) {
+		if r.Kind == target["kind"] && r.Name == target["name"] && r.Namespace == namespace && isRestartPatch(body, r.Kind, r.Name, r.Annotations) {
 			return &c.Restarts[i]
 		}
 	}
 	return nil
 }
 
-// withoutSpec is a release's body without one spec field.
-func withoutSpec(o *unstructured.Unstructured, field string) map[string]any {
-	out := o.DeepCopy()
-	unstructured.RemoveNestedField(out.Object, "spec", field)
-	return out.Object
+// releaseNamespace is where a HelmRelease installs: its targetNamespace,
+// else its own.
+func releaseNamespace(hr *unstructured.Unstructured) string {
+	if t, _, _ := unstructured.NestedString(hr.Object, "spec", "targetNamespace"); t != "" {
+		return t
+	}
+	return hr.GetNamespace()
 }
 
 // installed renders what helm-controller installs for a HelmRelease of the
@@ -215,12 +192,8 @@ func (c Check) installed(repo string, hr *unstructured.Unstructured) ([]*unstruc
 		return nil, err
 	}
 	values, _, _ := unstructured.NestedMap(hr.Object, "spec", "values")
-	namespace := hr.GetNamespace()
-	if t, _, _ := unstructured.NestedString(hr.Object, "spec", "targetNamespace"); t != "" {
-		namespace = t
-	}
-	release := releaseName(hr)
-	rendered, err := renderChart(chrt, values, release, namespace)
+	namespace := releaseNamespace(hr)
+	rendered, err := renderChart(chrt, values, releaseName(hr), namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -257,11 +230,7 @@ func postRender(manifests []byte, spec map[string]any) ([]byte, error) {
 		Patches []types.Patch `json:"patches"`
 		Images  []types.Image `json:"images"`
 	}
-	data, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(data, &entry); err != nil {
+	if err := convert(spec, &entry); err != nil {
 		return nil, err
 	}
 	fs := filesys.MakeFsInMemory()
@@ -283,23 +252,6 @@ func postRender(manifests []byte, spec map[string]any) ([]byte, error) {
 		return nil, err
 	}
 	return rm.AsYaml()
-}
-
-// decodeStream decodes every object of a YAML stream.
-func decodeStream(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, err
-		}
-		if len(m) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
-	}
 }
 
 // renderChart renders a chart as `helm install` would, its manifests in
