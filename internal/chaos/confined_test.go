@@ -20,7 +20,7 @@ func TestConfinedRowsCatchASpilledFault(t *testing.T) {
 		Name:     "platform push fails, said to strike the team repository",
 		Confined: Repos[1],
 		Fault:    PushFailsIn(Repos[0], http.StatusServiceUnavailable),
-		Fired:    pushFiredIn(Repos[0], http.StatusServiceUnavailable),
+		Fired:    pushFired(Repos[0], http.StatusServiceUnavailable),
 	})
 	assert.True(t, o.Damage.Zero(), "the world itself recovers: %+v", o.Damage)
 	for _, want := range []string{

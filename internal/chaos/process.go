@@ -52,9 +52,7 @@ func RunChildCycle(configFile string) int {
 // up; the next cycle finds the cache directory as the kill left it.
 func (w *World) SigkillCycle(rule Rule) CycleResult {
 	w.T.Helper()
-	pushes := w.pushMark()
-	calls := w.callMark()
-
+	mark := w.mark()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), ChildEnv+"="+w.childConfig())
 	// Read only once the process was reaped, when Wait has copied it all.
@@ -79,13 +77,10 @@ func (w *World) SigkillCycle(rule Rule) CycleResult {
 		<-exited
 		w.T.Fatalf("the cycle's process did not end: %s", stderr.String())
 	}
-
-	var res CycleResult
 	if waitErr != nil {
-		res.Err = fmt.Errorf("%w: %s", waitErr, stderr.String())
+		waitErr = fmt.Errorf("%w: %s", waitErr, stderr.String())
 	}
-	w.record(&res, pushes, calls)
-	return res
+	return w.record(mark, waitErr)
 }
 
 // childConfig writes the world's configuration, with the cluster as a

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -88,12 +89,10 @@ func Run(t testing.TB, s Scenario) Outcome {
 	switch {
 	case s.Kill != nil && s.Sigkill:
 		faulted = w.SigkillCycle(s.Kill)
-	case s.Kill != nil:
-		faulted = w.KillCycle(s.Kill)
 	default:
-		faulted = w.Cycle()
+		faulted = w.cycle(s.Kill)
 	}
-	w.ClearFaults()
+	w.Hub.SetFaultFunc(nil) // faultWhen's function, armed for one cycle
 	out.FaultedErr = faulted.Err
 	fired := s.Fired
 	if fired == nil {
@@ -399,11 +398,8 @@ func PushRacedOn(branch string) func(w *World) {
 }
 
 // PushRefusedOnce installs a pre-receive hook that refuses one push to
-// the platform repository, as a server-side policy does.
-func PushRefusedOnce(w *World) { PushRefusedOnceIn(Repos[0])(w) }
-
-// PushRefusedOnceIn is PushRefusedOnce for repository repo.
-func PushRefusedOnceIn(repo string) func(w *World) {
+// repo, as a server-side policy does.
+func PushRefusedOnce(repo string) func(w *World) {
 	return func(w *World) {
 		w.T.Helper()
 		w.Git.InstallHook(w.T, gitName(repo), "pre-receive", "#!/bin/sh\nrm -f \"$0\"\necho 'refused by policy: try again later' >&2\nexit 1\n")
@@ -418,12 +414,9 @@ func matchPath(pattern, p string) bool {
 	return err == nil && ok
 }
 
-// pushFired tells that the git server refused or failed a push.
-func pushFired(status int) func(w *World, r CycleResult) bool { return pushFiredIn("", status) }
-
-// pushFiredIn tells that the git server refused or failed a push to repo,
+// pushFired tells that the git server refused or failed a push to repo,
 // or to any repository when repo is "".
-func pushFiredIn(repo string, status int) func(w *World, r CycleResult) bool {
+func pushFired(repo string, status int) func(w *World, r CycleResult) bool {
 	return func(w *World, r CycleResult) bool {
 		for _, req := range w.Git.Requests() {
 			if req.Service == "git-receive-pack" && req.Status == status &&
@@ -560,8 +553,8 @@ func Scenarios() []Scenario {
 		{Name: "App auth: 502 on minting the installation token", AppAuth: true,
 			Fault: FirstN(1, "POST", "/app/installations/*/access_tokens", ghemu.ServerError(http.StatusBadGateway))},
 		{Name: "App auth: 429 on opening a PR", AppAuth: true, Fault: FirstN(1, "POST", pulls, ghemu.TooManyRequests(1))},
-		{Name: "push answered 503", Fault: PushFails(http.StatusServiceUnavailable), Fired: pushFired(http.StatusServiceUnavailable)},
-		{Name: "push refused by a server hook", Fault: PushRefusedOnce, Fired: hooksGone},
+		{Name: "push answered 503", Fault: PushFails(http.StatusServiceUnavailable), Fired: pushFired("", http.StatusServiceUnavailable)},
+		{Name: "push refused by a server hook", Fault: PushRefusedOnce(Repos[0]), Fired: hooksGone},
 		{Name: "timeout: connection cut after the push landed", Fault: OnWire("git", "POST", "/*/git-receive-pack", 1, CutAfter)},
 		{Name: "base moved during the first push", Fault: PushRacedOn("main"), Fired: hooksGone},
 		{Name: "base moved between cycles, then during the rebuild push", Setup: Then(Opened, BaseMoved), Fault: PushRacedOn("main"), Fired: hooksGone},
@@ -596,9 +589,9 @@ func confinedScenarios() []Scenario {
 		in := " in " + gitName(repo) + " only"
 		out = append(out,
 			Scenario{Name: "push answered 503" + in, Confined: repo,
-				Fault: PushFailsIn(repo, http.StatusServiceUnavailable), Fired: pushFiredIn(repo, http.StatusServiceUnavailable)},
+				Fault: PushFailsIn(repo, http.StatusServiceUnavailable), Fired: pushFired(repo, http.StatusServiceUnavailable)},
 			Scenario{Name: "push refused by a server hook" + in, Confined: repo,
-				Fault: PushRefusedOnceIn(repo), Fired: hooksGone},
+				Fault: PushRefusedOnce(repo), Fired: hooksGone},
 			Scenario{Name: "5xx outlasting the retries on opening a PR (503 ×3)" + in, Confined: repo,
 				Fault: FirstNIn(repo, 3, "POST", "/repos/*/*/pulls", ghemu.ServerError(http.StatusServiceUnavailable))},
 		)
@@ -607,3 +600,16 @@ func confinedScenarios() []Scenario {
 }
 
 func always(*World, CycleResult) bool { return true }
+
+// hooksGone tells that the one-shot hooks ran, in every repository: each
+// deletes itself.
+func hooksGone(w *World, _ CycleResult) bool {
+	for _, repo := range Repos {
+		for _, name := range []string{"pre-receive", "update"} {
+			if _, err := os.Stat(w.Git.HookPath(gitName(repo), name)); err == nil {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -206,15 +206,8 @@ func (w *World) ChangeCluster(fn func(*objects.Set)) {
 
 // CommitAsHuman commits files on branch of the platform repository as a
 // person and remembers the commit as one that must survive.
-func (w *World) CommitAsHuman(branch string, files map[string]string, message string) string {
-	return w.CommitAsHumanIn(Repos[0], branch, files, message)
-}
-
-// CommitAsHumanIn is CommitAsHuman in repository repo ("owner/name").
-func (w *World) CommitAsHumanIn(repo, branch string, files map[string]string, message string) string {
-	sha := w.Git.CommitAsHuman(w.T, gitName(repo), branch, files, message)
-	w.RememberHuman(repo, branch, sha)
-	return sha
+func (w *World) CommitAsHuman(branch string, files map[string]string, message string) {
+	w.RememberHuman(Repos[0], branch, w.Git.CommitAsHuman(w.T, RepoName, branch, files, message))
 }
 
 // RememberHuman adds a commit that must stay reachable from branch of
@@ -262,30 +255,25 @@ func (w *World) Cycle() CycleResult {
 	return w.cycle(nil)
 }
 
-// KillCycle runs one cycle whose process dies at the first request rule
-// cuts: the context is cancelled before the connection drops, and every
-// later request is refused.
-func (w *World) KillCycle(rule Rule) CycleResult {
-	return w.cycle(rule)
-}
-
+// cycle runs one cycle; with a kill rule, its process dies at the first
+// request the rule cuts: the context is cancelled before the connection
+// drops, and every later request is refused.
 func (w *World) cycle(kill Rule) CycleResult {
 	w.T.Helper()
-	pushes := w.pushMark()
-	calls := w.callMark()
+	mark := w.mark()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if kill != nil {
 		w.Wire.SetRule(kill)
 		w.Wire.KillOnCut(func(Step) { cancel() })
 	}
-	var res CycleResult
 	svc, err := assemble.New(ctx, w.Cfg, w.Source, assemble.Options{Log: w.log})
 	if err != nil {
 		w.T.Fatalf("assemble kedge: %v", err)
 	}
-	res.Report, res.Err = svc.Reconciler.RunOnce(ctx)
-	w.record(&res, pushes, calls)
+	report, err := svc.Reconciler.RunOnce(ctx)
+	res := w.record(mark, err)
+	res.Report = report
 	if res.Killed != nil && res.Err == nil {
 		res.Err = errors.New("killed")
 	}
@@ -295,63 +283,49 @@ func (w *World) cycle(kill Rule) CycleResult {
 	return res
 }
 
-// record fills in what the wire, the git server and GitHub saw of a cycle
-// that began at the marks, and clears the wire.
-func (w *World) record(res *CycleResult, pushes map[string]int, calls []int) {
-	res.Trace = w.Wire.Take()
-	res.PushesTo = map[string]int{}
-	for repo, before := range pushes {
+// cycleMark is where the records of the git server and GitHub stood when
+// a cycle began.
+type cycleMark struct {
+	pushes map[string]int
+	at     time.Time
+}
+
+func (w *World) mark() cycleMark {
+	m := cycleMark{pushes: map[string]int{}, at: time.Now()}
+	for _, repo := range Repos {
+		m.pushes[repo] = w.Git.PushesTo(gitName(repo))
+	}
+	return m
+}
+
+// record is what the wire, the git server and GitHub saw of a cycle that
+// began at the mark and ended with err; it clears the wire.
+func (w *World) record(m cycleMark, err error) CycleResult {
+	res := CycleResult{Err: err, Trace: w.Wire.Take(), PushesTo: map[string]int{}}
+	for repo, before := range m.pushes {
 		if n := w.Git.PushesTo(gitName(repo)) - before; n > 0 {
 			res.PushesTo[repo] = n
 			res.Pushes += n
 		}
 	}
-	for i, list := range w.callLists() {
-		res.Calls = append(res.Calls, list[calls[i]:]...)
-	}
-	sort.SliceStable(res.Calls, func(i, j int) bool { return res.Calls[i].At.Before(res.Calls[j].At) })
-	for _, c := range res.Calls {
+	for _, c := range w.Calls() {
+		if c.At.Before(m.at) {
+			continue
+		}
+		res.Calls = append(res.Calls, c)
 		if c.Mutating() {
 			res.Mutating = append(res.Mutating, c)
 		}
 	}
-}
-
-// pushMark is how many pushes each repository has had so far.
-func (w *World) pushMark() map[string]int {
-	out := map[string]int{}
-	for _, repo := range Repos {
-		out[repo] = w.Git.PushesTo(gitName(repo))
-	}
-	return out
-}
-
-// callMark is how many calls each part of GitHub has answered so far, in
-// the order of callLists.
-func (w *World) callMark() []int {
-	lists := w.callLists()
-	out := make([]int, len(lists))
-	for i, l := range lists {
-		out[i] = len(l)
-	}
-	return out
-}
-
-// callLists are the calls the Hub answered itself, then each repository's.
-func (w *World) callLists() [][]ghemu.Call {
-	out := [][]ghemu.Call{w.Hub.Calls()}
-	for _, repo := range Repos {
-		out = append(out, w.Hub.Repo(repo).Calls())
-	}
-	return out
+	return res
 }
 
 // Calls are every GitHub request so far, in every repository and to the
 // App endpoints, in the order they arrived.
 func (w *World) Calls() []ghemu.Call {
-	var out []ghemu.Call
-	for _, l := range w.callLists() {
-		out = append(out, l...)
+	out := w.Hub.Calls()
+	for _, repo := range Repos {
+		out = append(out, w.Hub.Repo(repo).Calls()...)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
@@ -374,14 +348,6 @@ func (w *World) PendingFaults() int {
 		n += w.Hub.Repo(repo).PendingFaults()
 	}
 	return n
-}
-
-// ClearFaults disarms the GitHub fault functions after a faulted cycle.
-func (w *World) ClearFaults() {
-	w.Hub.SetFaultFunc(nil)
-	for _, repo := range Repos {
-		w.Hub.Repo(repo).SetFaultFunc(nil)
-	}
 }
 
 // PlannedEdits is what `kedge plan` computes against the base branches as
