@@ -19,18 +19,18 @@ type MergeFunc func(base, headSHA string) (mergeSHA string, err error)
 // GitFastForward); with the in-memory branch table and no update the base
 // branch simply takes the head commit.
 func (s *Server) MergePR(number int, update MergeFunc) error {
-	s.mu.Lock()
-	it, ok := s.repo.items[number]
+	s.hub.mu.Lock()
+	it, ok := s.items[number]
 	if !ok || !it.isPR {
-		s.mu.Unlock()
+		s.hub.mu.Unlock()
 		return fmt.Errorf("no pull request #%d", number)
 	}
 	if it.state != "open" {
-		s.mu.Unlock()
+		s.hub.mu.Unlock()
 		return fmt.Errorf("pull request #%d is %s", number, it.state)
 	}
 	base, headSHA := it.base, s.currentHeadSHA(it)
-	s.mu.Unlock()
+	s.hub.mu.Unlock()
 
 	mergeSHA := headSHA
 	if update != nil {
@@ -40,12 +40,12 @@ func (s *Server) MergePR(number int, update MergeFunc) error {
 		}
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
 	if update == nil && s.opts.Branches == nil {
-		s.repo.branches[base] = headSHA
+		s.branches[base] = headSHA
 	}
-	now := s.now()
+	now := s.hub.now()
 	it.merged = &now
 	it.mergedBy = s.opts.HumanLogin
 	it.mergeSHA = mergeSHA
@@ -72,9 +72,9 @@ type Edit struct {
 // EditAsHuman applies e to an issue or pull request as HumanLogin. GitHub's
 // rules hold for people too: a merged pull request cannot be reopened.
 func (s *Server) EditAsHuman(number int, e Edit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.repo.items[number]
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	it, ok := s.items[number]
 	if !ok {
 		return fmt.Errorf("no issue or pull request #%d", number)
 	}
@@ -91,9 +91,9 @@ func (s *Server) EditAsHuman(number int, e Edit) error {
 
 // CommentAsHuman adds a comment by login (HumanLogin when empty).
 func (s *Server) CommentAsHuman(number int, login, body string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.repo.items[number]
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	it, ok := s.items[number]
 	if !ok {
 		return fmt.Errorf("no issue or pull request #%d", number)
 	}
@@ -106,8 +106,8 @@ func (s *Server) CommentAsHuman(number int, login, body string) error {
 
 // CreateIssueAsHuman opens an issue as HumanLogin and returns its number.
 func (s *Server) CreateIssueAsHuman(title, body string, labels ...string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
 	return s.newIssue(s.opts.HumanLogin, title, body, labels).number
 }
 
@@ -115,10 +115,10 @@ func (s *Server) CreateIssueAsHuman(title, body string, labels ...string) int {
 // panics when Options.Branches was given: the Git repository is then the
 // only truth.
 func (s *Server) SetBranch(name, sha string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
 	s.mustOwnBranches()
-	s.repo.branches[name] = sha
+	s.branches[name] = sha
 }
 
 func (s *Server) mustOwnBranches() {
@@ -159,8 +159,8 @@ func (s *Server) inspectPull(req *request, it *item) *github.PullRequest {
 
 // inspect renders the items keep selects, by number, for the test side.
 func inspect[T any](s *Server, keep func(*item) bool, render func(*request, *item) T) []T {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
 	var out []T
 	for _, it := range s.sortedItems() {
 		if keep(it) {
@@ -180,9 +180,9 @@ func firstOf[T any](all []T) (T, bool) {
 
 // Comments returns the comments of an issue or pull request, oldest first.
 func (s *Server) Comments(number int) []*github.IssueComment {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.repo.items[number]
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	it, ok := s.items[number]
 	if !ok {
 		return nil
 	}
@@ -194,8 +194,8 @@ func (s *Server) Comments(number int) []*github.IssueComment {
 }
 
 func (s *Server) sortedItems() []*item {
-	items := make([]*item, 0, len(s.repo.items))
-	for _, it := range s.repo.items {
+	items := make([]*item, 0, len(s.items))
+	for _, it := range s.items {
 		items = append(items, it)
 	}
 	slices.SortFunc(items, func(a, b *item) int { return a.number - b.number })

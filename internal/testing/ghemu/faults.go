@@ -115,12 +115,8 @@ func (p *faultPlan) pending() int {
 }
 
 // take returns the fault for a request, if any: the function's first,
-// then the first queued fault that matches, which is used up. A nil plan
-// has none.
+// then the first queued fault that matches, which is used up.
 func (p *faultPlan) take(r *http.Request, apiPath string) *Fault {
-	if p == nil {
-		return nil
-	}
 	p.mu.Lock()
 	fn := p.fn
 	p.mu.Unlock()
@@ -141,23 +137,35 @@ func (p *faultPlan) take(r *http.Request, apiPath string) *Fault {
 	return nil
 }
 
-// QueueFault adds faults; each applies once, to the first later request it
-// matches, in queue order.
+// QueueFault adds faults; each applies once, to the first later request
+// for the repository it matches, in queue order.
 func (s *Server) QueueFault(faults ...Fault) { s.faults.add(faults) }
 
 // SetFaultFunc installs a function consulted before the queue for every
-// request inside the surface; a nil answer lets the request through.
-// Passing nil removes it.
+// request for the repository inside the surface; a nil answer lets the
+// request through. Passing nil removes it.
 func (s *Server) SetFaultFunc(fn func(r *http.Request) *Fault) { s.faults.setFunc(fn) }
 
 // PendingFaults is how many queued faults have not been used yet.
 func (s *Server) PendingFaults() int { return s.faults.pending() }
 
+// QueueFault adds faults for any request the Hub serves, whichever
+// repository it names (App endpoints included); each applies once, to the
+// first later request it matches, before the repositories' own faults.
+func (h *Hub) QueueFault(faults ...Fault) { h.faults.add(faults) }
+
+// SetFaultFunc installs a function consulted before the queue for every
+// request the Hub serves; nil removes it.
+func (h *Hub) SetFaultFunc(fn func(r *http.Request) *Fault) { h.faults.setFunc(fn) }
+
+// PendingFaults is how many of the Hub's queued faults have not been used.
+func (h *Hub) PendingFaults() int { return h.faults.pending() }
+
 // takeFault consults the Hub's faults, which span its repositories, before
 // the repository's own.
-func (s *Server) takeFault(r *http.Request, apiPath string) *Fault {
-	if f := s.hubFaults.take(r, apiPath); f != nil {
+func (h *Hub) takeFault(repo *Server, r *http.Request, apiPath string) *Fault {
+	if f := h.faults.take(r, apiPath); f != nil || repo == nil || repo.faults == &h.faults {
 		return f
 	}
-	return s.faults.take(r, apiPath)
+	return repo.faults.take(r, apiPath)
 }

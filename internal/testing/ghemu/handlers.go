@@ -19,16 +19,10 @@ import (
 const maxBodyChars = 65536
 
 func handleGetRepo(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
 	return &response{status: http.StatusOK, body: s.renderRepo(req)}
 }
 
 func handleListPulls(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
 	state, r := stateFilter(req, "PullRequest")
 	if r != nil {
 		return r
@@ -39,7 +33,7 @@ func handleListPulls(s *Server, req *request) *response {
 	base := req.query.Get("base")
 
 	var pulls []*item
-	for _, it := range s.repo.items {
+	for _, it := range s.items {
 		if !it.isPR || !state(it) {
 			continue
 		}
@@ -72,9 +66,6 @@ type createPullBody struct {
 }
 
 func handleCreatePull(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
 	var in createPullBody
 	if r := req.decode(&in); r != nil {
 		return r
@@ -116,11 +107,11 @@ func handleCreatePull(s *Server, req *request) *response {
 			Message: "No commits between " + base + " and " + head,
 		})
 	}
-	now := s.now()
+	now := s.hub.now()
 	it := &item{
-		number:              s.repo.next,
-		id:                  s.id(),
-		issueID:             s.id(),
+		number:              s.next,
+		id:                  s.hub.newID(),
+		issueID:             s.hub.newID(),
 		isPR:                true,
 		title:               *in.Title,
 		body:                deref(in.Body),
@@ -134,8 +125,8 @@ func handleCreatePull(s *Server, req *request) *response {
 		draft:               derefBool(in.Draft),
 		maintainerCanModify: in.MaintainerCanModify == nil || *in.MaintainerCanModify,
 	}
-	s.repo.next++
-	s.repo.items[it.number] = it
+	s.next++
+	s.items[it.number] = it
 	pr := s.renderPull(req, it, true)
 	return &response{status: http.StatusCreated, body: pr, header: location(pr.GetURL())}
 }
@@ -144,10 +135,7 @@ func handleCreatePull(s *Server, req *request) *response {
 // /pulls/ endpoints answer 404 for an issue; the /issues/ ones serve both,
 // since a pull request is an issue on GitHub.
 func (s *Server) itemFor(req *request, pullOnly bool) (*item, *response) {
-	if !s.repoMatches(req) {
-		return nil, notFound()
-	}
-	it, ok := s.repo.items[req.number()]
+	it, ok := s.items[req.number()]
 	if !ok || (pullOnly && !it.isPR) {
 		return nil, notFound()
 	}
@@ -235,7 +223,7 @@ func (s *Server) applyChange(it *item, c itemChange, actor string) {
 	if c.State != nil {
 		s.setState(it, *c.State, deref(c.StateReason), actor)
 	}
-	it.updated = s.now()
+	it.updated = s.hub.now()
 }
 
 // checkReopen applies GitHub's rules for reopening a pull request.
@@ -258,7 +246,7 @@ func (s *Server) checkReopen(it *item) *response {
 // checkOnlyOpenPull refuses a second open pull request, besides self, for
 // the same head and base, as GitHub does.
 func (s *Server) checkOnlyOpenPull(self *item, head, base, docs string) *response {
-	for _, other := range s.repo.items {
+	for _, other := range s.items {
 		if other != self && other.isPR && other.state == "open" && other.head == head && other.base == base {
 			return validationFailed(docs, validationError{
 				Resource: "PullRequest", Code: "custom",
@@ -275,7 +263,7 @@ func (s *Server) setState(it *item, state, reason, actor string) {
 	}
 	it.state = state
 	if state == "closed" {
-		now := s.now()
+		now := s.hub.now()
 		it.closed = &now
 		it.closedBy = actor
 		if !it.isPR {
@@ -320,14 +308,11 @@ func handleRequestReviewers(s *Server, req *request) *response {
 	}
 	it.reviewers = addLabelNames(it.reviewers, in.Reviewers)
 	it.teams = addLabelNames(it.teams, in.TeamReviewers)
-	it.updated = s.now()
+	it.updated = s.hub.now()
 	return &response{status: http.StatusCreated, body: s.renderPull(req, it, false)}
 }
 
 func handleListIssues(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
 	state, r := stateFilter(req, "Issue")
 	if r != nil {
 		return r
@@ -351,7 +336,7 @@ func handleListIssues(s *Server, req *request) *response {
 	}
 
 	var issues []*item
-	for _, it := range s.repo.items {
+	for _, it := range s.items {
 		if !state(it) {
 			continue
 		}
@@ -378,9 +363,6 @@ type createIssueBody struct {
 }
 
 func handleCreateIssue(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
 	var in createIssueBody
 	if r := req.decode(&in); r != nil {
 		return r
@@ -397,10 +379,10 @@ func handleCreateIssue(s *Server, req *request) *response {
 }
 
 func (s *Server) newIssue(user, title, body string, labels []string) *item {
-	now := s.now()
+	now := s.hub.now()
 	it := &item{
-		number:  s.repo.next,
-		id:      s.id(),
+		number:  s.next,
+		id:      s.hub.newID(),
 		title:   title,
 		body:    body,
 		state:   "open",
@@ -409,8 +391,8 @@ func (s *Server) newIssue(user, title, body string, labels []string) *item {
 		created: now,
 		updated: now,
 	}
-	s.repo.next++
-	s.repo.items[it.number] = it
+	s.next++
+	s.items[it.number] = it
 	return it
 }
 
@@ -472,8 +454,8 @@ func handleCreateComment(s *Server, req *request) *response {
 }
 
 func (s *Server) addComment(it *item, user, body string) *comment {
-	now := s.now()
-	c := &comment{id: s.id(), body: body, user: user, created: now, updated: now}
+	now := s.hub.now()
+	c := &comment{id: s.hub.newID(), body: body, user: user, created: now, updated: now}
 	it.comments = append(it.comments, c)
 	it.updated = now
 	return c
@@ -499,7 +481,7 @@ func handleAddLabels(s *Server, req *request) *response {
 		return validationFailed(docsAddLabels, validationError{Resource: "Label", Field: "labels", Code: "missing_field"})
 	}
 	it.labels = addLabelNames(it.labels, s.ensureLabels(names))
-	it.updated = s.now()
+	it.updated = s.hub.now()
 	return &response{status: http.StatusOK, body: s.renderLabels(req, it.labels)}
 }
 

@@ -6,7 +6,11 @@ import (
 	"strings"
 )
 
-const routeAccessTokens = "POST /app/installations/{id}/access_tokens"
+// The App endpoints, authenticated with the App's JWT rather than a token.
+const (
+	routeAccessTokens     = "POST /app/installations/{id}/access_tokens"
+	routeRepoInstallation = "GET /repos/{owner}/{repo}/installation"
+)
 
 // route is one endpoint of DESIGN §5.
 type route struct {
@@ -21,6 +25,7 @@ func (r *route) mutating() bool { return r.method != http.MethodGet && !r.appAut
 
 var routes = buildRoutes(
 	routeSpec{routeAccessTokens, handleAccessToken},
+	routeSpec{routeRepoInstallation, handleRepoInstallation},
 	routeSpec{"GET /repos/{owner}/{repo}", handleGetRepo},
 	routeSpec{"GET /repos/{owner}/{repo}/pulls", handleListPulls},
 	routeSpec{"POST /repos/{owner}/{repo}/pulls", handleCreatePull},
@@ -48,7 +53,7 @@ func buildRoutes(specs ...routeSpec) []*route {
 			name:    spec.name,
 			method:  method,
 			parts:   strings.Split(strings.Trim(pattern, "/"), "/"),
-			appAuth: spec.name == routeAccessTokens,
+			appAuth: spec.name == routeAccessTokens || spec.name == routeRepoInstallation,
 			handler: spec.handler,
 		})
 	}

@@ -9,18 +9,6 @@ import (
 	"github.com/google/go-github/v66/github"
 )
 
-// repoState is everything the emulator knows about its one repository.
-// Pull requests and issues share one number sequence, as on GitHub.
-type repoState struct {
-	id       int64
-	ownerID  int64
-	items    map[int]*item
-	next     int
-	labels   map[string]*labelState // by lower-case name: GitHub's label names are case-insensitive
-	branches map[string]string      // used when Options.Branches is nil
-	userIDs  map[string]int64
-}
-
 type labelState struct {
 	id    int64
 	name  string
@@ -64,19 +52,6 @@ type comment struct {
 	updated time.Time
 }
 
-func newRepoState(s *Server, opts Options) *repoState {
-	r := &repoState{
-		items:    map[int]*item{},
-		next:     1,
-		labels:   map[string]*labelState{},
-		branches: map[string]string{opts.DefaultBranch: fakeSHA(opts.DefaultBranch)},
-		userIDs:  map[string]int64{},
-	}
-	r.id = s.id()
-	r.ownerID = s.id()
-	return r
-}
-
 // fakeSHA gives branches of the in-memory table stable, distinct commits.
 func fakeSHA(seed string) string {
 	return digest([]byte(seed)) + digest([]byte("commit:" + seed))[:8]
@@ -86,23 +61,8 @@ func (s *Server) branch(name string) (string, bool) {
 	if s.opts.Branches != nil {
 		return s.opts.Branches(name)
 	}
-	sha, ok := s.repo.branches[name]
+	sha, ok := s.branches[name]
 	return sha, ok
-}
-
-func (s *Server) repoMatches(req *request) bool {
-	return strings.EqualFold(req.params["owner"], s.opts.Owner) && strings.EqualFold(req.params["repo"], s.opts.Repo)
-}
-
-func (s *Server) fullName() string { return s.opts.Owner + "/" + s.opts.Repo }
-
-func (s *Server) userID(login string) int64 {
-	if id, ok := s.repo.userIDs[login]; ok {
-		return id
-	}
-	id := s.id()
-	s.repo.userIDs[login] = id
-	return id
 }
 
 func (s *Server) renderUser(req *request, login string) *github.User {
@@ -116,10 +76,7 @@ func (s *Server) renderUser(req *request, login string) *github.User {
 	case strings.EqualFold(login, s.opts.Owner):
 		kind = "Organization"
 	}
-	id := s.userID(login)
-	if strings.EqualFold(login, s.opts.Owner) {
-		id = s.repo.ownerID
-	}
+	id := s.hub.userID(login)
 	return &github.User{
 		Login:     github.String(login),
 		ID:        github.Int64(id),
@@ -134,8 +91,8 @@ func (s *Server) renderUser(req *request, login string) *github.User {
 func (s *Server) renderRepo(req *request) *github.Repository {
 	full := s.fullName()
 	return &github.Repository{
-		ID:            github.Int64(s.repo.id),
-		NodeID:        github.String(fmt.Sprintf("R_emu%d", s.repo.id)),
+		ID:            github.Int64(s.repoID),
+		NodeID:        github.String(fmt.Sprintf("R_emu%d", s.repoID)),
 		Name:          github.String(s.opts.Repo),
 		FullName:      github.String(full),
 		Owner:         s.renderUser(req, s.opts.Owner),
@@ -154,7 +111,7 @@ func (s *Server) renderRepo(req *request) *github.Repository {
 func (s *Server) renderLabels(req *request, names []string) []*github.Label {
 	out := make([]*github.Label, 0, len(names))
 	for _, name := range names {
-		l := s.repo.labels[strings.ToLower(name)]
+		l := s.labels[strings.ToLower(name)]
 		out = append(out, &github.Label{
 			ID:      github.Int64(l.id),
 			NodeID:  github.String(fmt.Sprintf("LA_emu%d", l.id)),
@@ -173,10 +130,10 @@ func (s *Server) ensureLabels(names []string) []string {
 	out := make([]string, 0, len(names))
 	for _, name := range names {
 		key := strings.ToLower(name)
-		l, ok := s.repo.labels[key]
+		l, ok := s.labels[key]
 		if !ok {
-			l = &labelState{id: s.id(), name: name, color: "ededed"}
-			s.repo.labels[key] = l
+			l = &labelState{id: s.hub.newID(), name: name, color: "ededed"}
+			s.labels[key] = l
 		}
 		out = append(out, l.name)
 	}
