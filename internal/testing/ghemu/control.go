@@ -79,11 +79,11 @@ func (s *Server) EditAsHuman(number int, e Edit) error {
 		return fmt.Errorf("no issue or pull request #%d", number)
 	}
 	change := itemChange{Title: e.Title, Body: e.Body, State: e.State}
-	if r := s.checkChange(it, change, "Issue", docsUpdateIssue); r != nil {
+	if r := s.checkChange(errs{"Issue", docsUpdateIssue}, it, change); r != nil {
 		return fmt.Errorf("edit #%d: %s", number, mustJSON(r.body))
 	}
 	if len(e.AddLabels) > 0 {
-		it.labels = addLabelNames(it.labels, s.ensureLabels(e.AddLabels))
+		it.labels = addNames(it.labels, s.ensureLabels(e.AddLabels))
 	}
 	s.applyChange(it, change, s.opts.HumanLogin)
 	return nil

@@ -48,11 +48,25 @@ func errorResponse(status int, message, docs string) *response {
 	}}
 }
 
-func validationFailed(docs string, errs ...validationError) *response {
+// errs names the resource and documentation of an endpoint's 422 answers.
+type errs struct{ resource, docs string }
+
+// invalid is a 422 for a field that is missing or has a wrong value.
+func (e errs) invalid(field, code string) *response {
+	return e.fail(validationError{Field: field, Code: code})
+}
+
+// refuse is a 422 with GitHub's own words for why.
+func (e errs) refuse(field, message string) *response {
+	return e.fail(validationError{Field: field, Code: "custom", Message: message})
+}
+
+func (e errs) fail(v validationError) *response {
+	v.Resource = e.resource
 	return &response{status: http.StatusUnprocessableEntity, body: errorBody{
 		Message:          "Validation Failed",
-		Errors:           errs,
-		DocumentationURL: docs,
+		Errors:           []validationError{v},
+		DocumentationURL: e.docs,
 		Status:           strconv.Itoa(http.StatusUnprocessableEntity),
 	}}
 }

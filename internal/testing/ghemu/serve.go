@@ -18,8 +18,10 @@ import (
 
 // request is one call as the handlers see it.
 type request struct {
+	errs    // the endpoint's
 	hub     *Hub
 	repo    *Server // the repository the path names; nil when the Hub has none
+	item    *item   // the issue or pull request {number} names
 	method  string
 	path    string // API path, without the /api/v3 prefix
 	query   url.Values
@@ -91,7 +93,7 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 
 	webBase := "http://" + hr.Host
 	req := &request{
-		hub: h, repo: repo, method: hr.Method, path: apiPath, query: hr.URL.Query(), body: body, params: params,
+		errs: rt.errs, hub: h, repo: repo, method: hr.Method, path: apiPath, query: hr.URL.Query(), body: body, params: params,
 		webBase: webBase, apiBase: webBase + prefix,
 	}
 	h.mu.Lock()
@@ -120,6 +122,13 @@ func (h *Hub) handle(rt *route, req *request, authorization string) (*response, 
 	}
 	if req.repo == nil && !rt.appAuth {
 		return notFound(), true
+	}
+	if rt.item {
+		// The /pulls/ endpoints answer 404 for an issue; the /issues/ ones
+		// serve both, since a pull request is an issue on GitHub.
+		if req.item = req.repo.items[req.number()]; req.item == nil || rt.pullOnly && !req.item.isPR {
+			return notFound(), true
+		}
 	}
 	return rt.handler(req.repo, req), true
 }

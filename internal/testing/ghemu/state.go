@@ -2,7 +2,6 @@ package ghemu
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -138,15 +137,6 @@ func (s *Server) ensureLabels(names []string) []string {
 		out = append(out, l.name)
 	}
 	return out
-}
-
-func addLabelNames(have, add []string) []string {
-	for _, name := range add {
-		if !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, name) }) {
-			have = append(have, name)
-		}
-	}
-	return have
 }
 
 func ts(t time.Time) *github.Timestamp { return &github.Timestamp{Time: t} }
