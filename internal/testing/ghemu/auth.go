@@ -17,6 +17,9 @@ import (
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
 )
 
+// appSlug names the App; its installation tokens act as "kedge[bot]".
+const appSlug = "kedge"
+
 // GitHub refuses App JWTs that live longer than ten minutes; it tolerates a
 // little clock drift on "iat".
 const (
@@ -46,7 +49,7 @@ type mintedToken struct {
 // endpoints, a token elsewhere. Callers hold h.mu.
 func (h *Hub) authenticate(rt *route, req *request, authorization string) *response {
 	if rt.appAuth {
-		req.actor = h.opts.AppSlug
+		req.actor = appSlug
 		return checkAppJWT(authorization, h.opts.AppID, h.opts.AppPublicKey, h.opts.Clock())
 	}
 	token, ok := bearer(authorization)
@@ -70,7 +73,7 @@ func (h *Hub) authorize(token, owner string) (string, *response) {
 	if !ok || !h.opts.Clock().Before(t.expires) {
 		return "", badCredentials()
 	}
-	bot := h.opts.AppSlug + "[bot]"
+	bot := appSlug + "[bot]"
 	if t.installation != h.installationOf(owner) {
 		return bot, notFound()
 	}
@@ -196,7 +199,7 @@ func handleRepoInstallation(_ *Server, req *request) *response {
 	return answer(http.StatusOK, &github.Installation{
 		ID:                  github.Int64(id),
 		AppID:               github.Int64(h.opts.AppID),
-		AppSlug:             github.String(h.opts.AppSlug),
+		AppSlug:             github.String(appSlug),
 		TargetType:          github.String("Organization"),
 		RepositorySelection: github.String(h.selection),
 		Account:             &github.User{Login: github.String(owner), Type: github.String("Organization")},

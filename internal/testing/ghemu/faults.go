@@ -89,26 +89,35 @@ func faultOf(r *response) Fault {
 // Delay holds a request back for d, then answers it normally.
 func Delay(d time.Duration) Fault { return Fault{Delay: d} }
 
-// faultPlan holds the faults armed on a Server or on a whole Hub.
-type faultPlan struct {
+// Faults are the faults armed on a repository or on a whole Hub: a Hub's
+// strike any request it serves, whichever repository it names (App
+// endpoints included), before the repository's own; New's repository arms
+// its Hub's. Each queued fault applies once, to the first later request it
+// matches, in queue order.
+type Faults struct {
 	mu    sync.Mutex
 	queue []Fault
 	fn    func(*http.Request) *Fault
 }
 
-func (p *faultPlan) add(faults []Fault) {
+// QueueFault adds faults to the queue.
+func (p *Faults) QueueFault(faults ...Fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queue = append(p.queue, faults...)
 }
 
-func (p *faultPlan) setFunc(fn func(*http.Request) *Fault) {
+// SetFaultFunc installs a function consulted before the queue for every
+// request inside the surface; a nil answer lets the request through.
+// Passing nil removes it.
+func (p *Faults) SetFaultFunc(fn func(r *http.Request) *Fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.fn = fn
 }
 
-func (p *faultPlan) pending() int {
+// PendingFaults is how many queued faults have not been used yet.
+func (p *Faults) PendingFaults() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.queue)
@@ -116,7 +125,7 @@ func (p *faultPlan) pending() int {
 
 // take returns the fault for a request, if any: the function's first,
 // then the first queued fault that matches, which is used up.
-func (p *faultPlan) take(r *http.Request, apiPath string) *Fault {
+func (p *Faults) take(r *http.Request, apiPath string) *Fault {
 	p.mu.Lock()
 	fn := p.fn
 	p.mu.Unlock()
@@ -137,35 +146,10 @@ func (p *faultPlan) take(r *http.Request, apiPath string) *Fault {
 	return nil
 }
 
-// QueueFault adds faults; each applies once, to the first later request
-// for the repository it matches, in queue order.
-func (s *Server) QueueFault(faults ...Fault) { s.faults.add(faults) }
-
-// SetFaultFunc installs a function consulted before the queue for every
-// request for the repository inside the surface; a nil answer lets the
-// request through. Passing nil removes it.
-func (s *Server) SetFaultFunc(fn func(r *http.Request) *Fault) { s.faults.setFunc(fn) }
-
-// PendingFaults is how many queued faults have not been used yet.
-func (s *Server) PendingFaults() int { return s.faults.pending() }
-
-// QueueFault adds faults for any request the Hub serves, whichever
-// repository it names (App endpoints included); each applies once, to the
-// first later request it matches, before the repositories' own faults.
-func (h *Hub) QueueFault(faults ...Fault) { h.faults.add(faults) }
-
-// SetFaultFunc installs a function consulted before the queue for every
-// request the Hub serves; nil removes it.
-func (h *Hub) SetFaultFunc(fn func(r *http.Request) *Fault) { h.faults.setFunc(fn) }
-
-// PendingFaults is how many of the Hub's queued faults have not been used.
-func (h *Hub) PendingFaults() int { return h.faults.pending() }
-
-// takeFault consults the Hub's faults, which span its repositories, before
-// the repository's own.
+// takeFault consults the Hub's faults before the repository's own.
 func (h *Hub) takeFault(repo *Server, r *http.Request, apiPath string) *Fault {
-	if f := h.faults.take(r, apiPath); f != nil || repo == nil || repo.faults == &h.faults {
+	if f := h.take(r, apiPath); f != nil || repo == nil || repo.Faults == &h.Faults {
 		return f
 	}
-	return repo.faults.take(r, apiPath)
+	return repo.take(r, apiPath)
 }

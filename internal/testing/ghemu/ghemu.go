@@ -43,9 +43,6 @@ type Options struct {
 	// Collaborators restricts who may be requested as a reviewer. Nil
 	// accepts any login.
 	Collaborators []string
-	// HumanLogin is the author of edits made through the test controls;
-	// default "octocat".
-	HumanLogin string
 
 	// Tokens maps static tokens (personal access tokens) to the login they
 	// act as; they reach every repository.
@@ -61,17 +58,13 @@ type Options struct {
 	// is an installation on Owner.
 	Installations  map[string]int64
 	InstallationID int64
-	// AppSlug names the App; installation tokens act as "<slug>[bot]".
-	// Default "kedge".
-	AppSlug string
 	// TokenTTL is the lifetime of minted installation tokens; default 1 h
 	// as on GitHub.
 	TokenTTL time.Duration
 
-	// RateLimit is the primary limit per window (default 5000, the
-	// installation limit); RateWindow its length (default 1 h).
-	RateLimit  int
-	RateWindow time.Duration
+	// RateLimit is the primary limit per hour; default 5000, the
+	// installation limit.
+	RateLimit int
 	// SecondaryMutationGap, when positive, answers a mutating request that
 	// follows the previous one sooner than this with GitHub's 403 secondary
 	// rate limit error, so tests can prove a client spaces its writes.
@@ -88,11 +81,8 @@ func withDefaults(opts Options) Options {
 	opts.Owner = cmp.Or(opts.Owner, "kedge-io")
 	opts.Repo = cmp.Or(opts.Repo, "gitops")
 	opts.DefaultBranch = cmp.Or(opts.DefaultBranch, "main")
-	opts.HumanLogin = cmp.Or(opts.HumanLogin, "octocat")
-	opts.AppSlug = cmp.Or(opts.AppSlug, "kedge")
 	opts.TokenTTL = cmp.Or(opts.TokenTTL, time.Hour)
 	opts.RateLimit = cmp.Or(opts.RateLimit, 5000)
-	opts.RateWindow = cmp.Or(opts.RateWindow, time.Hour)
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
@@ -111,7 +101,7 @@ type Hub struct {
 	// selection is the repository_selection of minted tokens: "selected"
 	// when the Hub stands for one repository's installation.
 	selection string
-	faults    faultPlan
+	Faults
 
 	mu           sync.Mutex         // guards the fields below and every repository's state
 	repos        map[string]*Server // by lower-case "owner/name"
@@ -135,8 +125,8 @@ type Server struct {
 	opts Options
 	// solo is set for New's repository, which answers for its whole Hub:
 	// its calls, faults and tokens are the Hub's.
-	solo   bool
-	faults *faultPlan
+	solo bool
+	*Faults
 
 	// Guarded by hub.mu. Pull requests and issues share one number
 	// sequence, as on GitHub.
@@ -190,7 +180,7 @@ func NewServer(opts Options) *Server {
 	h := StartHub(opts)
 	h.selection = "selected"
 	s := h.AddRepo(opts)
-	s.solo, s.faults = true, &h.faults
+	s.solo, s.Faults = true, &h.Faults
 	return s
 }
 
@@ -204,7 +194,7 @@ func (h *Hub) AddRepo(opts Options) *Server {
 		URL:      h.URL,
 		hub:      h,
 		opts:     opts,
-		faults:   &faultPlan{},
+		Faults:   &Faults{},
 		repoID:   h.newID(),
 		items:    map[int]*item{},
 		next:     1,

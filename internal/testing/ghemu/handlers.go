@@ -278,6 +278,7 @@ func (s *Server) newIssue(user, title, body string, labels []string) *item {
 // addItem numbers a new open issue or pull request and keeps it.
 func (s *Server) addItem(it *item) *item {
 	it.number, it.id, it.state = s.next, s.hub.newID(), "open"
+	it.issueID = it.id
 	if it.isPR {
 		it.issueID = s.hub.newID() // a pull request is also an issue, with its own id
 	}

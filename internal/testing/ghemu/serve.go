@@ -196,7 +196,7 @@ func (h *Hub) rollRateWindow() {
 	now := h.opts.Clock()
 	if h.rateReset.IsZero() || !now.Before(h.rateReset) {
 		h.rateUsed = 0
-		h.rateReset = now.Add(h.opts.RateWindow).Truncate(time.Second)
+		h.rateReset = now.Add(time.Hour).Truncate(time.Second)
 	}
 }
 

@@ -2,6 +2,7 @@ package ghemu
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ type labelState struct {
 type item struct {
 	number      int
 	id          int64
-	issueID     int64 // a pull request is also an issue, with its own id
+	issueID     int64 // its id as an issue: a pull request's is its own
 	isPR        bool
 	title, body string
 	state       string // open | closed
@@ -173,9 +174,8 @@ func (s *Server) renderBranch(req *request, ref, sha string) *github.PullRequest
 // the fields that need the merge machinery (merged, mergeable, counts),
 // as GitHub's does.
 func (s *Server) renderPull(req *request, it *item, full bool) *github.PullRequest {
-	apiURL := req.apiBase + "/repos/" + s.fullName() + "/pulls/" + fmt.Sprint(it.number)
-	htmlURL := req.webBase + "/" + s.fullName() + "/pull/" + fmt.Sprint(it.number)
-	issueURL := req.apiBase + "/repos/" + s.fullName() + "/issues/" + fmt.Sprint(it.number)
+	u := s.links(req, it)
+	apiURL, htmlURL, issueURL := u.pull, u.html, u.issue
 	baseSHA, _ := s.branch(it.base)
 	pr := &github.PullRequest{
 		ID:                  github.Int64(it.id),
@@ -242,15 +242,8 @@ func (s *Server) renderPull(req *request, it *item, full bool) *github.PullReque
 // renderIssue builds GitHub's issue object; pull requests appear with a
 // "pull_request" key, which is how clients tell them apart.
 func (s *Server) renderIssue(req *request, it *item) *github.Issue {
-	issueURL := req.apiBase + "/repos/" + s.fullName() + "/issues/" + fmt.Sprint(it.number)
-	htmlKind := "issues"
-	if it.isPR {
-		htmlKind = "pull"
-	}
-	id := it.id
-	if it.isPR {
-		id = it.issueID
-	}
+	u := s.links(req, it)
+	issueURL, id := u.issue, it.issueID
 	is := &github.Issue{
 		ID:                github.Int64(id),
 		NodeID:            github.String(fmt.Sprintf("I_emu%d", id)),
@@ -269,23 +262,22 @@ func (s *Server) renderIssue(req *request, it *item) *github.Issue {
 		ClosedBy:          s.renderUser(req, it.closedBy),
 		AuthorAssociation: github.String(s.association(it.user)),
 		URL:               github.String(issueURL),
-		HTMLURL:           github.String(req.webBase + "/" + s.fullName() + "/" + htmlKind + "/" + fmt.Sprint(it.number)),
+		HTMLURL:           github.String(u.html),
 		CommentsURL:       github.String(issueURL + "/comments"),
 		LabelsURL:         github.String(issueURL + "/labels{/name}"),
 		EventsURL:         github.String(issueURL + "/events"),
-		RepositoryURL:     github.String(req.apiBase + "/repos/" + s.fullName()),
+		RepositoryURL:     github.String(u.repo),
 	}
 	if it.stateReason != "" {
 		is.StateReason = github.String(it.stateReason)
 	}
 	if it.isPR {
-		htmlURL := req.webBase + "/" + s.fullName() + "/pull/" + fmt.Sprint(it.number)
 		is.Draft = github.Bool(it.draft)
 		is.PullRequestLinks = &github.PullRequestLinks{
-			URL:      github.String(req.apiBase + "/repos/" + s.fullName() + "/pulls/" + fmt.Sprint(it.number)),
-			HTMLURL:  github.String(htmlURL),
-			DiffURL:  github.String(htmlURL + ".diff"),
-			PatchURL: github.String(htmlURL + ".patch"),
+			URL:      github.String(u.pull),
+			HTMLURL:  github.String(u.html),
+			DiffURL:  github.String(u.html + ".diff"),
+			PatchURL: github.String(u.html + ".patch"),
 			MergedAt: tsPtr(it.merged),
 		}
 	}
@@ -293,11 +285,7 @@ func (s *Server) renderIssue(req *request, it *item) *github.Issue {
 }
 
 func (s *Server) renderComment(req *request, it *item, c *comment) *github.IssueComment {
-	issueURL := req.apiBase + "/repos/" + s.fullName() + "/issues/" + fmt.Sprint(it.number)
-	kind := "issues"
-	if it.isPR {
-		kind = "pull"
-	}
+	u := s.links(req, it)
 	return &github.IssueComment{
 		ID:                github.Int64(c.id),
 		NodeID:            github.String(fmt.Sprintf("IC_emu%d", c.id)),
@@ -306,10 +294,23 @@ func (s *Server) renderComment(req *request, it *item, c *comment) *github.Issue
 		CreatedAt:         ts(c.created),
 		UpdatedAt:         ts(c.updated),
 		AuthorAssociation: github.String(s.association(c.user)),
-		URL:               github.String(req.apiBase + "/repos/" + s.fullName() + "/issues/comments/" + fmt.Sprint(c.id)),
-		HTMLURL:           github.String(fmt.Sprintf("%s/%s/%s/%d#issuecomment-%d", req.webBase, s.fullName(), kind, it.number, c.id)),
-		IssueURL:          github.String(issueURL),
+		URL:               github.String(fmt.Sprintf("%s/issues/comments/%d", u.repo, c.id)),
+		HTMLURL:           github.String(fmt.Sprintf("%s#issuecomment-%d", u.html, c.id)),
+		IssueURL:          github.String(u.issue),
 	}
+}
+
+// links are the addresses GitHub gives an issue or pull request, and its
+// repository's.
+type links struct{ repo, pull, issue, html string }
+
+func (s *Server) links(req *request, it *item) links {
+	repo, n := req.apiBase+"/repos/"+s.fullName(), strconv.Itoa(it.number)
+	kind := "issues"
+	if it.isPR {
+		kind = "pull"
+	}
+	return links{repo: repo, pull: repo + "/pulls/" + n, issue: repo + "/issues/" + n, html: req.webBase + "/" + s.fullName() + "/" + kind + "/" + n}
 }
 
 func (s *Server) association(login string) string {
