@@ -54,7 +54,7 @@ func (h *Hub) authenticate(rt *route, req *request, authorization string) *respo
 	}
 	token, ok := bearer(authorization)
 	if !ok {
-		return errorResponse(http.StatusUnauthorized, "Requires authentication", docsRoot)
+		return unauthorized("Requires authentication")
 	}
 	var refused *response
 	req.actor, refused = h.authorize(token, req.params["owner"])
@@ -95,39 +95,37 @@ func (h *Hub) installationOf(owner string) int64 {
 // by the App's key, iss = App ID, exp in the future and at most ten minutes
 // after iat.
 func checkAppJWT(authorization string, appID int64, key *rsa.PublicKey, now time.Time) *response {
+	undecodable := unauthorized("A JSON web token could not be decoded")
 	raw, ok := bearer(authorization)
 	if !ok {
 		return errorResponse(http.StatusUnauthorized, "Requires authentication", docsAccessToken)
 	}
 	if key == nil {
-		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
+		return undecodable
 	}
 	claims := jwt.MapClaims{}
 	parser := jwt.Parser{ValidMethods: []string{"RS256"}, SkipClaimsValidation: true}
 	_, err := parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return key, nil })
 	if err != nil {
-		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
+		return undecodable
 	}
 	iss := claimString(claims["iss"])
 	if _, err := strconv.ParseInt(iss, 10, 64); err != nil {
-		return errorResponse(http.StatusUnauthorized, "'Issuer' claim ('iss') must be an Integer", docsRoot)
+		return unauthorized("'Issuer' claim ('iss') must be an Integer")
 	}
 	if iss != strconv.FormatInt(appID, 10) {
 		// Another App's ID: its key would not have signed this.
-		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
+		return undecodable
 	}
 	iat, iatOK := claimTime(claims["iat"])
 	exp, expOK := claimTime(claims["exp"])
 	switch {
 	case !iatOK || iat.After(now.Add(jwtClockSkew)):
-		return errorResponse(http.StatusUnauthorized,
-			"'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued", docsRoot)
+		return unauthorized("'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued")
 	case !expOK || !exp.After(now):
-		return errorResponse(http.StatusUnauthorized,
-			"'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires", docsRoot)
+		return unauthorized("'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
 	case exp.Sub(iat) > maxJWTLifetime:
-		return errorResponse(http.StatusUnauthorized,
-			"'Expiration time' claim ('exp') is too far in the future", docsRoot)
+		return unauthorized("'Expiration time' claim ('exp') is too far in the future")
 	}
 	return nil
 }

@@ -73,8 +73,10 @@ func (e errs) fail(v validationError) *response {
 
 func notFound() *response { return errorResponse(http.StatusNotFound, "Not Found", docsRoot) }
 
-func badCredentials() *response {
-	return errorResponse(http.StatusUnauthorized, "Bad credentials", docsRoot)
+func badCredentials() *response { return unauthorized("Bad credentials") }
+
+func unauthorized(message string) *response {
+	return errorResponse(http.StatusUnauthorized, message, docsRoot)
 }
 
 func primaryRateLimitResponse(reset time.Time, actor string) *response {

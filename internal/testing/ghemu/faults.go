@@ -20,11 +20,9 @@ type Fault struct {
 	// Delay holds the answer back; a client whose timeout is shorter sees
 	// a timeout.
 	Delay time.Duration
-	// Status, when non-zero, is answered instead of the real handler, with
-	// Header and Body. Zero lets the request through after Delay.
-	Status int
-	Header http.Header
-	Body   string
+	// answer, when set, is given instead of the real handler's; nil lets
+	// the request through after Delay.
+	answer *response
 }
 
 // For narrows the fault to one method and path pattern.
@@ -44,22 +42,11 @@ func (f Fault) matches(r *http.Request, apiPath string) bool {
 	return err == nil && ok
 }
 
-func (f Fault) response() *response {
-	r := &response{status: f.Status, header: f.Header.Clone()}
-	if f.Body != "" {
-		r.body = rawJSON(f.Body)
-	}
-	return r
-}
-
-// rawJSON is a body sent verbatim.
-type rawJSON string
-
-func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
-
 // SecondaryRateLimit is GitHub's 403 for exceeding a secondary rate limit,
 // with Retry-After in seconds.
-func SecondaryRateLimit(retryAfter int) Fault { return faultOf(secondaryRateLimitResponse(retryAfter)) }
+func SecondaryRateLimit(retryAfter int) Fault {
+	return Fault{answer: secondaryRateLimitResponse(retryAfter)}
+}
 
 // TooManyRequests is a 429 with Retry-After, which GitHub also uses for
 // secondary limits.
@@ -67,23 +54,18 @@ func TooManyRequests(retryAfter int) Fault {
 	r := errorResponse(http.StatusTooManyRequests,
 		"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", docsSecondaryLimit)
 	r.header = http.Header{"Retry-After": {strconv.Itoa(retryAfter)}}
-	return faultOf(r)
+	return Fault{answer: r}
 }
 
 // PrimaryRateLimit is the 403 of an exhausted primary limit that resets at
 // reset.
 func PrimaryRateLimit(reset time.Time) Fault {
-	return faultOf(primaryRateLimitResponse(reset, "installation ID 1"))
+	return Fault{answer: primaryRateLimitResponse(reset, "installation ID 1")}
 }
 
 // ServerError is a 5xx with GitHub's terse body.
 func ServerError(status int) Fault {
-	return faultOf(errorResponse(status, http.StatusText(status), docsRoot))
-}
-
-// faultOf is a Fault that answers as r does.
-func faultOf(r *response) Fault {
-	return Fault{Status: r.status, Header: r.header, Body: mustJSON(r.body)}
+	return Fault{answer: errorResponse(status, http.StatusText(status), docsRoot)}
 }
 
 // Delay holds a request back for d, then answers it normally.

@@ -23,10 +23,10 @@ func handleGetRepo(s *Server, req *request) *response {
 func handleListPulls(s *Server, req *request) *response {
 	// GitHub only filters on head when it has the user:ref form; a bare
 	// branch name is silently ignored and every pull request is listed.
-	headOwner, headRef, headFilter := strings.Cut(req.query.Get("head"), ":")
-	base := req.query.Get("base")
+	headOwner, headRef, headFilter := strings.Cut(req.Query.Get("head"), ":")
+	base := req.Query.Get("base")
 	direction := "asc"
-	if queryDefault(req.query, "sort", "created") == "created" {
+	if queryDefault(req.Query, "sort", "created") == "created" {
 		direction = "desc"
 	}
 	return s.list(req, direction, func(it *item) bool {
@@ -37,14 +37,14 @@ func handleListPulls(s *Server, req *request) *response {
 
 func handleListIssues(s *Server, req *request) *response {
 	var labels []string
-	for _, name := range strings.Split(req.query.Get("labels"), ",") {
+	for _, name := range strings.Split(req.Query.Get("labels"), ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			labels = append(labels, name)
 		}
 	}
-	creator := req.query.Get("creator")
+	creator := req.Query.Get("creator")
 	var since time.Time
-	if v := req.query.Get("since"); v != "" {
+	if v := req.Query.Get("since"); v != "" {
 		var err error
 		if since, err = time.Parse(time.RFC3339, v); err != nil {
 			return req.invalid("since", "invalid")
@@ -59,7 +59,7 @@ func handleListIssues(s *Server, req *request) *response {
 // list answers a listing of the items keep selects in the state the query
 // asks for (open by default, closed or all), sorted and paginated.
 func (s *Server) list(req *request, direction string, keep func(*item) bool, render func(*item) any) *response {
-	state := queryDefault(req.query, "state", "open")
+	state := queryDefault(req.Query, "state", "open")
 	if !slices.Contains([]string{"open", "closed", "all"}, state) {
 		return req.invalid("state", "invalid")
 	}
@@ -69,7 +69,7 @@ func (s *Server) list(req *request, direction string, keep func(*item) bool, ren
 			items = append(items, it)
 		}
 	}
-	sortItems(items, queryDefault(req.query, "sort", "created"), queryDefault(req.query, "direction", direction))
+	sortItems(items, queryDefault(req.Query, "sort", "created"), queryDefault(req.Query, "direction", direction))
 	return listPage(req, items, render)
 }
 
@@ -340,7 +340,7 @@ func handleAddLabels(s *Server, req *request) *response {
 	var wrapped struct {
 		Labels []string `json:"labels"`
 	}
-	trimmed := strings.TrimSpace(string(req.body))
+	trimmed := strings.TrimSpace(string(req.Body))
 	target := any(&wrapped)
 	if strings.HasPrefix(trimmed, "[") {
 		target = &names
@@ -426,11 +426,11 @@ func listPage[E any](req *request, all []E, render func(E) any) *response {
 // the Link header GitHub sends when there is more than one page.
 func paginate(req *request, total int) (from, to int, link http.Header) {
 	perPage := 30
-	if v, err := strconv.Atoi(req.query.Get("per_page")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(req.Query.Get("per_page")); err == nil && v > 0 {
 		perPage = min(v, 100)
 	}
 	page := 1
-	if v, err := strconv.Atoi(req.query.Get("page")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(req.Query.Get("page")); err == nil && v > 0 {
 		page = v
 	}
 	from = min((page-1)*perPage, total)
@@ -439,12 +439,12 @@ func paginate(req *request, total int) (from, to int, link http.Header) {
 
 	linkTo := func(p int, rel string) string {
 		q := url.Values{}
-		for k, vs := range req.query {
+		for k, vs := range req.Query {
 			q[k] = vs
 		}
 		q.Set("page", strconv.Itoa(p))
 		q.Set("per_page", strconv.Itoa(perPage))
-		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, req.apiBase, req.path, q.Encode(), rel)
+		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, req.apiBase, req.Path, q.Encode(), rel)
 	}
 	var links []string
 	if page > 1 {

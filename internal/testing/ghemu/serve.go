@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -18,14 +17,11 @@ import (
 
 // request is one call as the handlers see it.
 type request struct {
+	*Call   // as logged
 	errs    // the endpoint's
 	hub     *Hub
 	repo    *Server // the repository the path names; nil when the Hub has none
 	item    *item   // the issue or pull request {number} names
-	method  string
-	path    string // API path, without the /api/v3 prefix
-	query   url.Values
-	body    []byte
 	params  map[string]string
 	actor   string // login the credentials act as
 	apiBase string // scheme://host[/api/v3], for the URLs in answers
@@ -40,10 +36,10 @@ func (r *request) number() int {
 // decode reads the JSON body; GitHub answers 400 "Problems parsing JSON"
 // when it cannot.
 func (r *request) decode(v any) *response {
-	if len(bytes.TrimSpace(r.body)) == 0 {
+	if len(bytes.TrimSpace(r.Body)) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(r.body, v); err != nil {
+	if err := json.Unmarshal(r.Body, v); err != nil {
 		return errorResponse(http.StatusBadRequest, "Problems parsing JSON", docsRoot)
 	}
 	return nil
@@ -84,17 +80,16 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 			h.record(call)
 			return
 		}
-		if f.Status != 0 {
+		if f.answer != nil {
 			call.Faulted = true
-			h.finish(w, hr, &call, f.response(), false)
+			h.finish(w, hr, &call, f.answer, false)
 			return
 		}
 	}
 
 	webBase := "http://" + hr.Host
 	req := &request{
-		errs: rt.errs, hub: h, repo: repo, method: hr.Method, path: apiPath, query: hr.URL.Query(), body: body, params: params,
-		webBase: webBase, apiBase: webBase + prefix,
+		Call: &call, errs: rt.errs, hub: h, repo: repo, params: params, webBase: webBase, apiBase: webBase + prefix,
 	}
 	h.mu.Lock()
 	resp, counts := h.handle(rt, req, hr.Header.Get("Authorization"))
