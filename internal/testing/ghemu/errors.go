@@ -40,9 +40,10 @@ type validationError struct {
 	Message  string `json:"message,omitempty"`
 }
 
-func errorResponse(status int, message, docs string) *response {
+func errorResponse(status int, message, docs string, errs ...validationError) *response {
 	return &response{status: status, body: errorBody{
 		Message:          message,
+		Errors:           errs,
 		DocumentationURL: docs,
 		Status:           strconv.Itoa(status),
 	}}
@@ -63,12 +64,7 @@ func (e errs) refuse(field, message string) *response {
 
 func (e errs) fail(v validationError) *response {
 	v.Resource = e.resource
-	return &response{status: http.StatusUnprocessableEntity, body: errorBody{
-		Message:          "Validation Failed",
-		Errors:           []validationError{v},
-		DocumentationURL: e.docs,
-		Status:           strconv.Itoa(http.StatusUnprocessableEntity),
-	}}
+	return errorResponse(http.StatusUnprocessableEntity, "Validation Failed", e.docs, v)
 }
 
 func notFound() *response { return errorResponse(http.StatusNotFound, "Not Found", docsRoot) }

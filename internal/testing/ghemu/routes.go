@@ -2,7 +2,6 @@ package ghemu
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 )
 
@@ -24,8 +23,6 @@ type route struct {
 	errs
 	handler func(*Server, *request) *response
 }
-
-func (r *route) mutating() bool { return r.method != http.MethodGet && !r.appAuth }
 
 var routes = []*route{
 	newRoute(routeAccessTokens, "", docsRoot, handleAccessToken),

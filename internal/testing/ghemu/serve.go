@@ -108,7 +108,7 @@ func (h *Hub) handle(rt *route, req *request, authorization string) (*response, 
 	if h.rateUsed >= h.opts.RateLimit {
 		return primaryRateLimitResponse(h.rateReset, req.actor), false
 	}
-	if rt.mutating() {
+	if req.Mutating() {
 		now, last := h.opts.Clock(), h.lastMutation
 		if wait := h.opts.SecondaryMutationGap - now.Sub(last); !last.IsZero() && wait > 0 {
 			return secondaryRateLimitResponse(retryAfterSeconds(wait)), true
