@@ -103,17 +103,17 @@ type Hub struct {
 	selection string
 	Faults
 
-	mu           sync.Mutex         // guards the fields below and every repository's state
-	repos        map[string]*Server // by lower-case "owner/name"
-	tokens       map[string]mintedToken
-	minted       map[int64]int
-	calls        []Call
-	userIDs      map[string]int64
-	nextID       int64
-	requestSeq   int
-	rateUsed     int
-	rateReset    time.Time
-	lastMutation time.Time
+	mu         sync.Mutex         // guards the fields below and every repository's state
+	repos      map[string]*Server // by lower-case "owner/name"
+	tokens     map[string]mintedToken
+	minted     map[int64]int
+	calls      []Call
+	userIDs    map[string]int64
+	nextID     int64
+	requestSeq int
+	// rate is the limit of the App endpoints and of the repositories the
+	// Hub does not serve.
+	rate rate
 }
 
 // Server is one repository of a Hub, with its state and test controls.
@@ -127,6 +127,8 @@ type Server struct {
 	// its calls, faults and tokens are the Hub's.
 	solo bool
 	*Faults
+	// rate is the repository's limit; New's repository shares its Hub's.
+	rate *rate
 
 	// Guarded by hub.mu. Pull requests and issues share one number
 	// sequence, as on GitHub.
@@ -180,7 +182,7 @@ func NewServer(opts Options) *Server {
 	h := StartHub(opts)
 	h.selection = "selected"
 	s := h.AddRepo(opts)
-	s.solo, s.Faults = true, &h.Faults
+	s.solo, s.Faults, s.rate = true, &h.Faults, &h.rate
 	return s
 }
 
@@ -195,6 +197,7 @@ func (h *Hub) AddRepo(opts Options) *Server {
 		hub:      h,
 		opts:     opts,
 		Faults:   &Faults{},
+		rate:     &rate{},
 		repoID:   h.newID(),
 		items:    map[int]*item{},
 		next:     1,

@@ -104,16 +104,16 @@ func (h *Hub) handle(rt *route, req *request, authorization string) (*response, 
 	if resp := h.authenticate(rt, req, authorization); resp != nil {
 		return resp, false
 	}
-	h.rollRateWindow()
-	if h.rateUsed >= h.opts.RateLimit {
-		return primaryRateLimitResponse(h.rateReset, req.actor), false
+	rl, now := h.rateOf(req.Call), h.opts.Clock()
+	rl.roll(now)
+	if rl.used >= h.opts.RateLimit {
+		return primaryRateLimitResponse(rl.reset, req.actor), false
 	}
 	if req.Mutating() {
-		now, last := h.opts.Clock(), h.lastMutation
-		if wait := h.opts.SecondaryMutationGap - now.Sub(last); !last.IsZero() && wait > 0 {
+		if wait := h.opts.SecondaryMutationGap - now.Sub(rl.lastMutation); !rl.lastMutation.IsZero() && wait > 0 {
 			return secondaryRateLimitResponse(retryAfterSeconds(wait)), true
 		}
-		h.lastMutation = now
+		rl.lastMutation = now
 	}
 	if req.repo == nil && !rt.appAuth {
 		return notFound(), true
@@ -157,15 +157,16 @@ func (h *Hub) finish(w http.ResponseWriter, hr *http.Request, call *Call, resp *
 	}
 
 	h.mu.Lock()
+	rl := h.rateOf(call)
 	if counts {
-		h.rateUsed++
+		rl.used++
 	}
-	h.rollRateWindow()
+	rl.roll(h.opts.Clock())
 	// A fault or an error may already carry its own rate headers.
 	setDefault(hd, "X-RateLimit-Limit", strconv.Itoa(h.opts.RateLimit))
-	setDefault(hd, "X-RateLimit-Remaining", strconv.Itoa(max(h.opts.RateLimit-h.rateUsed, 0)))
-	setDefault(hd, "X-RateLimit-Reset", strconv.FormatInt(h.rateReset.Unix(), 10))
-	setDefault(hd, "X-RateLimit-Used", strconv.Itoa(h.rateUsed))
+	setDefault(hd, "X-RateLimit-Remaining", strconv.Itoa(max(h.opts.RateLimit-rl.used, 0)))
+	setDefault(hd, "X-RateLimit-Reset", strconv.FormatInt(rl.reset.Unix(), 10))
+	setDefault(hd, "X-RateLimit-Used", strconv.Itoa(rl.used))
 	setDefault(hd, "X-RateLimit-Resource", "core")
 	h.requestSeq++
 	hd.Set("X-GitHub-Request-Id", fmt.Sprintf("EMU0:%04X:%06X", h.requestSeq, h.requestSeq*7919))
@@ -185,31 +186,45 @@ func (h *Hub) finish(w http.ResponseWriter, hr *http.Request, call *Call, resp *
 	h.record(*call)
 }
 
-// rollRateWindow starts a new primary window when the last one ended.
-// Callers hold h.mu.
-func (h *Hub) rollRateWindow() {
-	now := h.opts.Clock()
-	if h.rateReset.IsZero() || !now.Before(h.rateReset) {
-		h.rateUsed = 0
-		h.rateReset = now.Add(time.Hour).Truncate(time.Second)
+// rate is one primary rate-limit window (an hour, as GitHub's) and the
+// last write, for the secondary limit.
+type rate struct {
+	used         int
+	reset        time.Time
+	lastMutation time.Time
+}
+
+// rateOf is the limit that c counts against: its repository's, or the
+// Hub's. Callers hold h.mu.
+func (h *Hub) rateOf(c *Call) *rate {
+	if c.repo != nil {
+		return c.repo.rate
+	}
+	return &h.rate
+}
+
+// roll starts a new window when the last one ended.
+func (r *rate) roll(now time.Time) {
+	if r.reset.IsZero() || !now.Before(r.reset) {
+		r.used = 0
+		r.reset = now.Add(time.Hour).Truncate(time.Second)
 	}
 }
 
 // SetRateRemaining sets how many requests are left in the current primary
 // window, e.g. 0 to make the next request fail with the primary limit.
 func (s *Server) SetRateRemaining(remaining int) {
-	h := s.hub
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.rollRateWindow()
-	h.rateUsed = max(h.opts.RateLimit-remaining, 0)
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.rate.roll(s.hub.opts.Clock())
+	s.rate.used = max(s.hub.opts.RateLimit-remaining, 0)
 }
 
 // RateUsed is how many requests the current primary window has charged.
 func (s *Server) RateUsed() int {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
-	return s.hub.rateUsed
+	return s.rate.used
 }
 
 func splitPrefix(p string) (apiPath, prefix string) {
