@@ -110,7 +110,8 @@ func (h *Hub) handle(rt *route, req *request, authorization string) (*response, 
 		return primaryRateLimitResponse(rl.reset, req.actor), false
 	}
 	if req.Mutating() {
-		if wait := h.opts.SecondaryMutationGap - now.Sub(rl.lastMutation); !rl.lastMutation.IsZero() && wait > 0 {
+		gap := h.opts.SecondaryMutationGap
+		if wait := gap - now.Sub(rl.lastMutation); gap > 0 && !rl.lastMutation.IsZero() && wait > 0 {
 			return secondaryRateLimitResponse(retryAfterSeconds(wait)), true
 		}
 		rl.lastMutation = now
