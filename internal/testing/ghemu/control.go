@@ -146,9 +146,9 @@ func (s *Server) Issues() []*github.Issue {
 // Comments returns the comments of an issue or pull request, oldest first.
 func (s *Server) Comments(number int) []*github.IssueComment {
 	var out []*github.IssueComment
-	inspect(s, func(it *item) bool { return it.number == number }, func(req *request, it *item) any {
+	_ = s.onItem(number, func(it *item) error {
 		for _, c := range it.comments {
-			out = append(out, s.renderComment(req, it, c))
+			out = append(out, s.renderComment(s.inspector(), it, c))
 		}
 		return nil
 	})
@@ -159,12 +159,11 @@ func (s *Server) renderFullPull(req *request, it *item) *github.PullRequest {
 	return s.renderPull(req, it, true)
 }
 
-// inspect renders the items keep selects, by number, for the test side,
-// with the Hub's own URL.
+// inspect renders the items keep selects, by number, for the test side.
 func inspect[T any](s *Server, keep func(*item) bool, render func(*request, *item) T) []T {
 	s.hub.mu.Lock()
 	defer s.hub.mu.Unlock()
-	req := &request{apiBase: s.URL, webBase: s.URL}
+	req := s.inspector()
 	var out []T
 	for _, it := range slices.SortedFunc(maps.Values(s.items), func(a, b *item) int { return a.number - b.number }) {
 		if keep(it) {
@@ -173,6 +172,9 @@ func inspect[T any](s *Server, keep func(*item) bool, render func(*request, *ite
 	}
 	return out
 }
+
+// inspector renders objects for the test side, with the Hub's own URL.
+func (s *Server) inspector() *request { return &request{apiBase: s.URL, webBase: s.URL} }
 
 func firstOf[T any](all []T) (T, bool) {
 	if len(all) == 0 {
