@@ -3,7 +3,10 @@ package ghemu
 import (
 	"crypto/rsa"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +16,9 @@ import (
 
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
 )
+
+// appSlug names the App; its installation tokens act as "kedge[bot]".
+const appSlug = "kedge"
 
 // GitHub refuses App JWTs that live longer than ten minutes; it tolerates a
 // little clock drift on "iat".
@@ -34,77 +40,92 @@ func bearer(authorization string) (string, bool) {
 	return "", false
 }
 
-// authenticateToken resolves a static or minted installation token to the
-// login it acts as. Callers hold s.mu.
-func (s *Server) authenticateToken(req *request, authorization string) *response {
-	token, ok := bearer(authorization)
-	if !ok {
-		return errorResponse(http.StatusUnauthorized, "Requires authentication", docsRoot)
-	}
-	if s.tokenAuth != nil {
-		login, refused := s.tokenAuth(token)
-		req.actor = login
-		return refused
-	}
-	if login, ok := s.opts.Tokens[token]; ok {
-		req.actor = login
-		return nil
-	}
-	if expires, ok := s.tokens[token]; ok && s.opts.Clock().Before(expires) {
-		req.actor = s.botLogin()
-		return nil
-	}
-	return badCredentials()
+type mintedToken struct {
+	installation int64
+	expires      time.Time
 }
 
-func (s *Server) botLogin() string { return s.opts.AppSlug + "[bot]" }
-
-// authenticateApp checks the App JWT. Callers hold s.mu.
-func (s *Server) authenticateApp(req *request, authorization string) *response {
-	if r := checkAppJWT(authorization, s.opts.AppID, s.opts.AppPublicKey, s.opts.Clock()); r != nil {
-		return r
+// authenticate checks a request's credentials: the App's JWT on the App
+// endpoints, a token elsewhere. Callers hold h.mu.
+func (h *Hub) authenticate(rt *route, req *request, authorization string) *response {
+	if rt.appAuth {
+		req.actor = appSlug
+		return checkAppJWT(authorization, h.opts.AppID, h.opts.AppPublicKey, h.opts.Clock())
 	}
-	req.actor = s.opts.AppSlug
-	return nil
+	token, ok := bearer(authorization)
+	if !ok {
+		return unauthorized("Requires authentication")
+	}
+	var refused *response
+	req.actor, refused = h.authorize(token, req.params["owner"])
+	return refused
+}
+
+// authorize resolves a token used on a repository of owner to the login it
+// acts as. A token of another installation is valid but cannot see the
+// repository: GitHub answers 404, as for a private repository it does not
+// know. Callers hold h.mu.
+func (h *Hub) authorize(token, owner string) (string, *response) {
+	if login, ok := h.opts.Tokens[token]; ok {
+		return login, nil
+	}
+	t, ok := h.tokens[token]
+	if !ok || !h.opts.Clock().Before(t.expires) {
+		return "", badCredentials()
+	}
+	bot := appSlug + "[bot]"
+	if t.installation != h.installationOf(owner) {
+		return bot, notFound()
+	}
+	return bot, nil
+}
+
+// installationOf is the installation on owner, 0 for none. Callers hold
+// h.mu.
+func (h *Hub) installationOf(owner string) int64 {
+	for account, id := range h.opts.Installations {
+		if strings.EqualFold(account, owner) {
+			return id
+		}
+	}
+	return 0
 }
 
 // checkAppJWT checks an App JWT the way GitHub documents it: RS256, signed
 // by the App's key, iss = App ID, exp in the future and at most ten minutes
 // after iat.
 func checkAppJWT(authorization string, appID int64, key *rsa.PublicKey, now time.Time) *response {
+	undecodable := unauthorized("A JSON web token could not be decoded")
 	raw, ok := bearer(authorization)
 	if !ok {
 		return errorResponse(http.StatusUnauthorized, "Requires authentication", docsAccessToken)
 	}
 	if key == nil {
-		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
+		return undecodable
 	}
 	claims := jwt.MapClaims{}
 	parser := jwt.Parser{ValidMethods: []string{"RS256"}, SkipClaimsValidation: true}
 	_, err := parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return key, nil })
 	if err != nil {
-		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
+		return undecodable
 	}
 	iss := claimString(claims["iss"])
 	if _, err := strconv.ParseInt(iss, 10, 64); err != nil {
-		return errorResponse(http.StatusUnauthorized, "'Issuer' claim ('iss') must be an Integer", docsRoot)
+		return unauthorized("'Issuer' claim ('iss') must be an Integer")
 	}
 	if iss != strconv.FormatInt(appID, 10) {
 		// Another App's ID: its key would not have signed this.
-		return errorResponse(http.StatusUnauthorized, "A JSON web token could not be decoded", docsRoot)
+		return undecodable
 	}
 	iat, iatOK := claimTime(claims["iat"])
 	exp, expOK := claimTime(claims["exp"])
 	switch {
 	case !iatOK || iat.After(now.Add(jwtClockSkew)):
-		return errorResponse(http.StatusUnauthorized,
-			"'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued", docsRoot)
+		return unauthorized("'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued")
 	case !expOK || !exp.After(now):
-		return errorResponse(http.StatusUnauthorized,
-			"'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires", docsRoot)
+		return unauthorized("'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
 	case exp.Sub(iat) > maxJWTLifetime:
-		return errorResponse(http.StatusUnauthorized,
-			"'Expiration time' claim ('exp') is too far in the future", docsRoot)
+		return unauthorized("'Expiration time' claim ('exp') is too far in the future")
 	}
 	return nil
 }
@@ -131,27 +152,24 @@ func claimTime(v any) (time.Time, bool) {
 	return time.Unix(int64(f), 0), true
 }
 
-func handleAccessToken(s *Server, req *request) *response {
-	if s.opts.InstallationID == 0 || req.params["id"] != strconv.FormatInt(s.opts.InstallationID, 10) {
+func handleAccessToken(_ *Server, req *request) *response {
+	h := req.hub
+	id, _ := strconv.ParseInt(req.params["id"], 10, 64)
+	if id == 0 || !slices.Contains(slices.Collect(maps.Values(h.opts.Installations)), id) {
 		return notFound()
 	}
 	token := gitserver.RandomToken()
-	expires := s.now().Add(s.opts.TokenTTL)
-	s.tokens[token] = expires
-	s.minted++
-	return &response{status: http.StatusCreated, body: accessToken{
+	expires := h.now().Add(h.opts.TokenTTL)
+	h.tokens[token] = mintedToken{installation: id, expires: expires}
+	h.minted[id]++
+	return answer(http.StatusCreated, accessToken{
 		InstallationToken: github.InstallationToken{
-			Token:     &token,
-			ExpiresAt: &github.Timestamp{Time: expires},
-			Permissions: &github.InstallationPermissions{
-				Contents:     github.String("write"),
-				Issues:       github.String("write"),
-				Metadata:     github.String("read"),
-				PullRequests: github.String("write"),
-			},
+			Token:       &token,
+			ExpiresAt:   &github.Timestamp{Time: expires},
+			Permissions: installationPermissions(),
 		},
-		RepositorySelection: "selected",
-	}}
+		RepositorySelection: h.selection,
+	})
 }
 
 // accessToken adds the field GitHub sends that go-github does not model.
@@ -160,31 +178,76 @@ type accessToken struct {
 	RepositorySelection string `json:"repository_selection"`
 }
 
+func installationPermissions() *github.InstallationPermissions {
+	return &github.InstallationPermissions{
+		Contents:     github.String("write"),
+		Issues:       github.String("write"),
+		Metadata:     github.String("read"),
+		PullRequests: github.String("write"),
+	}
+}
+
+// handleRepoInstallation answers which installation covers a repository.
+func handleRepoInstallation(_ *Server, req *request) *response {
+	h, owner := req.hub, req.params["owner"]
+	id := h.installationOf(owner)
+	if id == 0 || req.repo == nil {
+		return notFound()
+	}
+	return answer(http.StatusOK, &github.Installation{
+		ID:                  github.Int64(id),
+		AppID:               github.Int64(h.opts.AppID),
+		AppSlug:             github.String(appSlug),
+		TargetType:          github.String("Organization"),
+		RepositorySelection: github.String(h.selection),
+		Account:             &github.User{Login: github.String(owner), Type: github.String("Organization")},
+		AccessTokensURL:     github.String(fmt.Sprintf("%s/app/installations/%d/access_tokens", req.apiBase, id)),
+		RepositoriesURL:     github.String(req.apiBase + "/installation/repositories"),
+		Permissions:         installationPermissions(),
+		Events:              []string{},
+	})
+}
+
+// MintedTokens counts the installation tokens minted, by installation.
+func (h *Hub) MintedTokens() map[int64]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.minted)
+}
+
 // MintedTokens is how many installation tokens have been handed out.
 func (s *Server) MintedTokens() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.minted
+	n := 0
+	for _, minted := range s.hub.MintedTokens() {
+		n += minted
+	}
+	return n
 }
 
 // ExpireTokens makes every minted installation token invalid, as if an
 // hour had passed.
-func (s *Server) ExpireTokens() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for t := range s.tokens {
-		s.tokens[t] = time.Time{}
+func (h *Hub) ExpireTokens() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for token, t := range h.tokens {
+		t.expires = time.Time{}
+		h.tokens[token] = t
 	}
 }
 
-// ValidToken reports whether token is a static token or an unexpired
-// installation token, e.g. for a Git smart-HTTP server in the same test.
-func (s *Server) ValidToken(token string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.opts.Tokens[token]; ok {
-		return true
-	}
-	expires, ok := s.tokens[token]
-	return ok && s.opts.Clock().Before(expires)
+// ExpireTokens is the Hub's ExpireTokens.
+func (s *Server) ExpireTokens() { s.hub.ExpireTokens() }
+
+// ValidTokenFor reports whether token may write to repository
+// "owner/name", for the Git server of the same test.
+func (h *Hub) ValidTokenFor(fullName, token string) bool {
+	owner, _, _ := strings.Cut(fullName, "/")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, refused := h.authorize(token, owner)
+	return refused == nil
 }
+
+// ValidToken reports whether token may write to the repository, e.g. for a
+// Git smart-HTTP server in the same test.
+func (s *Server) ValidToken(token string) bool { return s.hub.ValidTokenFor(s.fullName(), token) }

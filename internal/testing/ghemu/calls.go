@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -27,6 +28,8 @@ type Call struct {
 	Faulted bool
 	// At is when the request arrived.
 	At time.Time
+
+	repo *Server // the repository that answered; nil for the Hub
 }
 
 // DecodeBody unmarshals the request body.
@@ -43,33 +46,55 @@ func (c Call) Mutating() bool {
 	return c.Route != routeAccessTokens
 }
 
-func (s *Server) record(c Call) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, c)
+func (h *Hub) record(c Call) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls = append(h.calls, c)
 }
 
-// Calls returns every request received so far, in order.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
+func (h *Hub) callsWhere(keep func(Call) bool) []Call {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Call
+	for _, c := range h.calls {
+		if keep(c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
+
+// Calls returns the calls the Hub answered itself (installation lookups,
+// token mints, repositories it does not serve), in order.
+func (h *Hub) Calls() []Call { return h.callsWhere(func(c Call) bool { return c.repo == nil }) }
+
+// CallsTo returns every call that named repository "owner/name", in order.
+func (h *Hub) CallsTo(fullName string) []Call {
+	return h.callsWhere(func(c Call) bool { return repoOfPath(c.Path) == strings.ToLower(fullName) })
+}
+
+// owns reports whether c is the repository's call; New's repository owns
+// every call of its Hub.
+func (s *Server) owns(c Call) bool { return s.solo || c.repo == s }
+
+// Calls returns every request the repository received so far, in order.
+func (s *Server) Calls() []Call { return s.hub.callsWhere(s.owns) }
 
 // MutatingCalls returns the calls that ask for a change (see Call.Mutating).
 func (s *Server) MutatingCalls() []Call {
-	return slices.DeleteFunc(s.Calls(), func(c Call) bool { return !c.Mutating() })
+	return s.hub.callsWhere(func(c Call) bool { return s.owns(c) && c.Mutating() })
 }
 
 // OutOfSurfaceCalls returns the calls to endpoints the emulation (and
 // kedge's contract) does not include.
 func (s *Server) OutOfSurfaceCalls() []Call {
-	return slices.DeleteFunc(s.Calls(), func(c Call) bool { return !c.OutOfSurface })
+	return s.hub.callsWhere(func(c Call) bool { return s.owns(c) && c.OutOfSurface })
 }
 
-// ResetCalls forgets the recorded calls, e.g. between two cycles.
+// ResetCalls forgets the repository's recorded calls, e.g. between two
+// cycles.
 func (s *Server) ResetCalls() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = nil
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.hub.calls = slices.DeleteFunc(s.hub.calls, s.owns)
 }

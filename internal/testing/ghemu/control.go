@@ -1,59 +1,61 @@
 package ghemu
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/google/go-github/v66/github"
 )
 
 // The methods below are the test's hands: what people and GitHub itself do
-// to the repository outside the API calls under test.
+// to the repository outside the API calls under test. People act as
+// humanLogin.
+const humanLogin = "octocat"
 
 // MergeFunc moves the base branch when a pull request is merged; headSHA is
 // the commit being merged. It returns the merge commit.
 type MergeFunc func(base, headSHA string) (mergeSHA string, err error)
 
-// MergePR merges pull request number as HumanLogin: merged and merged_at
+// MergePR merges pull request number as a person: merged and merged_at
 // set, state closed. update, when non-nil, moves the base branch first (see
 // GitFastForward); with the in-memory branch table and no update the base
 // branch simply takes the head commit.
 func (s *Server) MergePR(number int, update MergeFunc) error {
-	s.mu.Lock()
-	it, ok := s.repo.items[number]
-	if !ok || !it.isPR {
-		s.mu.Unlock()
-		return fmt.Errorf("no pull request #%d", number)
+	base, headSHA, err := s.openPull(number)
+	if err != nil {
+		return err
 	}
-	if it.state != "open" {
-		s.mu.Unlock()
-		return fmt.Errorf("pull request #%d is %s", number, it.state)
-	}
-	base, headSHA := it.base, s.currentHeadSHA(it)
-	s.mu.Unlock()
-
 	mergeSHA := headSHA
 	if update != nil {
-		var err error
 		if mergeSHA, err = update(base, headSHA); err != nil {
 			return fmt.Errorf("merge #%d into %s: %w", number, base, err)
 		}
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
 	if update == nil && s.opts.Branches == nil {
-		s.repo.branches[base] = headSHA
+		s.branches[base] = headSHA
 	}
-	now := s.now()
-	it.merged = &now
-	it.mergedBy = s.opts.HumanLogin
-	it.mergeSHA = mergeSHA
-	it.state = "closed"
-	it.closed = &now
-	it.closedBy = s.opts.HumanLogin
-	it.updated = now
+	it := s.items[number]
+	s.setState(it, "closed", "", humanLogin)
+	it.merged, it.mergedBy, it.mergeSHA, it.updated = it.closed, humanLogin, mergeSHA, *it.closed
 	return nil
+}
+
+// openPull is the base branch and head commit of open pull request number.
+func (s *Server) openPull(number int) (base, headSHA string, err error) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	switch it, ok := s.items[number]; {
+	case !ok || !it.isPR:
+		return "", "", fmt.Errorf("no pull request #%d", number)
+	case it.state != "open":
+		return "", "", fmt.Errorf("pull request #%d is %s", number, it.state)
+	default:
+		return it.base, s.currentHeadSHA(it), nil
+	}
 }
 
 // ClosePR closes pull request number unmerged, as a person would.
@@ -69,78 +71,66 @@ type Edit struct {
 	AddLabels   []string
 }
 
-// EditAsHuman applies e to an issue or pull request as HumanLogin. GitHub's
+// EditAsHuman applies e to an issue or pull request as a person. GitHub's
 // rules hold for people too: a merged pull request cannot be reopened.
 func (s *Server) EditAsHuman(number int, e Edit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.repo.items[number]
-	if !ok {
-		return fmt.Errorf("no issue or pull request #%d", number)
-	}
-	change := itemChange{Title: e.Title, Body: e.Body, State: e.State}
-	if r := s.checkChange(it, change, "Issue", docsUpdateIssue); r != nil {
-		return fmt.Errorf("edit #%d: %s", number, mustJSON(r.body))
-	}
-	if len(e.AddLabels) > 0 {
-		it.labels = addLabelNames(it.labels, s.ensureLabels(e.AddLabels))
-	}
-	s.applyChange(it, change, s.opts.HumanLogin)
-	return nil
+	return s.onItem(number, func(it *item) error {
+		change := itemChange{Title: e.Title, Body: e.Body, State: e.State}
+		if r := s.checkChange(errs{"Issue", docsUpdateIssue}, it, change); r != nil {
+			return fmt.Errorf("edit #%d: %s", number, mustJSON(r.body))
+		}
+		it.labels = addNames(it.labels, s.ensureLabels(e.AddLabels))
+		s.applyChange(it, change, humanLogin)
+		return nil
+	})
 }
 
-// CommentAsHuman adds a comment by login (HumanLogin when empty).
+// CommentAsHuman adds a comment by login (a person when empty).
 func (s *Server) CommentAsHuman(number int, login, body string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.repo.items[number]
+	return s.onItem(number, func(it *item) error {
+		s.addComment(it, cmp.Or(login, humanLogin), body)
+		return nil
+	})
+}
+
+// onItem runs fn on issue or pull request number, under the Hub's lock.
+func (s *Server) onItem(number int, fn func(*item) error) error {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	it, ok := s.items[number]
 	if !ok {
 		return fmt.Errorf("no issue or pull request #%d", number)
 	}
-	if login == "" {
-		login = s.opts.HumanLogin
-	}
-	s.addComment(it, login, body)
-	return nil
+	return fn(it)
 }
 
-// CreateIssueAsHuman opens an issue as HumanLogin and returns its number.
+// CreateIssueAsHuman opens an issue as a person and returns its number.
 func (s *Server) CreateIssueAsHuman(title, body string, labels ...string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.newIssue(s.opts.HumanLogin, title, body, labels).number
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.newIssue(humanLogin, title, body, labels).number
 }
 
 // SetBranch creates or moves a branch of the in-memory branch table. It
 // panics when Options.Branches was given: the Git repository is then the
 // only truth.
 func (s *Server) SetBranch(name, sha string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mustOwnBranches()
-	s.repo.branches[name] = sha
-}
-
-func (s *Server) mustOwnBranches() {
 	if s.opts.Branches != nil {
 		panic("ghemu: branches come from Options.Branches")
 	}
-}
-
-// inspector renders objects for the test side, with the server's own URL.
-func (s *Server) inspector() *request {
-	return &request{apiBase: s.URL, webBase: s.URL}
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	s.branches[name] = sha
 }
 
 // PR returns pull request number as the API would show it.
 func (s *Server) PR(number int) (*github.PullRequest, bool) {
-	prs := inspect(s, func(it *item) bool { return it.isPR && it.number == number }, s.inspectPull)
-	return firstOf(prs)
+	return firstOf(inspect(s, func(it *item) bool { return it.isPR && it.number == number }, s.renderFullPull))
 }
 
 // PRs returns every pull request, by number.
 func (s *Server) PRs() []*github.PullRequest {
-	return inspect(s, func(it *item) bool { return it.isPR }, s.inspectPull)
+	return inspect(s, func(it *item) bool { return it.isPR }, s.renderFullPull)
 }
 
 // Issue returns issue number (pull requests excluded).
@@ -153,22 +143,38 @@ func (s *Server) Issues() []*github.Issue {
 	return inspect(s, func(it *item) bool { return !it.isPR }, s.renderIssue)
 }
 
-func (s *Server) inspectPull(req *request, it *item) *github.PullRequest {
+// Comments returns the comments of an issue or pull request, oldest first.
+func (s *Server) Comments(number int) []*github.IssueComment {
+	var out []*github.IssueComment
+	_ = s.onItem(number, func(it *item) error {
+		for _, c := range it.comments {
+			out = append(out, s.renderComment(s.inspector(), it, c))
+		}
+		return nil
+	})
+	return out
+}
+
+func (s *Server) renderFullPull(req *request, it *item) *github.PullRequest {
 	return s.renderPull(req, it, true)
 }
 
 // inspect renders the items keep selects, by number, for the test side.
 func inspect[T any](s *Server, keep func(*item) bool, render func(*request, *item) T) []T {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	req := s.inspector()
 	var out []T
-	for _, it := range s.sortedItems() {
+	for _, it := range slices.SortedFunc(maps.Values(s.items), func(a, b *item) int { return a.number - b.number }) {
 		if keep(it) {
-			out = append(out, render(s.inspector(), it))
+			out = append(out, render(req, it))
 		}
 	}
 	return out
 }
+
+// inspector renders objects for the test side, with the Hub's own URL.
+func (s *Server) inspector() *request { return &request{apiBase: s.URL, webBase: s.URL} }
 
 func firstOf[T any](all []T) (T, bool) {
 	if len(all) == 0 {
@@ -176,28 +182,4 @@ func firstOf[T any](all []T) (T, bool) {
 		return zero, false
 	}
 	return all[0], true
-}
-
-// Comments returns the comments of an issue or pull request, oldest first.
-func (s *Server) Comments(number int) []*github.IssueComment {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	it, ok := s.repo.items[number]
-	if !ok {
-		return nil
-	}
-	out := make([]*github.IssueComment, 0, len(it.comments))
-	for _, c := range it.comments {
-		out = append(out, s.renderComment(s.inspector(), it, c))
-	}
-	return out
-}
-
-func (s *Server) sortedItems() []*item {
-	items := make([]*item, 0, len(s.repo.items))
-	for _, it := range s.repo.items {
-		items = append(items, it)
-	}
-	slices.SortFunc(items, func(a, b *item) int { return a.number - b.number })
-	return items
 }

@@ -40,27 +40,39 @@ type validationError struct {
 	Message  string `json:"message,omitempty"`
 }
 
-func errorResponse(status int, message, docs string) *response {
+func errorResponse(status int, message, docs string, errs ...validationError) *response {
 	return &response{status: status, body: errorBody{
 		Message:          message,
+		Errors:           errs,
 		DocumentationURL: docs,
 		Status:           strconv.Itoa(status),
 	}}
 }
 
-func validationFailed(docs string, errs ...validationError) *response {
-	return &response{status: http.StatusUnprocessableEntity, body: errorBody{
-		Message:          "Validation Failed",
-		Errors:           errs,
-		DocumentationURL: docs,
-		Status:           strconv.Itoa(http.StatusUnprocessableEntity),
-	}}
+// errs names the resource and documentation of an endpoint's 422 answers.
+type errs struct{ resource, docs string }
+
+// invalid is a 422 for a field that is missing or has a wrong value.
+func (e errs) invalid(field, code string) *response {
+	return e.fail(validationError{Field: field, Code: code})
+}
+
+// refuse is a 422 with GitHub's own words for why.
+func (e errs) refuse(field, message string) *response {
+	return e.fail(validationError{Field: field, Code: "custom", Message: message})
+}
+
+func (e errs) fail(v validationError) *response {
+	v.Resource = e.resource
+	return errorResponse(http.StatusUnprocessableEntity, "Validation Failed", e.docs, v)
 }
 
 func notFound() *response { return errorResponse(http.StatusNotFound, "Not Found", docsRoot) }
 
-func badCredentials() *response {
-	return errorResponse(http.StatusUnauthorized, "Bad credentials", docsRoot)
+func badCredentials() *response { return unauthorized("Bad credentials") }
+
+func unauthorized(message string) *response {
+	return errorResponse(http.StatusUnauthorized, message, docsRoot)
 }
 
 func primaryRateLimitResponse(reset time.Time, actor string) *response {

@@ -20,11 +20,9 @@ type Fault struct {
 	// Delay holds the answer back; a client whose timeout is shorter sees
 	// a timeout.
 	Delay time.Duration
-	// Status, when non-zero, is answered instead of the real handler, with
-	// Header and Body. Zero lets the request through after Delay.
-	Status int
-	Header http.Header
-	Body   string
+	// answer, when set, is given instead of the real handler's; nil lets
+	// the request through after Delay.
+	answer *response
 }
 
 // For narrows the fault to one method and path pattern.
@@ -44,22 +42,11 @@ func (f Fault) matches(r *http.Request, apiPath string) bool {
 	return err == nil && ok
 }
 
-func (f Fault) response() *response {
-	r := &response{status: f.Status, header: f.Header.Clone()}
-	if f.Body != "" {
-		r.body = rawJSON(f.Body)
-	}
-	return r
-}
-
-// rawJSON is a body sent verbatim.
-type rawJSON string
-
-func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
-
 // SecondaryRateLimit is GitHub's 403 for exceeding a secondary rate limit,
 // with Retry-After in seconds.
-func SecondaryRateLimit(retryAfter int) Fault { return faultOf(secondaryRateLimitResponse(retryAfter)) }
+func SecondaryRateLimit(retryAfter int) Fault {
+	return Fault{answer: secondaryRateLimitResponse(retryAfter)}
+}
 
 // TooManyRequests is a 429 with Retry-After, which GitHub also uses for
 // secondary limits.
@@ -67,60 +54,60 @@ func TooManyRequests(retryAfter int) Fault {
 	r := errorResponse(http.StatusTooManyRequests,
 		"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", docsSecondaryLimit)
 	r.header = http.Header{"Retry-After": {strconv.Itoa(retryAfter)}}
-	return faultOf(r)
+	return Fault{answer: r}
 }
 
 // PrimaryRateLimit is the 403 of an exhausted primary limit that resets at
 // reset.
 func PrimaryRateLimit(reset time.Time) Fault {
-	return faultOf(primaryRateLimitResponse(reset, "installation ID 1"))
+	return Fault{answer: primaryRateLimitResponse(reset, "installation ID 1")}
 }
 
 // ServerError is a 5xx with GitHub's terse body.
 func ServerError(status int) Fault {
-	return faultOf(errorResponse(status, http.StatusText(status), docsRoot))
-}
-
-// faultOf is a Fault that answers as r does.
-func faultOf(r *response) Fault {
-	return Fault{Status: r.status, Header: r.header, Body: mustJSON(r.body)}
+	return Fault{answer: errorResponse(status, http.StatusText(status), docsRoot)}
 }
 
 // Delay holds a request back for d, then answers it normally.
 func Delay(d time.Duration) Fault { return Fault{Delay: d} }
 
-// faultPlan holds the faults armed on a Server or on a whole Hub.
-type faultPlan struct {
+// Faults are the faults armed on a repository or on a whole Hub: a Hub's
+// strike any request it serves, whichever repository it names (App
+// endpoints included), before the repository's own; New's repository arms
+// its Hub's. Each queued fault applies once, to the first later request it
+// matches, in queue order.
+type Faults struct {
 	mu    sync.Mutex
 	queue []Fault
 	fn    func(*http.Request) *Fault
 }
 
-func (p *faultPlan) add(faults []Fault) {
+// QueueFault adds faults to the queue.
+func (p *Faults) QueueFault(faults ...Fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.queue = append(p.queue, faults...)
 }
 
-func (p *faultPlan) setFunc(fn func(*http.Request) *Fault) {
+// SetFaultFunc installs a function consulted before the queue for every
+// request inside the surface; a nil answer lets the request through.
+// Passing nil removes it.
+func (p *Faults) SetFaultFunc(fn func(r *http.Request) *Fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.fn = fn
 }
 
-func (p *faultPlan) pending() int {
+// PendingFaults is how many queued faults have not been used yet.
+func (p *Faults) PendingFaults() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.queue)
 }
 
 // take returns the fault for a request, if any: the function's first,
-// then the first queued fault that matches, which is used up. A nil plan
-// has none.
-func (p *faultPlan) take(r *http.Request, apiPath string) *Fault {
-	if p == nil {
-		return nil
-	}
+// then the first queued fault that matches, which is used up.
+func (p *Faults) take(r *http.Request, apiPath string) *Fault {
 	p.mu.Lock()
 	fn := p.fn
 	p.mu.Unlock()
@@ -141,23 +128,10 @@ func (p *faultPlan) take(r *http.Request, apiPath string) *Fault {
 	return nil
 }
 
-// QueueFault adds faults; each applies once, to the first later request it
-// matches, in queue order.
-func (s *Server) QueueFault(faults ...Fault) { s.faults.add(faults) }
-
-// SetFaultFunc installs a function consulted before the queue for every
-// request inside the surface; a nil answer lets the request through.
-// Passing nil removes it.
-func (s *Server) SetFaultFunc(fn func(r *http.Request) *Fault) { s.faults.setFunc(fn) }
-
-// PendingFaults is how many queued faults have not been used yet.
-func (s *Server) PendingFaults() int { return s.faults.pending() }
-
-// takeFault consults the Hub's faults, which span its repositories, before
-// the repository's own.
-func (s *Server) takeFault(r *http.Request, apiPath string) *Fault {
-	if f := s.hubFaults.take(r, apiPath); f != nil {
+// takeFault consults the Hub's faults before the repository's own.
+func (h *Hub) takeFault(repo *Server, r *http.Request, apiPath string) *Fault {
+	if f := h.take(r, apiPath); f != nil || repo == nil || repo.Faults == &h.Faults {
 		return f
 	}
-	return s.faults.take(r, apiPath)
+	return repo.take(r, apiPath)
 }

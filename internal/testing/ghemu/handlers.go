@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/go-github/v66/github"
 )
 
 // GitHub caps bodies of issues, pull requests and comments at 65,536
@@ -19,46 +17,60 @@ import (
 const maxBodyChars = 65536
 
 func handleGetRepo(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
-	return &response{status: http.StatusOK, body: s.renderRepo(req)}
+	return answer(http.StatusOK, s.renderRepo(req))
 }
 
 func handleListPulls(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
-	state, r := stateFilter(req, "PullRequest")
-	if r != nil {
-		return r
-	}
 	// GitHub only filters on head when it has the user:ref form; a bare
 	// branch name is silently ignored and every pull request is listed.
-	headOwner, headRef, headFilter := strings.Cut(req.query.Get("head"), ":")
-	base := req.query.Get("base")
-
-	var pulls []*item
-	for _, it := range s.repo.items {
-		if !it.isPR || !state(it) {
-			continue
-		}
-		if headFilter && (!strings.EqualFold(headOwner, s.opts.Owner) || (headRef != "" && it.head != headRef)) {
-			continue
-		}
-		if base != "" && it.base != base {
-			continue
-		}
-		pulls = append(pulls, it)
+	headOwner, headRef, headFilter := strings.Cut(req.Query.Get("head"), ":")
+	base := req.Query.Get("base")
+	direction := "asc"
+	if queryDefault(req.Query, "sort", "created") == "created" {
+		direction = "desc"
 	}
-	sortKey := queryDefault(req.query, "sort", "created")
-	defaultDir := "asc"
-	if sortKey == "created" {
-		defaultDir = "desc"
-	}
-	sortItems(pulls, sortKey, queryDefault(req.query, "direction", defaultDir))
+	return s.list(req, direction, func(it *item) bool {
+		return it.isPR && (base == "" || it.base == base) &&
+			(!headFilter || strings.EqualFold(headOwner, s.opts.Owner) && (headRef == "" || it.head == headRef))
+	}, func(it *item) any { return s.renderPull(req, it, false) })
+}
 
-	return listPage(req, pulls, func(it *item) *github.PullRequest { return s.renderPull(req, it, false) })
+func handleListIssues(s *Server, req *request) *response {
+	var labels []string
+	for _, name := range strings.Split(req.Query.Get("labels"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			labels = append(labels, name)
+		}
+	}
+	creator := req.Query.Get("creator")
+	var since time.Time
+	if v := req.Query.Get("since"); v != "" {
+		var err error
+		if since, err = time.Parse(time.RFC3339, v); err != nil {
+			return req.invalid("since", "invalid")
+		}
+	}
+	return s.list(req, "desc", func(it *item) bool {
+		return (creator == "" || strings.EqualFold(creator, it.user)) && !it.updated.Before(since) &&
+			hasAll(it.labels, labels)
+	}, func(it *item) any { return s.renderIssue(req, it) })
+}
+
+// list answers a listing of the items keep selects in the state the query
+// asks for (open by default, closed or all), sorted and paginated.
+func (s *Server) list(req *request, direction string, keep func(*item) bool, render func(*item) any) *response {
+	state := queryDefault(req.Query, "state", "open")
+	if !slices.Contains([]string{"open", "closed", "all"}, state) {
+		return req.invalid("state", "invalid")
+	}
+	var items []*item
+	for _, it := range s.items {
+		if (state == "all" || it.state == state) && keep(it) {
+			items = append(items, it)
+		}
+	}
+	sortItems(items, queryDefault(req.Query, "sort", "created"), queryDefault(req.Query, "direction", direction))
+	return listPage(req, items, render)
 }
 
 // createPullBody mirrors github.NewPullRequest with presence detection.
@@ -71,95 +83,48 @@ type createPullBody struct {
 	MaintainerCanModify *bool   `json:"maintainer_can_modify"`
 }
 
-func handleCreatePull(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
+func handleCreatePull(s *Server, req *request, in *createPullBody) *response {
+	for _, f := range []struct {
+		name  string
+		value *string
+	}{{"title", in.Title}, {"base", in.Base}, {"head", in.Head}} {
+		if f.value == nil || strings.TrimSpace(*f.value) == "" {
+			return req.invalid(f.name, "missing_field")
+		}
 	}
-	var in createPullBody
-	if r := req.decode(&in); r != nil {
-		return r
-	}
-	if in.Title == nil || strings.TrimSpace(*in.Title) == "" {
-		return validationFailed(docsCreatePull, validationError{Resource: "PullRequest", Field: "title", Code: "missing_field"})
-	}
-	if in.Base == nil || *in.Base == "" {
-		return validationFailed(docsCreatePull, validationError{Resource: "PullRequest", Field: "base", Code: "missing_field"})
-	}
-	if in.Head == nil || *in.Head == "" {
-		return validationFailed(docsCreatePull, validationError{Resource: "PullRequest", Field: "head", Code: "missing_field"})
-	}
-	head := *in.Head
+	head, base := *in.Head, *in.Base
 	if owner, ref, ok := strings.Cut(head, ":"); ok {
 		// Pull requests from forks are outside what the emulation models.
 		if !strings.EqualFold(owner, s.opts.Owner) {
-			return validationFailed(docsCreatePull, validationError{Resource: "PullRequest", Field: "head", Code: "invalid"})
+			return req.invalid("head", "invalid")
 		}
 		head = ref
 	}
-	base := *in.Base
-	if _, ok := s.branch(base); !ok {
-		return validationFailed(docsCreatePull, validationError{Resource: "PullRequest", Field: "base", Code: "invalid"})
+	baseSHA, baseOK := s.branch(base)
+	headSHA, headOK := s.branch(head)
+	switch {
+	case !baseOK:
+		return req.invalid("base", "invalid")
+	case !headOK:
+		return req.invalid("head", "invalid")
 	}
-	headSHA, ok := s.branch(head)
-	if !ok {
-		return validationFailed(docsCreatePull, validationError{Resource: "PullRequest", Field: "head", Code: "invalid"})
-	}
-	if r := checkBody(in.Body, "PullRequest", docsCreatePull); r != nil {
+	if r := cmp.Or(req.checkBody(in.Body), s.checkOnlyOpenPull(req.errs, nil, head, base)); r != nil {
 		return r
 	}
-	if r := s.checkOnlyOpenPull(nil, head, base, docsCreatePull); r != nil {
-		return r
+	if baseSHA == headSHA {
+		return req.refuse("", "No commits between "+base+" and "+head)
 	}
-	if baseSHA, _ := s.branch(base); baseSHA == headSHA {
-		return validationFailed(docsCreatePull, validationError{
-			Resource: "PullRequest", Code: "custom",
-			Message: "No commits between " + base + " and " + head,
-		})
-	}
-	now := s.now()
-	it := &item{
-		number:              s.repo.next,
-		id:                  s.id(),
-		issueID:             s.id(),
-		isPR:                true,
-		title:               *in.Title,
-		body:                deref(in.Body),
-		state:               "open",
-		user:                req.actor,
-		created:             now,
-		updated:             now,
-		head:                head,
-		base:                base,
-		headSHA:             headSHA,
-		draft:               derefBool(in.Draft),
+	it := s.addItem(&item{
+		isPR: true, title: *in.Title, body: deref(in.Body), user: req.actor,
+		head: head, base: base, headSHA: headSHA, draft: in.Draft != nil && *in.Draft,
 		maintainerCanModify: in.MaintainerCanModify == nil || *in.MaintainerCanModify,
-	}
-	s.repo.next++
-	s.repo.items[it.number] = it
+	})
 	pr := s.renderPull(req, it, true)
-	return &response{status: http.StatusCreated, body: pr, header: location(pr.GetURL())}
-}
-
-// itemFor finds the issue or pull request the path's {number} names. The
-// /pulls/ endpoints answer 404 for an issue; the /issues/ ones serve both,
-// since a pull request is an issue on GitHub.
-func (s *Server) itemFor(req *request, pullOnly bool) (*item, *response) {
-	if !s.repoMatches(req) {
-		return nil, notFound()
-	}
-	it, ok := s.repo.items[req.number()]
-	if !ok || (pullOnly && !it.isPR) {
-		return nil, notFound()
-	}
-	return it, nil
+	return created(pr, pr.GetURL())
 }
 
 func handleGetPull(s *Server, req *request) *response {
-	it, r := s.itemFor(req, true)
-	if r != nil {
-		return r
-	}
-	return &response{status: http.StatusOK, body: s.renderPull(req, it, true)}
+	return answer(http.StatusOK, s.renderPull(req, req.item, true))
 }
 
 type updatePullBody struct {
@@ -168,31 +133,22 @@ type updatePullBody struct {
 	MaintainerCanModify *bool   `json:"maintainer_can_modify"`
 }
 
-func handleUpdatePull(s *Server, req *request) *response {
-	it, r := s.itemFor(req, true)
-	if r != nil {
-		return r
-	}
-	var in updatePullBody
-	if r := req.decode(&in); r != nil {
-		return r
-	}
+func handleUpdatePull(s *Server, req *request, in *updatePullBody) *response {
+	it := req.item
 	if in.Base != nil {
 		if _, ok := s.branch(*in.Base); !ok {
-			return validationFailed(docsUpdatePull, validationError{Resource: "PullRequest", Field: "base", Code: "invalid"})
+			return req.invalid("base", "invalid")
 		}
 	}
-	if r := s.checkChange(it, in.itemChange, "PullRequest", docsUpdatePull); r != nil {
+	if r := s.checkChange(req.errs, it, in.itemChange); r != nil {
 		return r
 	}
-	if in.Base != nil {
-		it.base = *in.Base
-	}
+	it.base = cmp.Or(deref(in.Base), it.base)
 	if in.MaintainerCanModify != nil {
 		it.maintainerCanModify = *in.MaintainerCanModify
 	}
 	s.applyChange(it, in.itemChange, req.actor)
-	return &response{status: http.StatusOK, body: s.renderPull(req, it, true)}
+	return answer(http.StatusOK, s.renderPull(req, it, true))
 }
 
 // itemChange is what the update endpoints of issues and pull requests, and
@@ -206,64 +162,54 @@ type itemChange struct {
 
 // checkChange refuses a change the way GitHub's update endpoints do,
 // before anything is changed.
-func (s *Server) checkChange(it *item, c itemChange, resource, docs string) *response {
+func (s *Server) checkChange(e errs, it *item, c itemChange) *response {
 	if c.State != nil && *c.State != "open" && *c.State != "closed" {
-		return validationFailed(docs, validationError{Resource: resource, Field: "state", Code: "invalid"})
+		return e.invalid("state", "invalid")
 	}
-	if r := checkBody(c.Body, resource, docs); r != nil {
+	if r := e.checkBody(c.Body); r != nil {
 		return r
 	}
-	if it.isPR && c.State != nil && *c.State == "open" && it.state == "closed" {
+	if it.isPR && deref(c.State) == "open" && it.state == "closed" {
 		if r := s.checkReopen(it); r != nil {
 			return r
 		}
 	}
 	if c.Title != nil && strings.TrimSpace(*c.Title) == "" {
-		return validationFailed(docs, validationError{Resource: resource, Field: "title", Code: "missing_field"})
+		return e.invalid("title", "missing_field")
 	}
 	return nil
 }
 
 // applyChange makes a change that checkChange accepted, as actor.
 func (s *Server) applyChange(it *item, c itemChange, actor string) {
-	if c.Title != nil {
-		it.title = *c.Title
-	}
+	it.title = cmp.Or(deref(c.Title), it.title)
 	if c.Body != nil {
 		it.body = *c.Body
 	}
 	if c.State != nil {
 		s.setState(it, *c.State, deref(c.StateReason), actor)
 	}
-	it.updated = s.now()
+	it.updated = s.hub.now()
 }
 
 // checkReopen applies GitHub's rules for reopening a pull request.
 func (s *Server) checkReopen(it *item) *response {
+	e := errs{"PullRequest", docsUpdatePull}
 	if it.merged != nil {
-		return validationFailed(docsUpdatePull, validationError{
-			Resource: "PullRequest", Field: "state", Code: "custom",
-			Message: "state cannot be changed. The pull request has been merged.",
-		})
+		return e.refuse("state", "state cannot be changed. The pull request has been merged.")
 	}
 	if _, ok := s.branch(it.head); !ok {
-		return validationFailed(docsUpdatePull, validationError{
-			Resource: "PullRequest", Field: "state", Code: "custom",
-			Message: "state cannot be changed. The " + it.head + " branch has been deleted.",
-		})
+		return e.refuse("state", "state cannot be changed. The "+it.head+" branch has been deleted.")
 	}
-	return s.checkOnlyOpenPull(it, it.head, it.base, docsUpdatePull)
+	return s.checkOnlyOpenPull(e, it, it.head, it.base)
 }
 
 // checkOnlyOpenPull refuses a second open pull request, besides self, for
 // the same head and base, as GitHub does.
-func (s *Server) checkOnlyOpenPull(self *item, head, base, docs string) *response {
-	for _, other := range s.repo.items {
+func (s *Server) checkOnlyOpenPull(e errs, self *item, head, base string) *response {
+	for _, other := range s.items {
 		if other != self && other.isPR && other.state == "open" && other.head == head && other.base == base {
-			return validationFailed(docs, validationError{
-				Resource: "PullRequest", Code: "custom",
-				Message: "A pull request already exists for " + s.opts.Owner + ":" + head + ".",
-			})
+			return e.refuse("", "A pull request already exists for "+s.opts.Owner+":"+head+".")
 		}
 	}
 	return nil
@@ -274,19 +220,16 @@ func (s *Server) setState(it *item, state, reason, actor string) {
 		return
 	}
 	it.state = state
+	it.closed, it.closedBy = nil, ""
 	if state == "closed" {
-		now := s.now()
-		it.closed = &now
-		it.closedBy = actor
-		if !it.isPR {
-			it.stateReason = cmp.Or(reason, "completed")
-		}
-		return
+		now := s.hub.now()
+		it.closed, it.closedBy = &now, actor
 	}
-	it.closed = nil
-	it.closedBy = ""
 	if !it.isPR {
 		it.stateReason = "reopened"
+		if state == "closed" {
+			it.stateReason = cmp.Or(reason, "completed")
+		}
 	}
 }
 
@@ -295,80 +238,20 @@ type reviewersBody struct {
 	TeamReviewers []string `json:"team_reviewers"`
 }
 
-func handleRequestReviewers(s *Server, req *request) *response {
-	it, r := s.itemFor(req, true)
-	if r != nil {
-		return r
-	}
-	var in reviewersBody
-	if r := req.decode(&in); r != nil {
-		return r
-	}
+func handleRequestReviewers(s *Server, req *request, in *reviewersBody) *response {
+	it := req.item
 	for _, login := range in.Reviewers {
 		if strings.EqualFold(login, it.user) {
-			return validationFailed(docsRequestReview, validationError{
-				Resource: "PullRequest", Code: "custom",
-				Message: "Review cannot be requested from pull request author.",
-			})
+			return req.refuse("", "Review cannot be requested from pull request author.")
 		}
-		if s.opts.Collaborators != nil && !slices.ContainsFunc(s.opts.Collaborators, func(c string) bool { return strings.EqualFold(c, login) }) {
-			return validationFailed(docsRequestReview, validationError{
-				Resource: "PullRequest", Code: "custom",
-				Message: "Reviews may only be requested from collaborators. One or more of the users or teams you specified is not a collaborator of the " + s.fullName() + " repository.",
-			})
+		if s.opts.Collaborators != nil && !containsFold(s.opts.Collaborators, login) {
+			return req.refuse("", "Reviews may only be requested from collaborators. One or more of the users or teams you specified is not a collaborator of the "+s.fullName()+" repository.")
 		}
 	}
-	it.reviewers = addLabelNames(it.reviewers, in.Reviewers)
-	it.teams = addLabelNames(it.teams, in.TeamReviewers)
-	it.updated = s.now()
-	return &response{status: http.StatusCreated, body: s.renderPull(req, it, false)}
-}
-
-func handleListIssues(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
-	state, r := stateFilter(req, "Issue")
-	if r != nil {
-		return r
-	}
-	var wantLabels []string
-	if l := req.query.Get("labels"); l != "" {
-		for _, name := range strings.Split(l, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				wantLabels = append(wantLabels, name)
-			}
-		}
-	}
-	creator := req.query.Get("creator")
-	var since time.Time
-	if v := req.query.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return validationFailed(docsRoot, validationError{Resource: "Issue", Field: "since", Code: "invalid"})
-		}
-		since = t
-	}
-
-	var issues []*item
-	for _, it := range s.repo.items {
-		if !state(it) {
-			continue
-		}
-		if creator != "" && !strings.EqualFold(creator, it.user) {
-			continue
-		}
-		if !since.IsZero() && it.updated.Before(since) {
-			continue
-		}
-		if !hasAllLabels(it.labels, wantLabels) {
-			continue
-		}
-		issues = append(issues, it)
-	}
-	sortItems(issues, queryDefault(req.query, "sort", "created"), queryDefault(req.query, "direction", "desc"))
-
-	return listPage(req, issues, func(it *item) *github.Issue { return s.renderIssue(req, it) })
+	it.reviewers = addNames(it.reviewers, in.Reviewers)
+	it.teams = addNames(it.teams, in.TeamReviewers)
+	it.updated = s.hub.now()
+	return answer(http.StatusCreated, s.renderPull(req, it, false))
 }
 
 type createIssueBody struct {
@@ -377,40 +260,32 @@ type createIssueBody struct {
 	Labels []string `json:"labels"`
 }
 
-func handleCreateIssue(s *Server, req *request) *response {
-	if !s.repoMatches(req) {
-		return notFound()
-	}
-	var in createIssueBody
-	if r := req.decode(&in); r != nil {
-		return r
-	}
+func handleCreateIssue(s *Server, req *request, in *createIssueBody) *response {
 	if in.Title == nil || strings.TrimSpace(*in.Title) == "" {
-		return validationFailed(docsCreateIssue, validationError{Resource: "Issue", Field: "title", Code: "missing_field"})
+		return req.invalid("title", "missing_field")
 	}
-	if r := checkBody(in.Body, "Issue", docsCreateIssue); r != nil {
+	if r := req.checkBody(in.Body); r != nil {
 		return r
 	}
-	it := s.newIssue(req.actor, *in.Title, deref(in.Body), in.Labels)
-	is := s.renderIssue(req, it)
-	return &response{status: http.StatusCreated, body: is, header: location(is.GetURL())}
+	is := s.renderIssue(req, s.newIssue(req.actor, *in.Title, deref(in.Body), in.Labels))
+	return created(is, is.GetURL())
 }
 
 func (s *Server) newIssue(user, title, body string, labels []string) *item {
-	now := s.now()
-	it := &item{
-		number:  s.repo.next,
-		id:      s.id(),
-		title:   title,
-		body:    body,
-		state:   "open",
-		user:    user,
-		labels:  addLabelNames(nil, s.ensureLabels(labels)),
-		created: now,
-		updated: now,
+	return s.addItem(&item{title: title, body: body, user: user, labels: addNames(nil, s.ensureLabels(labels))})
+}
+
+// addItem numbers a new open issue or pull request and keeps it.
+func (s *Server) addItem(it *item) *item {
+	it.number, it.id, it.state = s.next, s.hub.newID(), "open"
+	it.issueID = it.id
+	if it.isPR {
+		it.issueID = s.hub.newID() // a pull request is also an issue, with its own id
 	}
-	s.repo.next++
-	s.repo.items[it.number] = it
+	it.created = s.hub.now()
+	it.updated = it.created
+	s.next++
+	s.items[it.number] = it
 	return it
 }
 
@@ -420,106 +295,101 @@ type updateIssueBody struct {
 }
 
 // handleUpdateIssue also edits pull requests, which are issues on GitHub.
-func handleUpdateIssue(s *Server, req *request) *response {
-	it, r := s.itemFor(req, false)
-	if r != nil {
-		return r
-	}
-	var in updateIssueBody
-	if r := req.decode(&in); r != nil {
-		return r
-	}
-	if r := s.checkChange(it, in.itemChange, "Issue", docsUpdateIssue); r != nil {
+func handleUpdateIssue(s *Server, req *request, in *updateIssueBody) *response {
+	it := req.item
+	if r := s.checkChange(req.errs, it, in.itemChange); r != nil {
 		return r
 	}
 	if in.Labels != nil {
-		it.labels = addLabelNames(nil, s.ensureLabels(*in.Labels))
+		it.labels = addNames(nil, s.ensureLabels(*in.Labels))
 	}
 	s.applyChange(it, in.itemChange, req.actor)
-	return &response{status: http.StatusOK, body: s.renderIssue(req, it)}
+	return answer(http.StatusOK, s.renderIssue(req, it))
 }
 
 func handleListComments(s *Server, req *request) *response {
-	it, r := s.itemFor(req, false)
-	if r != nil {
-		return r
-	}
-	return listPage(req, it.comments, func(c *comment) *github.IssueComment { return s.renderComment(req, it, c) })
+	return listPage(req, req.item.comments, func(c *comment) any { return s.renderComment(req, req.item, c) })
 }
 
-type createCommentBody struct {
+type commentBody struct {
 	Body *string `json:"body"`
 }
 
-func handleCreateComment(s *Server, req *request) *response {
-	it, r := s.itemFor(req, false)
-	if r != nil {
-		return r
-	}
-	var in createCommentBody
-	if r := req.decode(&in); r != nil {
-		return r
-	}
+func handleCreateComment(s *Server, req *request, in *commentBody) *response {
 	if in.Body == nil || strings.TrimSpace(*in.Body) == "" {
-		return validationFailed(docsCreateComment, validationError{Resource: "IssueComment", Field: "body", Code: "missing_field"})
+		return req.invalid("body", "missing_field")
 	}
-	if r := checkBody(in.Body, "IssueComment", docsCreateComment); r != nil {
+	if r := req.checkBody(in.Body); r != nil {
 		return r
 	}
-	c := s.addComment(it, req.actor, *in.Body)
-	rendered := s.renderComment(req, it, c)
-	return &response{status: http.StatusCreated, body: rendered, header: location(rendered.GetURL())}
+	c := s.renderComment(req, req.item, s.addComment(req.item, req.actor, *in.Body))
+	return created(c, c.GetURL())
 }
 
 func (s *Server) addComment(it *item, user, body string) *comment {
-	now := s.now()
-	c := &comment{id: s.id(), body: body, user: user, created: now, updated: now}
+	now := s.hub.now()
+	c := &comment{id: s.hub.newID(), body: body, user: user, created: now, updated: now}
 	it.comments = append(it.comments, c)
 	it.updated = now
 	return c
 }
 
 func handleAddLabels(s *Server, req *request) *response {
-	it, r := s.itemFor(req, false)
-	if r != nil {
-		return r
-	}
 	// GitHub accepts {"labels": [...]} and a bare array of names.
 	var names []string
 	var wrapped struct {
 		Labels []string `json:"labels"`
 	}
-	if err := decodeEither(req.body, &wrapped, &names); err != nil {
-		return errorResponse(http.StatusBadRequest, "Problems parsing JSON", docsAddLabels)
+	trimmed := strings.TrimSpace(string(req.Body))
+	target := any(&wrapped)
+	if strings.HasPrefix(trimmed, "[") {
+		target = &names
+	}
+	if json.Unmarshal([]byte(trimmed), target) != nil {
+		return errorResponse(http.StatusBadRequest, "Problems parsing JSON", req.docs)
 	}
 	if names == nil {
 		names = wrapped.Labels
 	}
 	if len(names) == 0 {
-		return validationFailed(docsAddLabels, validationError{Resource: "Label", Field: "labels", Code: "missing_field"})
+		return req.invalid("labels", "missing_field")
 	}
-	it.labels = addLabelNames(it.labels, s.ensureLabels(names))
-	it.updated = s.now()
-	return &response{status: http.StatusOK, body: s.renderLabels(req, it.labels)}
+	it := req.item
+	it.labels = addNames(it.labels, s.ensureLabels(names))
+	it.updated = s.hub.now()
+	return answer(http.StatusOK, s.renderLabels(req, it.labels))
 }
 
-func checkBody(body *string, resource, docs string) *response {
+func (e errs) checkBody(body *string) *response {
 	if body != nil && len([]rune(*body)) > maxBodyChars {
-		return validationFailed(docs, validationError{
-			Resource: resource, Field: "body", Code: "custom",
-			Message: fmt.Sprintf("body is too long (maximum is %d characters)", maxBodyChars),
-		})
+		return e.refuse("body", fmt.Sprintf("body is too long (maximum is %d characters)", maxBodyChars))
 	}
 	return nil
 }
 
-func hasAllLabels(have, want []string) bool {
+// hasAll reports whether have holds every name of want, ignoring case.
+func hasAll(have, want []string) bool {
 	for _, w := range want {
-		if !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, w) }) {
+		if !containsFold(have, w) {
 			return false
 		}
 	}
 	return true
+}
+
+func containsFold(list []string, s string) bool {
+	return slices.ContainsFunc(list, func(l string) bool { return strings.EqualFold(l, s) })
+}
+
+// addNames appends the names have lacks, ignoring case as GitHub does for
+// labels and logins.
+func addNames(have, add []string) []string {
+	for _, name := range add {
+		if !containsFold(have, name) {
+			have = append(have, name)
+		}
+	}
+	return have
 }
 
 func sortItems(items []*item, key, direction string) {
@@ -542,20 +412,10 @@ func sortItems(items []*item, key, direction string) {
 	})
 }
 
-// stateFilter reads a listing's state parameter: open (the default),
-// closed or all.
-func stateFilter(req *request, resource string) (func(*item) bool, *response) {
-	state := queryDefault(req.query, "state", "open")
-	if !slices.Contains([]string{"open", "closed", "all"}, state) {
-		return nil, validationFailed(docsRoot, validationError{Resource: resource, Field: "state", Code: "invalid"})
-	}
-	return func(it *item) bool { return state == "all" || it.state == state }, nil
-}
-
 // listPage answers a listing with the page the request asks for.
-func listPage[E, T any](req *request, all []E, render func(E) T) *response {
+func listPage[E any](req *request, all []E, render func(E) any) *response {
 	from, to, link := paginate(req, len(all))
-	out := make([]T, 0, to-from)
+	out := make([]any, 0, to-from)
 	for _, e := range all[from:to] {
 		out = append(out, render(e))
 	}
@@ -566,11 +426,11 @@ func listPage[E, T any](req *request, all []E, render func(E) T) *response {
 // the Link header GitHub sends when there is more than one page.
 func paginate(req *request, total int) (from, to int, link http.Header) {
 	perPage := 30
-	if v, err := strconv.Atoi(req.query.Get("per_page")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(req.Query.Get("per_page")); err == nil && v > 0 {
 		perPage = min(v, 100)
 	}
 	page := 1
-	if v, err := strconv.Atoi(req.query.Get("page")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(req.Query.Get("page")); err == nil && v > 0 {
 		page = v
 	}
 	from = min((page-1)*perPage, total)
@@ -579,12 +439,12 @@ func paginate(req *request, total int) (from, to int, link http.Header) {
 
 	linkTo := func(p int, rel string) string {
 		q := url.Values{}
-		for k, vs := range req.query {
+		for k, vs := range req.Query {
 			q[k] = vs
 		}
 		q.Set("page", strconv.Itoa(p))
 		q.Set("per_page", strconv.Itoa(perPage))
-		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, req.apiBase, req.path, q.Encode(), rel)
+		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, req.apiBase, req.Path, q.Encode(), rel)
 	}
 	var links []string
 	if page > 1 {
@@ -602,30 +462,16 @@ func paginate(req *request, total int) (from, to int, link http.Header) {
 	return from, to, http.Header{"Link": {strings.Join(links, ", ")}}
 }
 
-func queryDefault(q url.Values, key, def string) string {
-	if v := q.Get(key); v != "" {
-		return v
-	}
-	return def
-}
+func queryDefault(q url.Values, key, def string) string { return cmp.Or(q.Get(key), def) }
 
-func location(u string) http.Header { return http.Header{"Location": {u}} }
+// created is a 201 whose Location names the new object, as GitHub's are.
+func created(body any, location string) *response {
+	return &response{status: http.StatusCreated, body: body, header: http.Header{"Location": {location}}}
+}
 
 func deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
-}
-
-func derefBool(b *bool) bool { return b != nil && *b }
-
-// decodeEither unmarshals body into whichever of object or array matches
-// its first character.
-func decodeEither(body []byte, object, array any) error {
-	trimmed := strings.TrimSpace(string(body))
-	if strings.HasPrefix(trimmed, "[") {
-		return json.Unmarshal([]byte(trimmed), array)
-	}
-	return json.Unmarshal([]byte(trimmed), object)
 }

@@ -2,11 +2,14 @@ package ghemu
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 )
 
-const routeAccessTokens = "POST /app/installations/{id}/access_tokens"
+// The App endpoints, authenticated with the App's JWT rather than a token.
+const (
+	routeAccessTokens     = "POST /app/installations/{id}/access_tokens"
+	routeRepoInstallation = "GET /repos/{owner}/{repo}/installation"
+)
 
 // route is one endpoint of DESIGN §5.
 type route struct {
@@ -14,45 +17,54 @@ type route struct {
 	method  string
 	parts   []string
 	appAuth bool // authenticated with the App's JWT, not a token
+	// item is set when {number} must name an issue or pull request;
+	// pullOnly when it must be a pull request.
+	item, pullOnly bool
+	errs
 	handler func(*Server, *request) *response
 }
 
-func (r *route) mutating() bool { return r.method != http.MethodGet && !r.appAuth }
-
-var routes = buildRoutes(
-	routeSpec{routeAccessTokens, handleAccessToken},
-	routeSpec{"GET /repos/{owner}/{repo}", handleGetRepo},
-	routeSpec{"GET /repos/{owner}/{repo}/pulls", handleListPulls},
-	routeSpec{"POST /repos/{owner}/{repo}/pulls", handleCreatePull},
-	routeSpec{"GET /repos/{owner}/{repo}/pulls/{number}", handleGetPull},
-	routeSpec{"PATCH /repos/{owner}/{repo}/pulls/{number}", handleUpdatePull},
-	routeSpec{"POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers", handleRequestReviewers},
-	routeSpec{"GET /repos/{owner}/{repo}/issues", handleListIssues},
-	routeSpec{"POST /repos/{owner}/{repo}/issues", handleCreateIssue},
-	routeSpec{"PATCH /repos/{owner}/{repo}/issues/{number}", handleUpdateIssue},
-	routeSpec{"GET /repos/{owner}/{repo}/issues/{number}/comments", handleListComments},
-	routeSpec{"POST /repos/{owner}/{repo}/issues/{number}/comments", handleCreateComment},
-	routeSpec{"POST /repos/{owner}/{repo}/issues/{number}/labels", handleAddLabels},
-)
-
-type routeSpec struct {
-	name    string
-	handler func(*Server, *request) *response
+var routes = []*route{
+	newRoute(routeAccessTokens, "", docsRoot, handleAccessToken),
+	newRoute(routeRepoInstallation, "", docsRoot, handleRepoInstallation),
+	newRoute("GET /repos/{owner}/{repo}", "", docsRoot, handleGetRepo),
+	newRoute("GET /repos/{owner}/{repo}/pulls", "PullRequest", docsRoot, handleListPulls),
+	newRoute("POST /repos/{owner}/{repo}/pulls", "PullRequest", docsCreatePull, withBody(handleCreatePull)),
+	newRoute("GET /repos/{owner}/{repo}/pulls/{number}", "PullRequest", docsRoot, handleGetPull),
+	newRoute("PATCH /repos/{owner}/{repo}/pulls/{number}", "PullRequest", docsUpdatePull, withBody(handleUpdatePull)),
+	newRoute("POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers", "PullRequest", docsRequestReview, withBody(handleRequestReviewers)),
+	newRoute("GET /repos/{owner}/{repo}/issues", "Issue", docsRoot, handleListIssues),
+	newRoute("POST /repos/{owner}/{repo}/issues", "Issue", docsCreateIssue, withBody(handleCreateIssue)),
+	newRoute("PATCH /repos/{owner}/{repo}/issues/{number}", "Issue", docsUpdateIssue, withBody(handleUpdateIssue)),
+	newRoute("GET /repos/{owner}/{repo}/issues/{number}/comments", "IssueComment", docsRoot, handleListComments),
+	newRoute("POST /repos/{owner}/{repo}/issues/{number}/comments", "IssueComment", docsCreateComment, withBody(handleCreateComment)),
+	newRoute("POST /repos/{owner}/{repo}/issues/{number}/labels", "Label", docsAddLabels, handleAddLabels),
 }
 
-func buildRoutes(specs ...routeSpec) []*route {
-	out := make([]*route, 0, len(specs))
-	for _, spec := range specs {
-		method, pattern, _ := strings.Cut(spec.name, " ")
-		out = append(out, &route{
-			name:    spec.name,
-			method:  method,
-			parts:   strings.Split(strings.Trim(pattern, "/"), "/"),
-			appAuth: spec.name == routeAccessTokens,
-			handler: spec.handler,
-		})
+// newRoute is an endpoint whose validation errors name resource and docs.
+func newRoute(name, resource, docs string, handler func(*Server, *request) *response) *route {
+	method, pattern, _ := strings.Cut(name, " ")
+	return &route{
+		name:     name,
+		method:   method,
+		parts:    strings.Split(strings.Trim(pattern, "/"), "/"),
+		appAuth:  name == routeAccessTokens || name == routeRepoInstallation,
+		item:     strings.Contains(pattern, "{number}"),
+		pullOnly: strings.Contains(pattern, "/pulls/{number}"),
+		errs:     errs{resource, docs},
+		handler:  handler,
 	}
-	return out
+}
+
+// withBody decodes the JSON body for handler.
+func withBody[T any](handler func(*Server, *request, *T) *response) func(*Server, *request) *response {
+	return func(s *Server, req *request) *response {
+		var in T
+		if r := req.decode(&in); r != nil {
+			return r
+		}
+		return handler(s, req, &in)
+	}
 }
 
 // matchRoute finds the endpoint for a request. {number} and {id} only match
@@ -60,32 +72,34 @@ func buildRoutes(specs ...routeSpec) []*route {
 func matchRoute(method, apiPath string) (*route, map[string]string) {
 	segments := strings.Split(strings.Trim(apiPath, "/"), "/")
 	for _, rt := range routes {
-		if rt.method != method || len(rt.parts) != len(segments) {
-			continue
-		}
-		params := map[string]string{}
-		ok := true
-		for i, part := range rt.parts {
-			seg := segments[i]
-			switch {
-			case strings.HasPrefix(part, "{"):
-				name := strings.Trim(part, "{}")
-				if seg == "" || ((name == "number" || name == "id") && !isDigits(seg)) {
-					ok = false
-				}
-				params[name] = seg
-			case part != seg:
-				ok = false
-			}
-			if !ok {
-				break
-			}
-		}
-		if ok {
+		if params, ok := rt.match(method, segments); ok {
 			return rt, params
 		}
 	}
 	return nil, nil
+}
+
+func (rt *route) match(method string, segments []string) (map[string]string, bool) {
+	if rt.method != method || len(rt.parts) != len(segments) {
+		return nil, false
+	}
+	params := map[string]string{}
+	for i, part := range rt.parts {
+		seg := segments[i]
+		name, isParam := strings.CutPrefix(part, "{")
+		if !isParam {
+			if part != seg {
+				return nil, false
+			}
+			continue
+		}
+		name = strings.TrimSuffix(name, "}")
+		if seg == "" || (name == "number" || name == "id") && !isDigits(seg) {
+			return nil, false
+		}
+		params[name] = seg
+	}
+	return params, true
 }
 
 func isDigits(s string) bool {

@@ -2,24 +2,12 @@ package ghemu
 
 import (
 	"fmt"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/go-github/v66/github"
 )
-
-// repoState is everything the emulator knows about its one repository.
-// Pull requests and issues share one number sequence, as on GitHub.
-type repoState struct {
-	id       int64
-	ownerID  int64
-	items    map[int]*item
-	next     int
-	labels   map[string]*labelState // by lower-case name: GitHub's label names are case-insensitive
-	branches map[string]string      // used when Options.Branches is nil
-	userIDs  map[string]int64
-}
 
 type labelState struct {
 	id    int64
@@ -31,7 +19,7 @@ type labelState struct {
 type item struct {
 	number      int
 	id          int64
-	issueID     int64 // a pull request is also an issue, with its own id
+	issueID     int64 // its id as an issue: a pull request's is its own
 	isPR        bool
 	title, body string
 	state       string // open | closed
@@ -64,19 +52,6 @@ type comment struct {
 	updated time.Time
 }
 
-func newRepoState(s *Server, opts Options) *repoState {
-	r := &repoState{
-		items:    map[int]*item{},
-		next:     1,
-		labels:   map[string]*labelState{},
-		branches: map[string]string{opts.DefaultBranch: fakeSHA(opts.DefaultBranch)},
-		userIDs:  map[string]int64{},
-	}
-	r.id = s.id()
-	r.ownerID = s.id()
-	return r
-}
-
 // fakeSHA gives branches of the in-memory table stable, distinct commits.
 func fakeSHA(seed string) string {
 	return digest([]byte(seed)) + digest([]byte("commit:" + seed))[:8]
@@ -86,23 +61,8 @@ func (s *Server) branch(name string) (string, bool) {
 	if s.opts.Branches != nil {
 		return s.opts.Branches(name)
 	}
-	sha, ok := s.repo.branches[name]
+	sha, ok := s.branches[name]
 	return sha, ok
-}
-
-func (s *Server) repoMatches(req *request) bool {
-	return strings.EqualFold(req.params["owner"], s.opts.Owner) && strings.EqualFold(req.params["repo"], s.opts.Repo)
-}
-
-func (s *Server) fullName() string { return s.opts.Owner + "/" + s.opts.Repo }
-
-func (s *Server) userID(login string) int64 {
-	if id, ok := s.repo.userIDs[login]; ok {
-		return id
-	}
-	id := s.id()
-	s.repo.userIDs[login] = id
-	return id
 }
 
 func (s *Server) renderUser(req *request, login string) *github.User {
@@ -116,10 +76,7 @@ func (s *Server) renderUser(req *request, login string) *github.User {
 	case strings.EqualFold(login, s.opts.Owner):
 		kind = "Organization"
 	}
-	id := s.userID(login)
-	if strings.EqualFold(login, s.opts.Owner) {
-		id = s.repo.ownerID
-	}
+	id := s.hub.userID(login)
 	return &github.User{
 		Login:     github.String(login),
 		ID:        github.Int64(id),
@@ -134,8 +91,8 @@ func (s *Server) renderUser(req *request, login string) *github.User {
 func (s *Server) renderRepo(req *request) *github.Repository {
 	full := s.fullName()
 	return &github.Repository{
-		ID:            github.Int64(s.repo.id),
-		NodeID:        github.String(fmt.Sprintf("R_emu%d", s.repo.id)),
+		ID:            github.Int64(s.repoID),
+		NodeID:        github.String(fmt.Sprintf("R_emu%d", s.repoID)),
 		Name:          github.String(s.opts.Repo),
 		FullName:      github.String(full),
 		Owner:         s.renderUser(req, s.opts.Owner),
@@ -154,7 +111,7 @@ func (s *Server) renderRepo(req *request) *github.Repository {
 func (s *Server) renderLabels(req *request, names []string) []*github.Label {
 	out := make([]*github.Label, 0, len(names))
 	for _, name := range names {
-		l := s.repo.labels[strings.ToLower(name)]
+		l := s.labels[strings.ToLower(name)]
 		out = append(out, &github.Label{
 			ID:      github.Int64(l.id),
 			NodeID:  github.String(fmt.Sprintf("LA_emu%d", l.id)),
@@ -173,23 +130,14 @@ func (s *Server) ensureLabels(names []string) []string {
 	out := make([]string, 0, len(names))
 	for _, name := range names {
 		key := strings.ToLower(name)
-		l, ok := s.repo.labels[key]
+		l, ok := s.labels[key]
 		if !ok {
-			l = &labelState{id: s.id(), name: name, color: "ededed"}
-			s.repo.labels[key] = l
+			l = &labelState{id: s.hub.newID(), name: name, color: "ededed"}
+			s.labels[key] = l
 		}
 		out = append(out, l.name)
 	}
 	return out
-}
-
-func addLabelNames(have, add []string) []string {
-	for _, name := range add {
-		if !slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, name) }) {
-			have = append(have, name)
-		}
-	}
-	return have
 }
 
 func ts(t time.Time) *github.Timestamp { return &github.Timestamp{Time: t} }
@@ -226,9 +174,8 @@ func (s *Server) renderBranch(req *request, ref, sha string) *github.PullRequest
 // the fields that need the merge machinery (merged, mergeable, counts),
 // as GitHub's does.
 func (s *Server) renderPull(req *request, it *item, full bool) *github.PullRequest {
-	apiURL := req.apiBase + "/repos/" + s.fullName() + "/pulls/" + fmt.Sprint(it.number)
-	htmlURL := req.webBase + "/" + s.fullName() + "/pull/" + fmt.Sprint(it.number)
-	issueURL := req.apiBase + "/repos/" + s.fullName() + "/issues/" + fmt.Sprint(it.number)
+	u := s.links(req, it)
+	apiURL, htmlURL, issueURL := u.pull, u.html, u.issue
 	baseSHA, _ := s.branch(it.base)
 	pr := &github.PullRequest{
 		ID:                  github.Int64(it.id),
@@ -295,15 +242,8 @@ func (s *Server) renderPull(req *request, it *item, full bool) *github.PullReque
 // renderIssue builds GitHub's issue object; pull requests appear with a
 // "pull_request" key, which is how clients tell them apart.
 func (s *Server) renderIssue(req *request, it *item) *github.Issue {
-	issueURL := req.apiBase + "/repos/" + s.fullName() + "/issues/" + fmt.Sprint(it.number)
-	htmlKind := "issues"
-	if it.isPR {
-		htmlKind = "pull"
-	}
-	id := it.id
-	if it.isPR {
-		id = it.issueID
-	}
+	u := s.links(req, it)
+	issueURL, id := u.issue, it.issueID
 	is := &github.Issue{
 		ID:                github.Int64(id),
 		NodeID:            github.String(fmt.Sprintf("I_emu%d", id)),
@@ -322,23 +262,22 @@ func (s *Server) renderIssue(req *request, it *item) *github.Issue {
 		ClosedBy:          s.renderUser(req, it.closedBy),
 		AuthorAssociation: github.String(s.association(it.user)),
 		URL:               github.String(issueURL),
-		HTMLURL:           github.String(req.webBase + "/" + s.fullName() + "/" + htmlKind + "/" + fmt.Sprint(it.number)),
+		HTMLURL:           github.String(u.html),
 		CommentsURL:       github.String(issueURL + "/comments"),
 		LabelsURL:         github.String(issueURL + "/labels{/name}"),
 		EventsURL:         github.String(issueURL + "/events"),
-		RepositoryURL:     github.String(req.apiBase + "/repos/" + s.fullName()),
+		RepositoryURL:     github.String(u.repo),
 	}
 	if it.stateReason != "" {
 		is.StateReason = github.String(it.stateReason)
 	}
 	if it.isPR {
-		htmlURL := req.webBase + "/" + s.fullName() + "/pull/" + fmt.Sprint(it.number)
 		is.Draft = github.Bool(it.draft)
 		is.PullRequestLinks = &github.PullRequestLinks{
-			URL:      github.String(req.apiBase + "/repos/" + s.fullName() + "/pulls/" + fmt.Sprint(it.number)),
-			HTMLURL:  github.String(htmlURL),
-			DiffURL:  github.String(htmlURL + ".diff"),
-			PatchURL: github.String(htmlURL + ".patch"),
+			URL:      github.String(u.pull),
+			HTMLURL:  github.String(u.html),
+			DiffURL:  github.String(u.html + ".diff"),
+			PatchURL: github.String(u.html + ".patch"),
 			MergedAt: tsPtr(it.merged),
 		}
 	}
@@ -346,11 +285,7 @@ func (s *Server) renderIssue(req *request, it *item) *github.Issue {
 }
 
 func (s *Server) renderComment(req *request, it *item, c *comment) *github.IssueComment {
-	issueURL := req.apiBase + "/repos/" + s.fullName() + "/issues/" + fmt.Sprint(it.number)
-	kind := "issues"
-	if it.isPR {
-		kind = "pull"
-	}
+	u := s.links(req, it)
 	return &github.IssueComment{
 		ID:                github.Int64(c.id),
 		NodeID:            github.String(fmt.Sprintf("IC_emu%d", c.id)),
@@ -359,10 +294,23 @@ func (s *Server) renderComment(req *request, it *item, c *comment) *github.Issue
 		CreatedAt:         ts(c.created),
 		UpdatedAt:         ts(c.updated),
 		AuthorAssociation: github.String(s.association(c.user)),
-		URL:               github.String(req.apiBase + "/repos/" + s.fullName() + "/issues/comments/" + fmt.Sprint(c.id)),
-		HTMLURL:           github.String(fmt.Sprintf("%s/%s/%s/%d#issuecomment-%d", req.webBase, s.fullName(), kind, it.number, c.id)),
-		IssueURL:          github.String(issueURL),
+		URL:               github.String(fmt.Sprintf("%s/issues/comments/%d", u.repo, c.id)),
+		HTMLURL:           github.String(fmt.Sprintf("%s#issuecomment-%d", u.html, c.id)),
+		IssueURL:          github.String(u.issue),
 	}
+}
+
+// links are the addresses GitHub gives an issue or pull request, and its
+// repository's.
+type links struct{ repo, pull, issue, html string }
+
+func (s *Server) links(req *request, it *item) links {
+	repo, n := req.apiBase+"/repos/"+s.fullName(), strconv.Itoa(it.number)
+	kind := "issues"
+	if it.isPR {
+		kind = "pull"
+	}
+	return links{repo: repo, pull: repo + "/pulls/" + n, issue: repo + "/issues/" + n, html: req.webBase + "/" + s.fullName() + "/" + kind + "/" + n}
 }
 
 func (s *Server) association(login string) string {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,17 +54,16 @@ type Server struct {
 	backend string
 	http    *httptest.Server
 
-	mu            sync.Mutex
-	token         string
-	tokenCheck    func(string) bool
-	repoCheck     func(repo, token string) bool
-	pushes        int
-	failNextPush  int
-	failPushTo    map[string]int
-	delay         time.Duration
-	requests      []Request
-	pushesPerRepo map[string]int
-	stderr        bytes.Buffer
+	mu    sync.Mutex
+	token string
+	// check, when set, decides which tokens a repository accepts instead
+	// of token.
+	check      func(repo, token string) bool
+	delay      time.Duration
+	failPushTo map[string]int // by repository, "" for any
+	pushesTo   map[string]int
+	requests   []Request
+	stderr     bytes.Buffer
 }
 
 // New starts a server on 127.0.0.1 with a random token and stops it when the
@@ -94,14 +94,7 @@ func Start() (*Server, error) {
 		os.RemoveAll(root)
 		return nil, err
 	}
-	s := &Server{
-		root:          root,
-		home:          home,
-		backend:       backend,
-		token:         RandomToken(),
-		pushesPerRepo: map[string]int{},
-		failPushTo:    map[string]int{},
-	}
+	s := &Server{root: root, home: home, backend: backend, token: RandomToken(), pushesTo: map[string]int{}, failPushTo: map[string]int{}}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.http.URL
 	return s, nil
@@ -126,84 +119,69 @@ func RandomToken() string {
 }
 
 // Token returns the token the server accepts now.
-func (s *Server) Token() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.token
+func (s *Server) Token() (token string) {
+	s.locked(func() { token = s.token })
+	return token
 }
 
 // SetToken makes the server accept only token from now on, as when an
 // installation token expires and a new one is minted.
-func (s *Server) SetToken(token string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.token = token
-}
+func (s *Server) SetToken(token string) { s.locked(func() { s.token, s.check = token, nil }) }
 
 // SetTokenCheck makes the server accept the tokens check approves instead
 // of one fixed token, e.g. the installation tokens a GitHub emulation mints.
 func (s *Server) SetTokenCheck(check func(token string) bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tokenCheck = check
+	s.SetRepoTokenCheck(func(_, token string) bool { return check(token) })
 }
 
 // SetRepoTokenCheck makes the server accept, for each repository, the
 // tokens check approves, e.g. the installation tokens of the account that
-// owns it. It takes precedence over SetTokenCheck and SetToken.
+// owns it.
 func (s *Server) SetRepoTokenCheck(check func(repo, token string) bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.repoCheck = check
+	s.locked(func() { s.check = check })
 }
 
 // Pushes returns how many pushes (POSTs to git-receive-pack with a valid
 // token) the server has received, including ones it failed on purpose.
-func (s *Server) Pushes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pushes
+func (s *Server) Pushes() (n int) {
+	s.locked(func() {
+		for _, pushes := range s.pushesTo {
+			n += pushes
+		}
+	})
+	return n
 }
 
 // PushesTo returns how many pushes repo has received.
-func (s *Server) PushesTo(repo string) int {
+func (s *Server) PushesTo(repo string) (n int) {
+	s.locked(func() { n = s.pushesTo[repo] })
+	return n
+}
+
+func (s *Server) locked(fn func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pushesPerRepo[repo]
+	fn()
 }
 
 // Requests returns every request answered so far, oldest first.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
+func (s *Server) Requests() (out []Request) {
+	s.locked(func() { out = slices.Clone(s.requests) })
+	return out
 }
 
 // FailNextPush makes the next push answer status (e.g. 503) without touching
 // the repository. The push still counts as received.
-func (s *Server) FailNextPush(status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failNextPush = status
-}
+func (s *Server) FailNextPush(status int) { s.FailNextPushTo("", status) }
 
 // FailNextPushTo is FailNextPush for pushes to repo only.
 func (s *Server) FailNextPushTo(repo string, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failPushTo[repo] = status
+	s.locked(func() { s.failPushTo[repo] = status })
 }
 
 // SetDelay makes every request wait d before it is served (0 turns it off),
 // to exercise client timeouts. A request whose context ends first is dropped.
-func (s *Server) SetDelay(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.delay = d
-}
-
-// Root returns the directory that holds the bare repositories.
-func (s *Server) Root() string { return s.root }
+func (s *Server) SetDelay(d time.Duration) { s.locked(func() { s.delay = d }) }
 
 // RepoURL returns the clone URL of repo (e.g. "acme/gitops" →
 // "<URL>/acme/gitops.git").
@@ -220,13 +198,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	entry := Request{Method: r.Method, Path: r.URL.Path, Service: serviceOf(r)}
 	defer func() {
 		entry.Status = rec.status
-		s.mu.Lock()
-		s.requests = append(s.requests, entry)
-		s.mu.Unlock()
+		s.locked(func() { s.requests = append(s.requests, entry) })
 	}()
 
 	s.mu.Lock()
-	delay, token, check, repoCheck := s.delay, s.token, s.tokenCheck, s.repoCheck
+	delay, token, check := s.delay, s.token, s.check
 	s.mu.Unlock()
 	if delay > 0 {
 		select {
@@ -238,14 +214,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	user, password, ok := r.BasicAuth()
-	valid := password == token
-	if check != nil {
-		valid = check(password)
-	}
-	if repoCheck != nil {
-		valid = repoCheck(repoOfRequest(r.URL.Path), password)
-	}
-	if !ok || user != TokenUser || !valid {
+	repo := repoOfRequest(r.URL.Path)
+	if !ok || user != TokenUser || check == nil && password != token || check != nil && !check(repo, password) {
 		rec.Header().Set("WWW-Authenticate", `Basic realm="gitserver"`)
 		http.Error(rec, "authentication required", http.StatusUnauthorized)
 		return
@@ -253,18 +223,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	entry.Authenticated = true
 
 	if r.Method == http.MethodPost && entry.Service == "git-receive-pack" {
-		repo := repoOf(r.URL.Path, "/git-receive-pack")
-		s.mu.Lock()
-		s.pushes++
-		s.pushesPerRepo[repo]++
-		fail := s.failNextPush
-		s.failNextPush = 0
-		if f, ok := s.failPushTo[repo]; ok {
-			fail = f
-			delete(s.failPushTo, repo)
-		}
-		s.mu.Unlock()
-		if fail != 0 {
+		if fail := s.receivePush(repo); fail != 0 {
 			http.Error(rec, "push failed on purpose", fail)
 			return
 		}
@@ -288,20 +247,33 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(rec, r)
 }
 
+// receivePush counts a push to repo and returns the status it must fail
+// with, 0 for none.
+func (s *Server) receivePush(repo string) (fail int) {
+	s.locked(func() {
+		s.pushesTo[repo]++
+		for _, key := range []string{repo, ""} {
+			if status, ok := s.failPushTo[key]; ok && fail == 0 {
+				fail = status
+				delete(s.failPushTo, key)
+			}
+		}
+	})
+	return fail
+}
+
 // Stderr returns what git wrote to its standard error so far: the server's
 // side of refused pushes and failed hooks.
-func (s *Server) Stderr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stderr.String()
+func (s *Server) Stderr() (out string) {
+	s.locked(func() { out = s.stderr.String() })
+	return out
 }
 
 type lockedWriter struct{ s *Server }
 
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	return w.s.stderr.Write(p)
+func (w lockedWriter) Write(p []byte) (n int, err error) {
+	w.s.locked(func() { n, err = w.s.stderr.Write(p) })
+	return n, err
 }
 
 func serviceOf(r *http.Request) string {
@@ -314,13 +286,6 @@ func serviceOf(r *http.Request) string {
 		}
 	}
 	return ""
-}
-
-// repoOf turns "/acme/gitops.git/git-receive-pack" into "acme/gitops".
-func repoOf(path, suffix string) string {
-	p := strings.TrimSuffix(path, suffix)
-	p = strings.TrimPrefix(p, "/")
-	return strings.TrimSuffix(p, ".git")
 }
 
 // repoOfRequest turns any smart-HTTP path ("/acme/gitops.git/info/refs")
