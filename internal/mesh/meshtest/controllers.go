@@ -311,28 +311,33 @@ func (c *Cluster) RolloutReplicaSets(meta metav1.ObjectMeta, replicas int32, sel
 
 // replicaSets stores one ReplicaSet per template revision, the last one
 // scaled to desired and the others to zero, and returns the current one's
-// name.
+// name. A ReplicaSet was created when its template was restarted, else just
+// before its first pod, else with the workload.
 func (c *Cluster) replicaSets(owner metav1.ObjectMeta, sel *metav1.LabelSelector, applied corev1.PodTemplateSpec, st Story,
 	desired int32, ref metav1.OwnerReference, hashLabel, annotationPrefix string,
 ) string {
 	var name string
 	for i, rev := range st.Templates {
 		number := st.Revision - int64(len(st.Templates)-1-i)
-		name = c.replicaSet(owner, sel, templateAt(applied, rev), rev, number, i == len(st.Templates)-1, desired, ref, hashLabel, annotationPrefix)
+		created := rev.RestartedAt
+		switch {
+		case !created.IsZero():
+		case len(rev.Pods) > 0:
+			created = firstPodStart(rev).Add(-2 * time.Second)
+		default:
+			created = st.Created
+		}
+		name = c.replicaSet(owner, sel, templateAt(applied, rev), rev, number, created, i == len(st.Templates)-1, desired, ref, hashLabel, annotationPrefix)
 	}
 	return name
 }
 
 func (c *Cluster) replicaSet(owner metav1.ObjectMeta, sel *metav1.LabelSelector, tmpl corev1.PodTemplateSpec,
-	rev Template, number int64, isCurrent bool, desired int32, ref metav1.OwnerReference, hashLabel, annotationPrefix string,
+	rev Template, number int64, created time.Time, isCurrent bool, desired int32, ref metav1.OwnerReference, hashLabel, annotationPrefix string,
 ) string {
 	hash := templateHash(tmpl)
 	name := owner.Name + "-" + hash
 	tmpl.Labels = with(tmpl.Labels, hashLabel, hash)
-	created := rev.RestartedAt
-	if created.IsZero() {
-		created = firstPodStart(rev).Add(-2 * time.Second)
-	}
 	replicas := int32(0)
 	if isCurrent {
 		replicas = desired
@@ -447,7 +452,7 @@ func (c *Cluster) StatefulSet(s appsv1.StatefulSet, st Story) {
 }
 
 // DaemonSet stores an applied DaemonSet, defaulted, with the story's pods
-// pinned to the first nodes, one each.
+// pinned to the nodes in turn, the i-th pod to the i-th node.
 func (c *Cluster) DaemonSet(d appsv1.DaemonSet, st Story) {
 	DefaultPodSpec(&d.Spec.Template.Spec)
 	d.Spec.RevisionHistoryLimit = ptr.To[int32](10)
@@ -468,7 +473,7 @@ func (c *Cluster) DaemonSet(d appsv1.DaemonSet, st Story) {
 		tmpl.Labels = merged(tmpl.Labels, map[string]string{"controller-revision-hash": hash, "pod-template-generation": fmt.Sprint(st.Revision)})
 		tmpl.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{c.Nodes[i].Name}}},
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{c.Nodes[i%len(c.Nodes)].Name}}},
 			}}},
 		}}
 		for _, key := range []string{"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"} {
@@ -478,7 +483,7 @@ func (c *Cluster) DaemonSet(d appsv1.DaemonSet, st Story) {
 			tmpl.Spec.Tolerations = append(tmpl.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
 		}
 		podName := d.Name + "-" + Suffix(fmt.Sprintf("%s/%s/%d", d.Namespace, d.Name, i), 5)
-		c.pod(d.Namespace, podName, d.Name+"-", tmpl, p, i, ControllerRef("apps/v1", "DaemonSet", d.Name, string(d.UID)))
+		c.pod(d.Namespace, podName, d.Name+"-", tmpl, p, i%len(c.Nodes), ControllerRef("apps/v1", "DaemonSet", d.Name, string(d.UID)))
 	}
 	n := int32(len(rev.Pods))
 	d.Status = appsv1.DaemonSetStatus{
