@@ -89,10 +89,6 @@ type workloadModel struct {
 	// the namespace's own file).
 	base    string
 	version int
-	// hash is the pod-template-hash of the current ReplicaSet (or the
-	// controller-revision-hash).
-	hash string
-	uid  string
 }
 
 // model is the fleet before it is turned into objects and files.
@@ -121,12 +117,8 @@ func newModel(spec Spec) *model {
 		}
 		names := rng.Perm(len(workloadNames))
 		for j := range n {
-			w := workloadModel{
-				pods:    share(spec.Pods, spec.Workloads, workload),
-				version: 1 + rng.IntN(40),
-				hash:    randomString(rng, hashAlphabet, 10),
-				uid:     randomUID(rng),
-			}
+			w := workloadModel{pods: share(spec.Pods, spec.Workloads, workload), version: 1 + rng.IntN(40)}
+			skipRetiredDraws(rng)
 			workload++
 			switch {
 			case j == 0 && shared >= 0:
@@ -180,20 +172,13 @@ func pickKind(rng *rand.Rand) string {
 	}
 }
 
-// Kubernetes' alphabet for generated name suffixes and hashes (no vowels,
-// so no words).
-const hashAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-func randomString(rng *rand.Rand, alphabet string, n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = alphabet[rng.IntN(len(alphabet))]
+// skipRetiredDraws takes from rng what a workload's hash and uid once
+// took (ten letters, two words), so that every seed keeps naming the fleet
+// and laying out its repository as it always has.
+func skipRetiredDraws(rng *rand.Rand) {
+	for range 10 {
+		rng.IntN(27)
 	}
-	return string(b)
-}
-
-func randomUID(rng *rand.Rand) string {
-	a, b := rng.Uint64(), rng.Uint64()
-	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x",
-		uint32(a>>32), uint16(a>>16), uint16(a)&0xfff, uint16(b>>48)&0x3fff|0x8000, b&0xffffffffffff)
+	rng.Uint64()
+	rng.Uint64()
 }

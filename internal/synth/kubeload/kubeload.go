@@ -89,6 +89,7 @@ func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, full Full, o
 		func(ctx context.Context) error {
 			return each(ctx, l, set.Namespaces, func(ctx context.Context, o *metav1.ObjectMeta, i int) error {
 				obj := set.Namespaces[i].DeepCopy()
+				l.prepare(&obj.ObjectMeta)
 				_, err := l.typed.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
 				if apierrors.IsAlreadyExists(err) {
 					// The server's own namespaces; give them the labels.
