@@ -8,9 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -145,54 +144,10 @@ func (b *clusterBuilder) trackingMeta(ns *namespaceModel, w *workloadModel) (lab
 	return labels, annotations
 }
 
-// podTemplate is the workload's template as the repository writes it
-// (after kustomize).
-func podTemplate(ns *namespaceModel, w *workloadModel) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{
-			Labels:      map[string]string{"app": w.name, "version": fmt.Sprintf("v%d", w.version)},
-			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
-		},
-		Spec: corev1.PodSpec{ServiceAccountName: w.name, Containers: []corev1.Container{appContainer(ns, w)}},
-	}
-}
-
-func appContainer(ns *namespaceModel, w *workloadModel) corev1.Container {
-	field := func(path string) *corev1.EnvVarSource {
-		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
-	}
-	probe := func(path string) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}}}
-	}
-	return corev1.Container{
-		Name:  w.name,
-		Image: repoImage(w),
-		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
-		Env: []corev1.EnvVar{
-			{Name: "LOG_LEVEL", Value: "info"},
-			{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: "http://otel-agent." + ns.name + ".svc:4317"},
-			{Name: "POD_NAME", ValueFrom: field("metadata.name")},
-			{Name: "POD_NAMESPACE", ValueFrom: field("metadata.namespace")},
-		},
-		Resources: corev1.ResourceRequirements{
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-		},
-		ReadinessProbe: probe("/ready"),
-		LivenessProbe:  probe("/healthz"),
-	}
-}
-
 // workload applies one workload: Deployments and Rollouts keep the
 // ReplicaSet of the template as first applied beside the current one, whose
 // pods a `kubectl rollout restart` started.
 func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
-	labels, annotations := b.trackingMeta(ns, w)
-	meta := metav1.ObjectMeta{Name: w.name, Namespace: ns.name, Labels: labels, Annotations: annotations}
-	template := podTemplate(ns, w)
-	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name}}
-	replicas := int32(w.pods)
-
 	created := ns.created.Add(time.Duration(b.rng.IntN(24*60)) * time.Minute)
 	restarted := created.Add(time.Duration(b.rng.IntN(30*24*60)) * time.Minute)
 	pods := meshtest.PodsFrom(w.pods, restarted.Add(3*time.Second), ns.profile.sidecarOf(ns.drifted, ns.native))
@@ -200,22 +155,35 @@ func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 	if w.kind == kindDeployment || w.kind == kindRollout {
 		st.Templates = []meshtest.Template{{}, {RestartedAt: restarted, Pods: pods}}
 	}
+	// The workload as the repository writes it, with what the GitOps tool
+	// adds when it applies it.
+	doc := []byte(workloadDoc(w, ns.name))
+	labels, annotations := b.trackingMeta(ns, w)
 	switch w.kind {
 	case kindDeployment:
-		b.kube.Deployment(appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: selector, Template: template}}, st)
+		d := parse[appsv1.Deployment](doc)
+		d.Labels, d.Annotations = labels, annotations
+		b.kube.Deployment(d, st)
 	case kindStatefulSet:
-		b.kube.StatefulSet(appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{
-			Replicas: &replicas, Selector: selector, Template: template, ServiceName: w.name,
-		}}, st)
+		s := parse[appsv1.StatefulSet](doc)
+		s.Labels, s.Annotations = labels, annotations
+		b.kube.StatefulSet(s, st)
 	case kindDaemonSet:
-		b.kube.DaemonSet(appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: selector, Template: template}}, st)
+		d := parse[appsv1.DaemonSet](doc)
+		d.Labels, d.Annotations = labels, annotations
+		b.kube.DaemonSet(d, st)
 	case kindRollout:
-		stored := b.kube.Stored("Rollout", meta, st.Created, st.Revision)
-		b.kube.RolloutReplicaSets(stored, replicas, selector, template, st)
-		b.set.Rollouts = append(b.set.Rollouts, objects.Rollout{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout"},
-			ObjectMeta: stored,
-			Spec:       objects.RolloutSpec{Template: template},
-		})
+		r := parse[objects.Rollout](doc)
+		r.ObjectMeta = b.kube.Stored("Rollout", metav1.ObjectMeta{Name: w.name, Namespace: ns.name, Labels: labels, Annotations: annotations}, st.Created, st.Revision)
+		b.kube.RolloutReplicaSets(r.ObjectMeta, int32(w.pods), &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name}}, r.Spec.Template, st)
+		b.set.Rollouts = append(b.set.Rollouts, r)
 	}
+}
+
+func parse[T any](doc []byte) T {
+	var obj T
+	if err := yaml.Unmarshal(doc, &obj); err != nil {
+		panic(fmt.Sprintf("a generated manifest does not parse: %v", err))
+	}
+	return obj
 }
