@@ -14,9 +14,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -314,7 +316,7 @@ func (c *cluster) addFlux(kustomizations []*fluxKustomization) error {
 			id, v := inventoryID(o)
 			ids[id] = v
 		}
-		for _, id := range sortedKeys(ids) {
+		for _, id := range slices.Sorted(maps.Keys(ids)) {
 			entries = append(entries, map[string]any{"id": id, "v": ids[id]})
 		}
 		revision := revisionOf(ks.Source)
@@ -429,12 +431,12 @@ func (c *cluster) store(o object, kind, namespace string, created time.Time, gen
 // object, so every format the snapshot reader accepts is used.
 func (c *cluster) files() (map[string][]byte, error) {
 	out := map[string][]byte{}
-	for _, ns := range sortedKeys(c.byNamespace) {
+	for _, ns := range slices.Sorted(maps.Keys(c.byNamespace)) {
 		dir := ns
 		if dir == "" {
 			dir = "cluster-scoped"
 		}
-		for _, res := range sortedKeys(c.byNamespace[ns]) {
+		for _, res := range slices.Sorted(maps.Keys(c.byNamespace[ns])) {
 			items, err := toMaps(c.byNamespace[ns][res])
 			if err != nil {
 				return nil, err

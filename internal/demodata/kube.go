@@ -2,7 +2,6 @@ package demodata
 
 import (
 	"net/netip"
-	"sort"
 	"time"
 
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
@@ -21,13 +20,4 @@ var nodes = []meshtest.Node{
 	{Name: "ip-10-40-11-87.eu-west-1.compute.internal", IP: "10.40.11.87", PodCIDR: netip.MustParsePrefix("10.40.12.0/24")},
 	{Name: "ip-10-40-45-203.eu-west-1.compute.internal", IP: "10.40.45.203", PodCIDR: netip.MustParsePrefix("10.40.46.0/24")},
 	{Name: "ip-10-40-78-14.eu-west-1.compute.internal", IP: "10.40.78.14", PodCIDR: netip.MustParsePrefix("10.40.79.0/24")},
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

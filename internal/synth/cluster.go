@@ -161,29 +161,31 @@ func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 	labels, annotations := b.trackingMeta(ns, w)
 	switch w.kind {
 	case kindDeployment:
-		d := parse[appsv1.Deployment](doc)
-		d.Labels, d.Annotations = labels, annotations
-		b.kube.Deployment(d, st)
+		b.kube.Deployment(applied[appsv1.Deployment](doc, labels, annotations), st)
 	case kindStatefulSet:
-		s := parse[appsv1.StatefulSet](doc)
-		s.Labels, s.Annotations = labels, annotations
-		b.kube.StatefulSet(s, st)
+		b.kube.StatefulSet(applied[appsv1.StatefulSet](doc, labels, annotations), st)
 	case kindDaemonSet:
-		d := parse[appsv1.DaemonSet](doc)
-		d.Labels, d.Annotations = labels, annotations
-		b.kube.DaemonSet(d, st)
+		b.kube.DaemonSet(applied[appsv1.DaemonSet](doc, labels, annotations), st)
 	case kindRollout:
-		r := parse[objects.Rollout](doc)
-		r.ObjectMeta = b.kube.Stored("Rollout", metav1.ObjectMeta{Name: w.name, Namespace: ns.name, Labels: labels, Annotations: annotations}, st.Created, st.Revision)
+		r := applied[objects.Rollout](doc, labels, annotations)
+		r.ObjectMeta = b.kube.Stored("Rollout", r.ObjectMeta, st.Created, st.Revision)
 		b.kube.RolloutReplicaSets(r.ObjectMeta, int32(w.pods), &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name}}, r.Spec.Template, st)
 		b.set.Rollouts = append(b.set.Rollouts, r)
 	}
 }
 
-func parse[T any](doc []byte) T {
+// applied is a workload of the repository as the GitOps tool applies it,
+// with its tracking metadata.
+func applied[T any, P interface {
+	*T
+	SetLabels(map[string]string)
+	SetAnnotations(map[string]string)
+}](doc []byte, labels, annotations map[string]string) T {
 	var obj T
 	if err := yaml.Unmarshal(doc, &obj); err != nil {
 		panic(fmt.Sprintf("a generated manifest does not parse: %v", err))
 	}
+	P(&obj).SetLabels(labels)
+	P(&obj).SetAnnotations(annotations)
 	return obj
 }

@@ -29,10 +29,7 @@ const (
 	gitopsPlain
 )
 
-var gitopsWeights = []struct {
-	mode   gitops
-	weight int
-}{
+var gitopsWeights = []weighted[gitops]{
 	{gitopsFlux, 50},
 	{gitopsArgo, 30},
 	{gitopsPlain, 20},
@@ -105,8 +102,8 @@ func newModel(spec Spec) *model {
 		ns := &m.namespaces[i]
 		ns.index = i
 		ns.name = fmt.Sprintf("%s-%04d", teamNames[rng.IntN(len(teamNames))], i)
-		ns.profile = pickProfile(rng)
-		ns.gitops = pickGitops(rng)
+		ns.profile = pick(rng, profileWeights, profileNone)
+		ns.gitops = pick(rng, gitopsWeights, gitopsPlain)
 		ns.drifted = drifts(i, spec.Drift)
 		ns.native = rng.IntN(2) == 0
 		ns.created = fleetEpoch.Add(-time.Duration(rng.IntN(400*24)) * time.Hour)
@@ -137,26 +134,23 @@ func newModel(spec Spec) *model {
 	return m
 }
 
-func pickProfile(rng *rand.Rand) profile {
-	n := rng.IntN(100)
-	for _, p := range profileWeights {
-		if n < p.weight {
-			return p.profile
-		}
-		n -= p.weight
-	}
-	return profileNone
+// weighted is a choice and its share of the fleet, in percent.
+type weighted[T any] struct {
+	value  T
+	weight int
 }
 
-func pickGitops(rng *rand.Rand) gitops {
+// pick draws one of the choices by their weights; fallback covers weights
+// that add up to less than 100.
+func pick[T any](rng *rand.Rand, choices []weighted[T], fallback T) T {
 	n := rng.IntN(100)
-	for _, g := range gitopsWeights {
-		if n < g.weight {
-			return g.mode
+	for _, c := range choices {
+		if n < c.weight {
+			return c.value
 		}
-		n -= g.weight
+		n -= c.weight
 	}
-	return gitopsPlain
+	return fallback
 }
 
 func pickKind(rng *rand.Rand) string {
