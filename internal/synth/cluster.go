@@ -57,13 +57,8 @@ func buildCluster(m *model) (*objects.Set, []corev1.Pod, []appsv1.ReplicaSet) {
 	for i := range m.namespaces {
 		b.namespace(&m.namespaces[i])
 	}
-	built := b.kube.Objects
-	b.set.Deployments, b.set.StatefulSets, b.set.DaemonSets = built.Deployments, built.StatefulSets, built.DaemonSets
-	b.set.Pods = objects.Pods(built.Pods...)
-	for i := range built.ReplicaSets {
-		b.set.ReplicaSets = append(b.set.ReplicaSets, objects.ReplicaSetOf(&built.ReplicaSets[i]))
-	}
-	return b.set, built.Pods, built.ReplicaSets
+	b.kube.Objects.AddTo(b.set)
+	return b.set, b.kube.Objects.Pods, b.kube.Objects.ReplicaSets
 }
 
 // fleetNodes are the fleet's workers, each handing out pod addresses from

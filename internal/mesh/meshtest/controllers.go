@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
+
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // Cluster replays what a cluster makes of applied workloads: the API
@@ -61,6 +63,20 @@ type Workloads struct {
 	CronJobs     []batchv1.CronJob
 	Jobs         []batchv1.Job
 	Pods         []corev1.Pod
+}
+
+// AddTo appends the objects to a set, pods and ReplicaSets as far as a set
+// keeps them.
+func (w Workloads) AddTo(set *objects.Set) {
+	set.Deployments = append(set.Deployments, w.Deployments...)
+	set.StatefulSets = append(set.StatefulSets, w.StatefulSets...)
+	set.DaemonSets = append(set.DaemonSets, w.DaemonSets...)
+	set.CronJobs = append(set.CronJobs, w.CronJobs...)
+	set.Jobs = append(set.Jobs, w.Jobs...)
+	for i := range w.ReplicaSets {
+		set.ReplicaSets = append(set.ReplicaSets, objects.ReplicaSetOf(&w.ReplicaSets[i]))
+	}
+	set.Pods = append(set.Pods, objects.Pods(w.Pods...)...)
 }
 
 // Node is a worker node.

@@ -68,10 +68,6 @@ func New(releases ...Release) *objects.Set {
 			Pods: meshtest.PodsFrom(1, installed.Add(time.Minute), &meshtest.Sidecar{Revision: "1-24-0", Image: OldProxy}),
 		}}})
 	}
-	set.Deployments = kube.Objects.Deployments
-	for i := range kube.Objects.ReplicaSets {
-		set.ReplicaSets = append(set.ReplicaSets, objects.ReplicaSetOf(&kube.Objects.ReplicaSets[i]))
-	}
-	set.Pods = objects.Pods(kube.Objects.Pods...)
+	kube.Objects.AddTo(set)
 	return set
 }
