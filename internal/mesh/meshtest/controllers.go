@@ -225,6 +225,13 @@ func (c *Cluster) Stored(kind string, m metav1.ObjectMeta, created time.Time, ge
 	return out
 }
 
+// orDefault sets an optional field the manifest left out.
+func orDefault[T any](field **T, value T) {
+	if *field == nil {
+		*field = &value
+	}
+}
+
 func with(m map[string]string, key, value string) map[string]string {
 	out := copyMap(m)
 	out[key] = value
@@ -263,27 +270,15 @@ func templateAt(t corev1.PodTemplateSpec, rev Template) corev1.PodTemplateSpec {
 // template revision of the story and their pods.
 func (c *Cluster) Deployment(d appsv1.Deployment, st Story) {
 	DefaultPodSpec(&d.Spec.Template.Spec)
-	if d.Spec.Replicas == nil {
-		d.Spec.Replicas = ptr.To(int32(st.LivePods()))
-	}
-	if d.Spec.RevisionHistoryLimit == nil {
-		d.Spec.RevisionHistoryLimit = ptr.To[int32](10)
-	}
-	if d.Spec.ProgressDeadlineSeconds == nil {
-		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
-	}
+	orDefault(&d.Spec.Replicas, int32(st.LivePods()))
+	orDefault(&d.Spec.RevisionHistoryLimit, 10)
+	orDefault(&d.Spec.ProgressDeadlineSeconds, 600)
 	if d.Spec.Strategy.Type == "" {
 		d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
 	}
-	if d.Spec.Strategy.RollingUpdate == nil {
-		d.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{}
-	}
-	if d.Spec.Strategy.RollingUpdate.MaxSurge == nil {
-		d.Spec.Strategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromString("25%"))
-	}
-	if d.Spec.Strategy.RollingUpdate.MaxUnavailable == nil {
-		d.Spec.Strategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("25%"))
-	}
+	orDefault(&d.Spec.Strategy.RollingUpdate, appsv1.RollingUpdateDeployment{})
+	orDefault(&d.Spec.Strategy.RollingUpdate.MaxSurge, intstr.FromString("25%"))
+	orDefault(&d.Spec.Strategy.RollingUpdate.MaxUnavailable, intstr.FromString("25%"))
 	d.ObjectMeta = c.Stored("Deployment", d.ObjectMeta, st.Created, st.Revision+1)
 	d.Annotations = with(d.Annotations, "deployment.kubernetes.io/revision", fmt.Sprint(st.Revision))
 	d.TypeMeta = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
@@ -408,9 +403,7 @@ func firstPodStart(rev Template) time.Time {
 // pods, the i-th on the i-th node.
 func (c *Cluster) StatefulSet(s appsv1.StatefulSet, st Story) {
 	DefaultPodSpec(&s.Spec.Template.Spec)
-	if s.Spec.Replicas == nil {
-		s.Spec.Replicas = ptr.To[int32](1)
-	}
+	orDefault(&s.Spec.Replicas, 1)
 	s.Spec.PodManagementPolicy = appsv1.OrderedReadyPodManagement
 	s.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 	s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{
@@ -564,9 +557,7 @@ func (c *Cluster) job(job batchv1.Job, st Story, created time.Time, owner *metav
 		"job-name":                           job.Name,
 	}
 	job.Labels = merged(job.Spec.Template.Labels, controllerLabels)
-	if job.Spec.BackoffLimit == nil {
-		job.Spec.BackoffLimit = ptr.To[int32](6)
-	}
+	orDefault(&job.Spec.BackoffLimit, 6)
 	job.Spec.Completions = ptr.To[int32](1)
 	job.Spec.Parallelism = ptr.To[int32](1)
 	job.Spec.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
