@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -387,7 +389,7 @@ func injectingRevisions(t *testing.T, s objects.Set, nsLabels map[string]string,
 			}
 		}
 	}
-	return sortedKeys(revs)
+	return slices.Sorted(maps.Keys(revs))
 }
 
 // TestExpectedPlanIsComplete evaluates the webhooks for every workload with
@@ -413,7 +415,7 @@ func TestExpectedPlanIsComplete(t *testing.T) {
 	}
 
 	live := livePods(t, objs, newPodIndex(objs))
-	for _, key := range sortedKeys(live) {
+	for _, key := range slices.Sorted(maps.Keys(live)) {
 		pods := live[key]
 		t.Run(key, func(t *testing.T) {
 			revs := injectingRevisions(t, s, nsLabels[pods[0].Namespace], pods[0])

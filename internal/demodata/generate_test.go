@@ -3,8 +3,10 @@ package demodata
 import (
 	"flag"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,7 +51,7 @@ func TestCommittedSnapshotIsGenerated(t *testing.T) {
 	for name, data := range files {
 		generated[name] = string(data)
 	}
-	assert.ElementsMatch(t, sortedKeys(generated), sortedKeys(onDisk), "snapshot files")
+	assert.ElementsMatch(t, slices.Sorted(maps.Keys(generated)), slices.Sorted(maps.Keys(onDisk)), "snapshot files")
 	for name, want := range generated {
 		assert.Equal(t, want, onDisk[name], "%s differs from the generator's output; rerun with -update", name)
 	}

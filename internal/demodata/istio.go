@@ -40,21 +40,12 @@ func (r istioRevision) label() string {
 	return r.Name
 }
 
-// injection is what injected a pod: the revision and the version that
-// revision ran at the time.
-type injection struct {
-	Revision string // "default" or a revision name, never a tag
-	Version  string
-}
-
-func (i injection) image() string { return istioHub + "/proxyv2:" + i.Version }
-
 // caBundle stands in for the istiod CA certificate istiod patches into its
 // webhooks.
 func caBundle() []byte {
 	body := ""
 	for i := 0; i < 5; i++ {
-		body += hexDigest(fmt.Sprint("istio-ca ", i))
+		body += meshtest.HexDigest(fmt.Sprint("istio-ca ", i))
 	}
 	der := base64.StdEncoding.EncodeToString([]byte(body))
 	var b strings.Builder
@@ -75,18 +66,18 @@ func (c *cluster) addIstio() {
 		in := meshtest.IstiodRevision(rev.label(), istioHub+"/proxyv2:"+rev.Version,
 			meshtest.WithFluxHelmRelease(rev.Version), meshtest.WithCABundle(caBundle()), meshtest.WithChartValues(meshValues))
 		for _, mwc := range in.WebhookConfigurations {
-			mwc.ObjectMeta = storedMeta("MutatingWebhookConfiguration", mwc.ObjectMeta, rev.Installed, 4)
+			mwc.ObjectMeta = c.kube.Stored("MutatingWebhookConfiguration", mwc.ObjectMeta, rev.Installed, 4)
 			c.add("", "mutatingwebhookconfigurations", mwc)
 		}
 		for _, cm := range in.ConfigMaps {
-			cm.ObjectMeta = storedMeta("ConfigMap", cm.ObjectMeta, rev.Installed, 0)
+			cm.ObjectMeta = c.kube.Stored("ConfigMap", cm.ObjectMeta, rev.Installed, 0)
 			c.add(meshtest.IstioNamespace, "configmaps", cm)
 		}
 	}
 	tag := meshtest.RevisionTag("stable", canaryRevision.Name,
 		meshtest.WithFluxHelmRelease(canaryRevision.Version), meshtest.WithCABundle(caBundle()))
 	for _, mwc := range tag.WebhookConfigurations {
-		mwc.ObjectMeta = storedMeta("MutatingWebhookConfiguration", mwc.ObjectMeta, stableTagMoved, 2)
+		mwc.ObjectMeta = c.kube.Stored("MutatingWebhookConfiguration", mwc.ObjectMeta, stableTagMoved, 2)
 		c.add("", "mutatingwebhookconfigurations", mwc)
 	}
 }

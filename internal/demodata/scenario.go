@@ -1,6 +1,10 @@
 package demodata
 
-import "time"
+import (
+	"time"
+
+	"github.com/kedge-io/kedge/internal/mesh/meshtest"
+)
 
 // The story of prod-eu-1, oldest first (all times UTC):
 //
@@ -36,61 +40,27 @@ var (
 
 // What injected a pod: the revision that injected it and its version then.
 var (
-	defaultBeforeUpgrade = &injection{Revision: "default", Version: "1.23.2"}
-	defaultAfterUpgrade  = &injection{Revision: "default", Version: "1.24.1"}
-	canary               = &injection{Revision: "1-25-0", Version: "1.25.0"}
+	defaultBeforeUpgrade = &meshtest.Sidecar{Revision: "default", Image: istioHub + "/proxyv2:1.23.2"}
+	defaultAfterUpgrade  = &meshtest.Sidecar{Revision: "default", Image: istioHub + "/proxyv2:1.24.1"}
+	canary               = &meshtest.Sidecar{Revision: "1-25-0", Image: istioHub + "/proxyv2:1.25.0"}
 )
 
-// podPlan is one live pod of a workload.
-type podPlan struct {
-	Started     time.Time
-	Sidecar     *injection // nil: created without a sidecar
-	Terminating bool       // deletionTimestamp set, still running
-	Succeeded   bool
+func pods(n int, first string, sidecar *meshtest.Sidecar) []meshtest.PodPlan {
+	return meshtest.PodsFrom(n, mustTime(first), sidecar)
 }
 
-// templateRevision is one pod template a workload has had (a ReplicaSet,
-// a controller revision) and the pods still running from it.
-type templateRevision struct {
-	// RestartedAt is the kubectl.kubernetes.io/restartedAt annotation
-	// `kubectl rollout restart` put on the template; zero if none.
-	RestartedAt time.Time
-	Pods        []podPlan
-}
-
-// story is what happened to one workload: when it was created, how many
-// template revisions it went through, and the pods it has now.
-type story struct {
-	Created  time.Time
-	Revision int64 // number of the newest template revision
-	// Templates are the revisions that still have pods, oldest first; the
-	// last one is the current template.
-	Templates []templateRevision
-	// Scheduled is when a CronJob's running Job was scheduled.
-	Scheduled time.Time
-}
-
-func pods(n int, first string, sidecar *injection) []podPlan {
-	start := mustTime(first)
-	out := make([]podPlan, n)
-	for i := range out {
-		out[i] = podPlan{Started: start.Add(time.Duration(i) * 41 * time.Second), Sidecar: sidecar}
-	}
-	return out
-}
-
-func restarted(at string, n int, sidecar *injection) templateRevision {
+func restarted(at string, n int, sidecar *meshtest.Sidecar) meshtest.Template {
 	t := mustTime(at)
-	return templateRevision{RestartedAt: t, Pods: pods(n, t.Add(3*time.Second).Format(time.RFC3339), sidecar)}
+	return meshtest.Template{RestartedAt: t, Pods: meshtest.PodsFrom(n, t.Add(3*time.Second), sidecar)}
 }
 
-func current(p ...podPlan) []templateRevision {
-	return []templateRevision{{Pods: p}}
+func current(p ...meshtest.PodPlan) []meshtest.Template {
+	return []meshtest.Template{{Pods: p}}
 }
 
 // stories is keyed by namespace/kind/name. Every workload in the snapshot
 // must have one, so nothing about a pod is left to chance.
-var stories = map[string]story{
+var stories = map[string]meshtest.Story{
 	"kube-system/Deployment/coredns": {
 		Created: mustTime("2024-06-10T08:03:15Z"), Revision: 3,
 		Templates: current(pods(2, "2025-02-03T06:12:40Z", nil)...),
@@ -118,14 +88,14 @@ var stories = map[string]story{
 	},
 	"shop/Deployment/checkout": {
 		Created: mustTime("2024-07-01T10:00:05Z"), Revision: 12,
-		Templates: []templateRevision{
-			{Pods: []podPlan{{Started: mustTime("2025-02-20T11:05:52Z"), Sidecar: defaultBeforeUpgrade, Terminating: true}}},
+		Templates: []meshtest.Template{
+			{Pods: []meshtest.PodPlan{{Started: mustTime("2025-02-20T11:05:52Z"), Sidecar: defaultBeforeUpgrade, Terminating: true}}},
 			restarted("2025-03-13T09:37:41Z", 2, defaultAfterUpgrade),
 		},
 	},
 	"shop/Deployment/currency": {
 		Created: mustTime("2024-07-01T10:00:05Z"), Revision: 5,
-		Templates: []templateRevision{restarted("2025-03-05T11:20:00Z", 1, defaultAfterUpgrade)},
+		Templates: []meshtest.Template{restarted("2025-03-05T11:20:00Z", 1, defaultAfterUpgrade)},
 	},
 	"shop/Deployment/oauth2-proxy": {
 		Created: mustTime("2024-08-19T13:31:40Z"), Revision: 4,
@@ -153,32 +123,32 @@ var stories = map[string]story{
 	},
 	"payments/Deployment/fraud-check": {
 		Created: mustTime("2024-07-15T12:00:11Z"), Revision: 8,
-		Templates: []templateRevision{restarted("2025-03-05T09:10:00Z", 2, defaultAfterUpgrade)},
+		Templates: []meshtest.Template{restarted("2025-03-05T09:10:00Z", 2, defaultAfterUpgrade)},
 	},
 	"payments/Deployment/oauth2-proxy": {
 		Created: mustTime("2024-08-19T13:33:02Z"), Revision: 5,
-		Templates: []templateRevision{restarted("2025-03-06T14:30:00Z", 2, defaultAfterUpgrade)},
+		Templates: []meshtest.Template{restarted("2025-03-06T14:30:00Z", 2, defaultAfterUpgrade)},
 	},
 	"payments/StatefulSet/ledger": {
 		Created: mustTime("2024-07-15T12:00:11Z"), Revision: 6,
-		Templates: []templateRevision{restarted("2025-03-12T07:30:00Z", 3, canary)},
+		Templates: []meshtest.Template{restarted("2025-03-12T07:30:00Z", 3, canary)},
 	},
 
 	"orders/Deployment/orders-api": {
 		Created: mustTime("2024-06-20T09:12:44Z"), Revision: 11,
-		Templates: []templateRevision{restarted("2025-03-07T10:15:00Z", 2, canary)},
+		Templates: []meshtest.Template{restarted("2025-03-07T10:15:00Z", 2, canary)},
 	},
 	"orders/Deployment/orders-worker": {
 		Created: mustTime("2024-06-20T09:12:44Z"), Revision: 10,
-		Templates: []templateRevision{restarted("2025-03-10T16:00:00Z", 2, defaultAfterUpgrade)},
+		Templates: []meshtest.Template{restarted("2025-03-10T16:00:00Z", 2, defaultAfterUpgrade)},
 	},
 	// orders-db-0 was recreated by a node drain while orders carried only
 	// istio.io/rev=1-25-0; orders-db-1 has run since before the upgrade.
 	"orders/StatefulSet/orders-db": {
 		Created: mustTime("2024-06-20T09:12:45Z"), Revision: 3,
 		Templates: current(
-			podPlan{Started: mustTime("2025-03-07T11:42:10Z"), Sidecar: canary},
-			podPlan{Started: mustTime("2025-02-19T04:13:14Z"), Sidecar: defaultBeforeUpgrade},
+			meshtest.PodPlan{Started: mustTime("2025-03-07T11:42:10Z"), Sidecar: canary},
+			meshtest.PodPlan{Started: mustTime("2025-02-19T04:13:14Z"), Sidecar: defaultBeforeUpgrade},
 		),
 	},
 	// Synced by Argo CD from a chart; its pods predate the upgrade.
@@ -188,27 +158,27 @@ var stories = map[string]story{
 	},
 	"orders/Job/db-migrate-20250303": {
 		Created: mustTime("2025-03-03T07:00:01Z"),
-		Templates: current(podPlan{
+		Templates: current(meshtest.PodPlan{
 			Started: mustTime("2025-03-03T07:00:04Z"), Sidecar: defaultBeforeUpgrade, Succeeded: true,
 		}),
 	},
 
 	"analytics/Deployment/events-collector": {
 		Created: mustTime("2024-09-02T10:20:00Z"), Revision: 6,
-		Templates: []templateRevision{restarted("2025-03-05T13:00:00Z", 2, defaultAfterUpgrade)},
+		Templates: []meshtest.Template{restarted("2025-03-05T13:00:00Z", 2, defaultAfterUpgrade)},
 	},
 	"analytics/Deployment/reporting": {
 		Created: mustTime("2024-09-02T10:20:00Z"), Revision: 4,
-		Templates: []templateRevision{restarted("2025-03-12T09:30:00Z", 1, nil)},
+		Templates: []meshtest.Template{restarted("2025-03-12T09:30:00Z", 1, nil)},
 	},
 	"analytics/DaemonSet/metrics-agent": {
 		Created: mustTime("2024-09-02T10:20:01Z"), Revision: 5,
-		Templates: []templateRevision{restarted("2025-03-05T13:05:00Z", 3, defaultAfterUpgrade)},
+		Templates: []meshtest.Template{restarted("2025-03-05T13:05:00Z", 3, defaultAfterUpgrade)},
 	},
 
 	"search/Deployment/search-api": {
 		Created: mustTime("2024-08-05T07:55:21Z"), Revision: 8,
-		Templates: []templateRevision{restarted("2025-03-07T09:05:00Z", 2, canary)},
+		Templates: []meshtest.Template{restarted("2025-03-07T09:05:00Z", 2, canary)},
 	},
 	"search/Deployment/indexer": {
 		Created: mustTime("2024-08-05T07:55:21Z"), Revision: 6,
@@ -216,7 +186,7 @@ var stories = map[string]story{
 	},
 	"search/Deployment/synonyms": {
 		Created: mustTime("2024-08-05T07:55:22Z"), Revision: 3,
-		Templates: []templateRevision{restarted("2025-03-07T09:06:00Z", 1, canary)},
+		Templates: []meshtest.Template{restarted("2025-03-07T09:06:00Z", 1, canary)},
 	},
 
 	// reviews (applied from the team's own repository) has not restarted
@@ -233,9 +203,9 @@ var stories = map[string]story{
 	"catalog/Deployment/catalog-image-resizer": {
 		Created: mustTime("2025-03-01T10:11:40Z"), Revision: 1,
 		Templates: current(
-			podPlan{Started: mustTime("2025-03-01T10:12:30Z")},
-			podPlan{Started: mustTime("2025-03-13T09:21:14Z"), Sidecar: defaultAfterUpgrade},
-			podPlan{Started: mustTime("2025-03-13T09:21:16Z"), Sidecar: defaultAfterUpgrade},
+			meshtest.PodPlan{Started: mustTime("2025-03-01T10:12:30Z")},
+			meshtest.PodPlan{Started: mustTime("2025-03-13T09:21:14Z"), Sidecar: defaultAfterUpgrade},
+			meshtest.PodPlan{Started: mustTime("2025-03-13T09:21:16Z"), Sidecar: defaultAfterUpgrade},
 		),
 	},
 	"catalog/Deployment/catalog-sync": {

@@ -3,15 +3,13 @@ package synth
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -19,16 +17,11 @@ import (
 
 // Where the GitOps controllers live, and the names they go by.
 const (
-	fluxNamespace     = "flux-system"
-	fluxSource        = "flux-system"
-	argoNamespace     = "argocd"
-	revisionAnno      = "deployment.kubernetes.io/revision"
-	podTemplateHash   = "pod-template-hash"
-	rolloutHashLabel  = "rollouts-pod-template-hash"
-	controllerHash    = "controller-revision-hash"
-	appRegistry       = "registry.example.com"
-	nodesInFleet      = 400
-	oldReplicaSetsPer = 1
+	fluxNamespace = "flux-system"
+	fluxSource    = "flux-system"
+	argoNamespace = "argocd"
+	appRegistry   = "registry.example.com"
+	nodesInFleet  = 400
 )
 
 func apiVersionOf(kind string) string {
@@ -38,22 +31,23 @@ func apiVersionOf(kind string) string {
 	return "apps/v1"
 }
 
-// clusterBuilder turns the model into API objects.
+// clusterBuilder turns the model into API objects: it writes the
+// workloads as they were applied and lets meshtest.Cluster make of them
+// what the cluster's controllers would.
 type clusterBuilder struct {
-	m   *model
-	set *objects.Set
-	// pods and replicaSetsFull are the set's pods and ReplicaSets in
-	// full, as the API server serves them.
-	pods            []corev1.Pod
-	replicaSetsFull []appsv1.ReplicaSet
-	rng             *rand.Rand
+	m    *model
+	set  *objects.Set
+	kube *meshtest.Cluster
+	rng  *rand.Rand
 }
 
 func buildCluster(m *model) (*objects.Set, []corev1.Pod, []appsv1.ReplicaSet) {
-	b := &clusterBuilder{m: m, set: &objects.Set{}, rng: rand.New(rand.NewPCG(m.spec.Seed, 0x706f6473))}
+	b := &clusterBuilder{m: m, set: &objects.Set{}, rng: rand.New(rand.NewPCG(m.spec.Seed, 0x706f6473)), kube: &meshtest.Cluster{
+		Name: m.spec.Cluster, Nodes: fleetNodes(), Values: fleetValues, Now: fleetEpoch, NamespaceLabels: map[string]map[string]string{},
+	}}
 	installIstio(b.set)
 	for _, name := range []string{"kube-system", "kube-public", "kube-node-lease", "default", "istio-system", fluxNamespace, argoNamespace} {
-		b.set.Namespaces = append(b.set.Namespaces, namespaceObject(name, nil, fleetEpoch.Add(-500*24*time.Hour)))
+		b.addNamespace(name, nil, fleetEpoch.Add(-500*24*time.Hour))
 	}
 	b.set.GitRepositories = append(b.set.GitRepositories, objects.GitRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
@@ -63,17 +57,29 @@ func buildCluster(m *model) (*objects.Set, []corev1.Pod, []appsv1.ReplicaSet) {
 	for i := range m.namespaces {
 		b.namespace(&m.namespaces[i])
 	}
-	b.set.Pods = objects.Pods(b.pods...)
-	for i := range b.replicaSetsFull {
-		b.set.ReplicaSets = append(b.set.ReplicaSets, objects.ReplicaSetOf(&b.replicaSetsFull[i]))
-	}
-	return b.set, b.pods, b.replicaSetsFull
+	b.kube.Objects.AddTo(b.set)
+	return b.set, b.kube.Objects.Pods, b.kube.Objects.ReplicaSets
 }
 
-func namespaceObject(name string, labels map[string]string, created time.Time) corev1.Namespace {
+// fleetNodes are the fleet's workers, each handing out pod addresses from
+// a range large enough for every pod the fleet could place on it.
+func fleetNodes() []meshtest.Node {
+	nodes := make([]meshtest.Node, nodesInFleet)
+	for i := range nodes {
+		nodes[i] = meshtest.Node{
+			Name:    fmt.Sprintf("worker-%03d", i),
+			IP:      fmt.Sprintf("10.0.%d.%d", i/200, 1+i%200),
+			PodCIDR: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(64 + i/4), byte(i % 4 * 64), 0}), 18),
+		}
+	}
+	return nodes
+}
+
+func (b *clusterBuilder) addNamespace(name string, labels map[string]string, created time.Time) {
 	ns := meshtest.Namespace(name, labels)
-	ns.CreationTimestamp = metav1.NewTime(created)
-	return ns
+	ns.ObjectMeta = b.kube.Stored("Namespace", ns.ObjectMeta, created, 0)
+	b.kube.NamespaceLabels[name] = ns.Labels
+	b.set.Namespaces = append(b.set.Namespaces, ns)
 }
 
 func (b *clusterBuilder) namespace(ns *namespaceModel) {
@@ -82,7 +88,7 @@ func (b *clusterBuilder) namespace(ns *namespaceModel) {
 		labels = map[string]string{}
 	}
 	labels["team"] = teamOf(ns.name)
-	b.set.Namespaces = append(b.set.Namespaces, namespaceObject(ns.name, labels, ns.created))
+	b.addNamespace(ns.name, labels, ns.created)
 	switch ns.gitops {
 	case gitopsFlux:
 		b.set.Kustomizations = append(b.set.Kustomizations, objects.Kustomization{
@@ -133,169 +139,48 @@ func (b *clusterBuilder) trackingMeta(ns *namespaceModel, w *workloadModel) (lab
 	return labels, annotations
 }
 
-// podTemplate is the workload's template as the repository writes it
-// (after kustomize), with the defaults the API server fills in.
-func podTemplate(ns *namespaceModel, w *workloadModel) corev1.PodTemplateSpec {
-	t := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{
-			Labels:      map[string]string{"app": w.name, "version": fmt.Sprintf("v%d", w.version)},
-			Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
-		},
-		Spec: corev1.PodSpec{ServiceAccountName: w.name, Containers: []corev1.Container{appContainer(ns, w)}},
-	}
-	meshtest.DefaultPodSpec(&t.Spec)
-	return t
-}
-
-func appContainer(ns *namespaceModel, w *workloadModel) corev1.Container {
-	field := func(path string) *corev1.EnvVarSource {
-		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
-	}
-	probe := func(path string) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}}}
-	}
-	return corev1.Container{
-		Name:  w.name,
-		Image: repoImage(w),
-		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "metrics", ContainerPort: 9090}},
-		Env: []corev1.EnvVar{
-			{Name: "LOG_LEVEL", Value: "info"},
-			{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: "http://otel-agent." + ns.name + ".svc:4317"},
-			{Name: "POD_NAME", ValueFrom: field("metadata.name")},
-			{Name: "POD_NAMESPACE", ValueFrom: field("metadata.namespace")},
-		},
-		Resources: corev1.ResourceRequirements{
-			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-		},
-		ReadinessProbe: probe("/ready"),
-		LivenessProbe:  probe("/healthz"),
-	}
-}
-
+// workload applies one workload: Deployments and Rollouts keep the
+// ReplicaSet of the template as first applied beside the current one, whose
+// pods a `kubectl rollout restart` started.
 func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
-	labels, annotations := b.trackingMeta(ns, w)
 	created := ns.created.Add(time.Duration(b.rng.IntN(24*60)) * time.Minute)
-	meta := metav1.ObjectMeta{
-		Name: w.name, Namespace: ns.name, UID: types.UID(w.uid), Labels: labels, Annotations: annotations,
-		CreationTimestamp: metav1.NewTime(created), Generation: int64(w.version),
-		ResourceVersion: fmt.Sprint(100000 + b.rng.IntN(900000)),
+	restarted := created.Add(time.Duration(b.rng.IntN(30*24*60)) * time.Minute)
+	pods := meshtest.PodsFrom(w.pods, restarted.Add(3*time.Second), ns.profile.sidecarOf(ns.drifted, ns.native))
+	st := meshtest.Story{Created: created, Revision: int64(w.version), Templates: []meshtest.Template{{Pods: pods}}}
+	if w.kind == kindDeployment || w.kind == kindRollout {
+		st.Templates = []meshtest.Template{{}, {RestartedAt: restarted, Pods: pods}}
 	}
-	template := podTemplate(ns, w)
-	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name}}
-	replicas := int32(w.pods)
-	top := meshtest.ControllerRef(apiVersionOf(w.kind), w.kind, w.name, w.uid)
-	podOwner := top
-	podLabels := map[string]string{}
+	// The workload as the repository writes it, with what the GitOps tool
+	// adds when it applies it.
+	doc := []byte(workloadDoc(w, ns.name))
+	labels, annotations := b.trackingMeta(ns, w)
 	switch w.kind {
 	case kindDeployment:
-		meta.Annotations[revisionAnno] = fmt.Sprint(w.version)
-		b.set.Deployments = append(b.set.Deployments, appsv1.Deployment{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: meta,
-			Spec: appsv1.DeploymentSpec{
-				Replicas: &replicas, Selector: selector, Template: template,
-				Strategy:             appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
-				RevisionHistoryLimit: ptr.To[int32](10), ProgressDeadlineSeconds: ptr.To[int32](600),
-			},
-			Status: appsv1.DeploymentStatus{
-				ObservedGeneration: int64(w.version), Replicas: replicas, UpdatedReplicas: replicas,
-				ReadyReplicas: replicas, AvailableReplicas: replicas,
-			},
-		})
-		podOwner = b.replicaSets(ns, w, top, template, podTemplateHash, created)
-		podLabels[podTemplateHash] = w.hash
+		b.kube.Deployment(applied[appsv1.Deployment](doc, labels, annotations), st)
+	case kindStatefulSet:
+		b.kube.StatefulSet(applied[appsv1.StatefulSet](doc, labels, annotations), st)
+	case kindDaemonSet:
+		b.kube.DaemonSet(applied[appsv1.DaemonSet](doc, labels, annotations), st)
 	case kindRollout:
-		b.set.Rollouts = append(b.set.Rollouts, objects.Rollout{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout"},
-			ObjectMeta: meta,
-			Spec:       objects.RolloutSpec{Template: template},
-		})
-		podOwner = b.replicaSets(ns, w, top, template, rolloutHashLabel, created)
-		podLabels[rolloutHashLabel] = w.hash
-	case kindStatefulSet:
-		b.set.StatefulSets = append(b.set.StatefulSets, appsv1.StatefulSet{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-			ObjectMeta: meta,
-			Spec: appsv1.StatefulSetSpec{
-				Replicas: &replicas, Selector: selector, Template: template, ServiceName: w.name,
-				PodManagementPolicy: appsv1.OrderedReadyPodManagement,
-				UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
-			},
-			Status: appsv1.StatefulSetStatus{
-				ObservedGeneration: int64(w.version), Replicas: replicas, ReadyReplicas: replicas,
-				CurrentReplicas: replicas, UpdatedReplicas: replicas,
-				CurrentRevision: w.name + "-" + w.hash, UpdateRevision: w.name + "-" + w.hash,
-			},
-		})
-		podLabels[controllerHash] = w.name + "-" + w.hash
-	case kindDaemonSet:
-		b.set.DaemonSets = append(b.set.DaemonSets, appsv1.DaemonSet{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
-			ObjectMeta: meta,
-			Spec: appsv1.DaemonSetSpec{
-				Selector: selector, Template: template,
-				UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType},
-			},
-			Status: appsv1.DaemonSetStatus{
-				CurrentNumberScheduled: replicas, DesiredNumberScheduled: replicas, NumberReady: replicas,
-				NumberAvailable: replicas, UpdatedNumberScheduled: replicas, ObservedGeneration: int64(w.version),
-			},
-		})
-		podLabels[controllerHash] = w.hash
-		podLabels["pod-template-generation"] = fmt.Sprint(w.version)
-	}
-	taken := make(map[string]bool, w.pods)
-	for i := range w.pods {
-		name := b.podName(w, i)
-		for taken[name] {
-			name = b.podName(w, i)
-		}
-		taken[name] = true
-		b.pods = append(b.pods, b.pod(ns, w, template, podOwner, name, podLabels, created))
+		r := applied[objects.Rollout](doc, labels, annotations)
+		r.ObjectMeta = b.kube.Stored("Rollout", r.ObjectMeta, st.Created, st.Revision)
+		b.kube.RolloutReplicaSets(r.ObjectMeta, int32(w.pods), &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name}}, r.Spec.Template, st)
+		b.set.Rollouts = append(b.set.Rollouts, r)
 	}
 }
 
-// replicaSets adds the current ReplicaSet and an older, scaled-down one,
-// and returns the reference the pods carry.
-func (b *clusterBuilder) replicaSets(ns *namespaceModel, w *workloadModel, top metav1.OwnerReference, template corev1.PodTemplateSpec, hashLabel string, created time.Time) metav1.OwnerReference {
-	var current metav1.OwnerReference
-	for i := 0; i <= oldReplicaSetsPer; i++ {
-		hash, replicas := w.hash, int32(w.pods)
-		if i > 0 {
-			hash, replicas = randomString(b.rng, hashAlphabet, 10), 0
-		}
-		uid := randomUID(b.rng)
-		tmpl := *template.DeepCopy()
-		tmpl.Labels[hashLabel] = hash
-		selector := &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name, hashLabel: hash}}
-		b.replicaSetsFull = append(b.replicaSetsFull, appsv1.ReplicaSet{
-			TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: w.name + "-" + hash, Namespace: ns.name, UID: types.UID(uid),
-				Labels:            map[string]string{"app": w.name, hashLabel: hash},
-				Annotations:       map[string]string{revisionAnno: fmt.Sprint(w.version - i)},
-				OwnerReferences:   []metav1.OwnerReference{top},
-				CreationTimestamp: metav1.NewTime(created.Add(-time.Duration(i) * 72 * time.Hour)),
-				Generation:        1,
-			},
-			Spec:   appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: selector, Template: tmpl},
-			Status: appsv1.ReplicaSetStatus{Replicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas, ObservedGeneration: 1},
-		})
-		if i == 0 {
-			current = meshtest.ControllerRef("apps/v1", "ReplicaSet", w.name+"-"+hash, uid)
-		}
+// applied is a workload of the repository as the GitOps tool applies it,
+// with its tracking metadata.
+func applied[T any, P interface {
+	*T
+	SetLabels(map[string]string)
+	SetAnnotations(map[string]string)
+}](doc []byte, labels, annotations map[string]string) T {
+	var obj T
+	if err := yaml.Unmarshal(doc, &obj); err != nil {
+		panic(fmt.Sprintf("a generated manifest does not parse: %v", err))
 	}
-	return current
-}
-
-func (b *clusterBuilder) podName(w *workloadModel, i int) string {
-	switch w.kind {
-	case kindStatefulSet:
-		return fmt.Sprintf("%s-%d", w.name, i)
-	case kindDaemonSet:
-		return w.name + "-" + randomString(b.rng, hashAlphabet, 5)
-	default:
-		return w.name + "-" + w.hash + "-" + randomString(b.rng, hashAlphabet, 5)
-	}
+	P(&obj).SetLabels(labels)
+	P(&obj).SetAnnotations(annotations)
+	return obj
 }

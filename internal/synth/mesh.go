@@ -71,10 +71,7 @@ const (
 )
 
 // profileWeights are the shares of namespaces per profile, in percent.
-var profileWeights = []struct {
-	profile profile
-	weight  int
-}{
+var profileWeights = []weighted[profile]{
 	{profileStable, 45},
 	{profileEnabled, 25},
 	{profilePinned, 10},

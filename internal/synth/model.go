@@ -29,10 +29,7 @@ const (
 	gitopsPlain
 )
 
-var gitopsWeights = []struct {
-	mode   gitops
-	weight int
-}{
+var gitopsWeights = []weighted[gitops]{
 	{gitopsFlux, 50},
 	{gitopsArgo, 30},
 	{gitopsPlain, 20},
@@ -89,10 +86,6 @@ type workloadModel struct {
 	// the namespace's own file).
 	base    string
 	version int
-	// hash is the pod-template-hash of the current ReplicaSet (or the
-	// controller-revision-hash).
-	hash string
-	uid  string
 }
 
 // model is the fleet before it is turned into objects and files.
@@ -109,8 +102,8 @@ func newModel(spec Spec) *model {
 		ns := &m.namespaces[i]
 		ns.index = i
 		ns.name = fmt.Sprintf("%s-%04d", teamNames[rng.IntN(len(teamNames))], i)
-		ns.profile = pickProfile(rng)
-		ns.gitops = pickGitops(rng)
+		ns.profile = pick(rng, profileWeights, profileNone)
+		ns.gitops = pick(rng, gitopsWeights, gitopsPlain)
 		ns.drifted = drifts(i, spec.Drift)
 		ns.native = rng.IntN(2) == 0
 		ns.created = fleetEpoch.Add(-time.Duration(rng.IntN(400*24)) * time.Hour)
@@ -121,12 +114,8 @@ func newModel(spec Spec) *model {
 		}
 		names := rng.Perm(len(workloadNames))
 		for j := range n {
-			w := workloadModel{
-				pods:    share(spec.Pods, spec.Workloads, workload),
-				version: 1 + rng.IntN(40),
-				hash:    randomString(rng, hashAlphabet, 10),
-				uid:     randomUID(rng),
-			}
+			w := workloadModel{pods: share(spec.Pods, spec.Workloads, workload), version: 1 + rng.IntN(40)}
+			skipRetiredDraws(rng)
 			workload++
 			switch {
 			case j == 0 && shared >= 0:
@@ -145,26 +134,23 @@ func newModel(spec Spec) *model {
 	return m
 }
 
-func pickProfile(rng *rand.Rand) profile {
-	n := rng.IntN(100)
-	for _, p := range profileWeights {
-		if n < p.weight {
-			return p.profile
-		}
-		n -= p.weight
-	}
-	return profileNone
+// weighted is a choice and its share of the fleet, in percent.
+type weighted[T any] struct {
+	value  T
+	weight int
 }
 
-func pickGitops(rng *rand.Rand) gitops {
+// pick draws one of the choices by their weights; fallback covers weights
+// that add up to less than 100.
+func pick[T any](rng *rand.Rand, choices []weighted[T], fallback T) T {
 	n := rng.IntN(100)
-	for _, g := range gitopsWeights {
-		if n < g.weight {
-			return g.mode
+	for _, c := range choices {
+		if n < c.weight {
+			return c.value
 		}
-		n -= g.weight
+		n -= c.weight
 	}
-	return gitopsPlain
+	return fallback
 }
 
 func pickKind(rng *rand.Rand) string {
@@ -180,20 +166,13 @@ func pickKind(rng *rand.Rand) string {
 	}
 }
 
-// Kubernetes' alphabet for generated name suffixes and hashes (no vowels,
-// so no words).
-const hashAlphabet = "bcdfghjklmnpqrstvwxz2456789"
-
-func randomString(rng *rand.Rand, alphabet string, n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = alphabet[rng.IntN(len(alphabet))]
+// skipRetiredDraws takes from rng what a workload's hash and uid once
+// took (ten letters, two words), so that every seed keeps naming the fleet
+// and laying out its repository as it always has.
+func skipRetiredDraws(rng *rand.Rand) {
+	for range 10 {
+		rng.IntN(27)
 	}
-	return string(b)
-}
-
-func randomUID(rng *rand.Rand) string {
-	a, b := rng.Uint64(), rng.Uint64()
-	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x",
-		uint32(a>>32), uint16(a>>16), uint16(a)&0xfff, uint16(b>>48)&0x3fff|0x8000, b&0xffffffffffff)
+	rng.Uint64()
+	rng.Uint64()
 }

@@ -6,11 +6,11 @@ package kubeload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -86,22 +86,19 @@ func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, full Full, o
 		l.workers = 32
 	}
 	steps := []func(context.Context) error{
-		func(ctx context.Context) error {
-			return each(ctx, l, set.Namespaces, func(ctx context.Context, o *metav1.ObjectMeta, i int) error {
-				obj := set.Namespaces[i].DeepCopy()
-				_, err := l.typed.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{})
-				if apierrors.IsAlreadyExists(err) {
-					// The server's own namespaces; give them the labels.
-					cur, gerr := l.typed.CoreV1().Namespaces().Get(ctx, obj.Name, metav1.GetOptions{})
-					if gerr != nil {
-						return gerr
-					}
-					cur.Labels = obj.Labels
-					_, err = l.typed.CoreV1().Namespaces().Update(ctx, cur, metav1.UpdateOptions{})
-				}
-				return err
-			}, func(i int) *metav1.ObjectMeta { return &set.Namespaces[i].ObjectMeta })
-		},
+		createAll(l, set.Namespaces, func(ctx context.Context, o *corev1.Namespace) (metav1.Object, error) {
+			created, err := l.typed.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+			if !apierrors.IsAlreadyExists(err) {
+				return created, err
+			}
+			// The server's own namespaces; give them the labels.
+			cur, err := l.typed.CoreV1().Namespaces().Get(ctx, o.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			cur.Labels = o.Labels
+			return l.typed.CoreV1().Namespaces().Update(ctx, cur, metav1.UpdateOptions{})
+		}),
 		createAll(l, set.Deployments, func(ctx context.Context, o *appsv1.Deployment) (metav1.Object, error) {
 			return l.typed.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
@@ -199,12 +196,28 @@ func create[T any, P object[T]](ctx context.Context, l *loader, items []T, i int
 	return nil
 }
 
-// createAll creates the items concurrently.
+// createAll creates the items on l.workers goroutines and returns the first
+// error, naming the object.
 func createAll[T any, P object[T]](l *loader, items []T, fn creator[P]) func(context.Context) error {
-	return func(ctx context.Context) error {
-		return each(ctx, l, items, func(ctx context.Context, _ *metav1.ObjectMeta, i int) error {
-			return create(ctx, l, items, i, fn)
-		}, func(i int) *metav1.ObjectMeta { return P(&items[i]).GetObjectMeta().(*metav1.ObjectMeta) })
+	return func(parent context.Context) error {
+		g, ctx := errgroup.WithContext(parent)
+		g.SetLimit(l.workers)
+		for i := range items {
+			if ctx.Err() != nil {
+				break
+			}
+			g.Go(func() error {
+				if err := create(ctx, l, items, i, fn); err != nil {
+					o := P(&items[i]).GetObjectMeta()
+					return fmt.Errorf("%s/%s: %w", o.GetNamespace(), o.GetName(), err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		return parent.Err()
 	}
 }
 
@@ -220,51 +233,4 @@ func createInOrder[T any, P object[T]](l *loader, items []T, fn creator[P]) func
 		}
 		return nil
 	}
-}
-
-// each runs fn for every item on l.workers goroutines and returns the
-// first error, naming the object.
-func each[T any](ctx context.Context, l *loader, items []T, fn func(context.Context, *metav1.ObjectMeta, int) error, meta func(int) *metav1.ObjectMeta) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan int)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	for range min(l.workers, max(len(items), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				m := meta(i)
-				if err := fn(ctx, m, i); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("%s/%s: %w", m.Namespace, m.Name, err)
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-feed:
-	for i := range items {
-		select {
-		case work <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
 }
