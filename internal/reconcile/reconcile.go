@@ -94,11 +94,13 @@ type Reconciler struct {
 	last map[string]*indexedCheckout
 }
 
-// indexedCheckout is an index and the commit of the checkout it indexes.
+// indexedCheckout is an index and the commit of the checkout it indexes,
+// and the edit results the last plan with it returned.
 type indexedCheckout struct {
 	index    *manifest.Index
 	commit   plumbing.Hash
 	worktree string
+	edits    manifest.PriorEdits
 }
 
 // New returns a Reconciler.
@@ -291,8 +293,9 @@ func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.
 
 // index returns the index of the checkout at the base tip: the last
 // cycle's updated from the files Git changed since, or a new one when there
-// is none or the difference is not known.
-func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*manifest.Index, IndexUpdate, error) {
+// is none or the difference is not known; and the edit results the last
+// plan returned for the checkout.
+func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*manifest.Index, IndexUpdate, manifest.PriorEdits, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tip, worktree := repo.BaseTip(), repo.Worktree()
@@ -301,8 +304,8 @@ func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*man
 		if err == nil {
 			index, err := last.index.Update(changed)
 			if err == nil {
-				r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree}
-				return index, IndexUpdate{Incremental: true, ChangedFiles: len(changed)}, nil
+				r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree, edits: last.edits}
+				return index, IndexUpdate{Incremental: true, ChangedFiles: len(changed)}, last.edits, nil
 			}
 			r.deps.Log.Debug("index update failed; indexing the whole checkout", "error", err)
 		} else {
@@ -312,10 +315,22 @@ func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*man
 	index, err := manifest.BuildIndex(worktree, manifest.IndexOptions{Paths: paths})
 	if err != nil {
 		delete(r.last, key)
-		return nil, IndexUpdate{}, err
+		return nil, IndexUpdate{}, manifest.PriorEdits{}, err
 	}
 	r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree}
-	return index, IndexUpdate{}, nil
+	return index, IndexUpdate{}, manifest.PriorEdits{}, nil
+}
+
+// keepEdits remembers a plan's edit results for the checkout's next cycle,
+// when the checkout is still at the index they were planned with.
+func (r *Reconciler) keepEdits(key string, index *manifest.Index, edits manifest.PriorEdits) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last := r.last[key]; last != nil && last.index == index {
+		kept := *last
+		kept.edits = edits
+		r.last[key] = &kept
+	}
 }
 
 // gather collects, per namespace, the work the plan asks for and kedge's

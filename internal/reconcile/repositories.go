@@ -30,11 +30,13 @@ type repository struct {
 	forge   *forge.Client
 	index   *manifest.Index
 	indexed IndexUpdate
-	edits   manifest.EditSet
-	prs     []forge.PR
-	remote  map[string]gitrepo.BranchInfo
-	states  []*nsState
-	pushes  int
+	// priorEdits are the edit results of the last plan with this checkout.
+	priorEdits manifest.PriorEdits
+	edits      manifest.EditSet
+	prs        []forge.PR
+	remote     map[string]gitrepo.BranchInfo
+	states     []*nsState
+	pushes     int
 	// err is why the repository is left for the next cycle.
 	err error
 }
@@ -99,7 +101,7 @@ func (r *Reconciler) openRepositories(ctx context.Context, set *objects.Set) (*c
 			return nil, fmt.Errorf("open repository: %w", err)
 		}
 		repo := &repository{name: configuredRepository(r.settings.RepoWebURL), webURL: r.settings.RepoWebURL, git: git, forge: r.deps.Forge}
-		if repo.index, repo.indexed, err = r.index("", git, r.settings.Plan.Paths); err != nil {
+		if repo.index, repo.indexed, repo.priorEdits, err = r.index("", git, r.settings.Plan.Paths); err != nil {
 			return nil, fmt.Errorf("index %s: %w", git.Worktree(), err)
 		}
 		return &cycleRepos{repos: []*repository{repo}}, nil
@@ -126,7 +128,7 @@ func (r *Reconciler) openTarget(ctx context.Context, repo *repository) error {
 	if repo.git, err = r.deps.OpenTarget(ctx, repo.target); err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	if repo.index, repo.indexed, err = r.index(repo.key, repo.git, repo.target.Rule.Paths); err != nil {
+	if repo.index, repo.indexed, repo.priorEdits, err = r.index(repo.key, repo.git, repo.target.Rule.Paths); err != nil {
 		return fmt.Errorf("index %s: %w", repo.git.Worktree(), err)
 	}
 	return nil
@@ -156,11 +158,13 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 			opts.Charts = mergeCharts(opts.Charts, r.deps.Charts(ctx, set, repo.index))
 		}
 		if c.several {
-			opts.Repositories = append(opts.Repositories, plan.RepositoryFor(repo.target, repo.git.Worktree(), repo.index))
+			checkout := plan.RepositoryFor(repo.target, repo.git.Worktree(), repo.index)
+			checkout.PriorEdits = repo.priorEdits
+			opts.Repositories = append(opts.Repositories, checkout)
 		}
 	}
 	if !c.several {
-		opts.RepoRoot, opts.Index = c.repos[0].git.Worktree(), c.repos[0].index
+		opts.RepoRoot, opts.Index, opts.PriorEdits = c.repos[0].git.Worktree(), c.repos[0].index, c.repos[0].priorEdits
 	}
 	res, err := plan.Build(set, opts)
 	if err != nil {
@@ -168,11 +172,15 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 	}
 	if !c.several {
 		c.repos[0].edits = res.Edits
+		if len(res.Repositories) > 0 {
+			r.keepEdits(c.repos[0].key, c.repos[0].index, res.Repositories[0].PriorEdits)
+		}
 		return res, nil
 	}
 	for i, repo := range planned {
 		if i < len(res.Repositories) {
 			repo.edits = res.Repositories[i].Edits
+			r.keepEdits(repo.key, repo.index, res.Repositories[i].PriorEdits)
 		}
 	}
 	return res, nil
