@@ -39,9 +39,13 @@ type benchFleet struct {
 }
 
 func newBenchFleet(b *testing.B, namespaces int) *benchFleet {
+	return newBenchFleetSpec(b, namespaces, 2*namespaces, 4*namespaces, 1)
+}
+
+func newBenchFleetSpec(b *testing.B, namespaces, workloads, pods int, drift float64) *benchFleet {
 	b.Helper()
 	fleet, err := synth.New(synth.Spec{
-		Seed: 1, Namespaces: namespaces, Workloads: 2 * namespaces, Pods: 4 * namespaces, Drift: 1,
+		Seed: 1, Namespaces: namespaces, Workloads: workloads, Pods: pods, Drift: drift,
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -1,10 +1,12 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -92,6 +94,11 @@ type Reconciler struct {
 	// planned with; the next cycle updates it from what Git changed
 	// instead of indexing everything.
 	last map[string]*indexedCheckout
+	// prepared holds, per repository branch, the namespace branches whose
+	// commit the last cycle found already pushed (or not needed), and from
+	// what; a cycle asking for the same commit on the same tips takes the
+	// answer instead of building the commit's trees again.
+	prepared map[string]map[string]preparedBranch
 }
 
 // indexedCheckout is an index and the commit of the checkout it indexes,
@@ -111,7 +118,7 @@ func New(settings Settings, deps Deps) *Reconciler {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}}
+	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}, prepared: map[string]map[string]preparedBranch{}}
 }
 
 // BranchPrefix is the prefix of every branch kedge owns for a cluster; it is
@@ -272,7 +279,7 @@ func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.
 			continue
 		}
 		repo.states = r.gather(set, res, repo, issue)
-		if err := r.prepareBranches(ctx, repo.git, repo.states); err != nil {
+		if err := r.prepareBranches(ctx, repo, repo.states); err != nil {
 			if err := c.fail(repo, err); err != nil {
 				return nil, err
 			}
@@ -426,7 +433,10 @@ func migrationTarget(plan drift.Plan, namespace string) []drift.Workload {
 // prepareBranches builds each namespace's commit and learns whether a
 // person has committed on an existing branch. The history is fetched only
 // when the remote tip is not already the commit kedge would push.
-func (r *Reconciler) prepareBranches(ctx context.Context, repo *gitrepo.Repo, states []*nsState) error {
+func (r *Reconciler) prepareBranches(ctx context.Context, repo *repository, states []*nsState) error {
+	known := r.preparedIn(repo.key)
+	settled := map[string]preparedBranch{}
+	defer r.keepPrepared(repo.key, settled)
 	for _, st := range states {
 		if st.facts.work == nil {
 			continue
@@ -436,7 +446,17 @@ func (r *Reconciler) prepareBranches(ctx context.Context, repo *gitrepo.Repo, st
 			return err
 		}
 		st.message = message
-		change, err := repo.PrepareBranch(st.branch, st.facts.work.files, message)
+		asked := preparedBranch{base: repo.git.BaseTip(), remote: repo.remote[st.branch].Tip, message: message, files: st.facts.work.files}
+		change, err := known[st.branch].answer(asked)
+		if !errors.Is(err, errNotPrepared) {
+			settled[st.branch] = known[st.branch]
+		} else {
+			change, err = repo.git.PrepareBranch(st.branch, st.facts.work.files, message)
+			if settledAnswer(change, err) {
+				asked.change, asked.err = change, err
+				settled[st.branch] = asked
+			}
+		}
 		if errors.Is(err, gitrepo.ErrNoDifference) {
 			st.facts.work = nil
 			continue
@@ -446,7 +466,7 @@ func (r *Reconciler) prepareBranches(ctx context.Context, repo *gitrepo.Repo, st
 		}
 		st.change = &change
 		if change.Changed && st.facts.branchExists {
-			history, err := repo.BranchHistory(ctx, st.branch)
+			history, err := repo.git.BranchHistory(ctx, st.branch)
 			if err != nil && !errors.Is(err, gitrepo.ErrBranchNotFound) {
 				return fmt.Errorf("namespace %s: %w", st.name, err)
 			}
@@ -455,6 +475,54 @@ func (r *Reconciler) prepareBranches(ctx context.Context, repo *gitrepo.Repo, st
 		}
 	}
 	return nil
+}
+
+// preparedBranch is a commit kedge asked for on a namespace branch (its
+// files and message, on a base tip, with the remote branch at a tip) and
+// the answer, when it is one that cannot change while those are the same:
+// the remote branch already holds the content, or the base does. A commit
+// still to push is built again each time, as the remote tip may meanwhile
+// have been fetched and found to hold the content.
+type preparedBranch struct {
+	base, remote plumbing.Hash
+	message      string
+	files        map[string][]byte
+	change       gitrepo.Change
+	err          error
+}
+
+// errNotPrepared says a branch has no settled answer for what is asked.
+var errNotPrepared = errors.New("not prepared")
+
+func (p preparedBranch) answer(asked preparedBranch) (gitrepo.Change, error) {
+	if p.files == nil || p.base != asked.base || p.remote != asked.remote || p.message != asked.message || !sameFiles(p.files, asked.files) {
+		return gitrepo.Change{}, errNotPrepared
+	}
+	return p.change, p.err
+}
+
+// settledAnswer reports whether PrepareBranch's answer stands while what
+// was asked and the tips are the same.
+func settledAnswer(change gitrepo.Change, err error) bool {
+	return errors.Is(err, gitrepo.ErrNoDifference) || err == nil && !change.Changed
+}
+
+func sameFiles(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+func (r *Reconciler) preparedIn(key string) map[string]preparedBranch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.prepared[key]
+}
+
+// keepPrepared replaces a repository's settled branches with this cycle's:
+// a branch no longer asked for is forgotten.
+func (r *Reconciler) keepPrepared(key string, settled map[string]preparedBranch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prepared[key] = settled
 }
 
 func (r *Reconciler) render(st *nsState) error {
