@@ -99,6 +99,11 @@ type Reconciler struct {
 	// what; a cycle asking for the same commit on the same tips takes the
 	// answer instead of building the commit's trees again.
 	prepared map[string]map[string]preparedBranch
+	// renders are, per repository branch and namespace, the last cycle's
+	// PR title, body and commit message and the data they were rendered
+	// from; dashboard is the same for the dashboard issue.
+	renders   map[string]map[string]renderedPR
+	dashboard *renderedDashboard
 }
 
 // indexedCheckout is an index and the commit of the checkout it indexes,
@@ -118,7 +123,7 @@ func New(settings Settings, deps Deps) *Reconciler {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}, prepared: map[string]map[string]preparedBranch{}}
+	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}, prepared: map[string]map[string]preparedBranch{}, renders: map[string]map[string]renderedPR{}}
 }
 
 // BranchPrefix is the prefix of every branch kedge owns for a cluster; it is
@@ -279,7 +284,8 @@ func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.
 			continue
 		}
 		repo.states = r.gather(set, res, repo, issue)
-		if err := r.prepareBranches(ctx, repo, repo.states); err != nil {
+		prior := r.priorRenders(repo.key, repo.states)
+		if err := r.prepareBranches(ctx, repo, repo.states, prior); err != nil {
 			if err := c.fail(repo, err); err != nil {
 				return nil, err
 			}
@@ -289,10 +295,11 @@ func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.
 		}
 		for _, st := range repo.states {
 			st.decision = decide(st.facts)
-			if err := r.render(st); err != nil {
+			if err := r.render(st, prior); err != nil {
 				return nil, err
 			}
 		}
+		r.keepRenders(repo.key, repo.states)
 		all = append(all, repo.states...)
 	}
 	return all, nil
@@ -433,7 +440,7 @@ func migrationTarget(plan drift.Plan, namespace string) []drift.Workload {
 // prepareBranches builds each namespace's commit and learns whether a
 // person has committed on an existing branch. The history is fetched only
 // when the remote tip is not already the commit kedge would push.
-func (r *Reconciler) prepareBranches(ctx context.Context, repo *repository, states []*nsState) error {
+func (r *Reconciler) prepareBranches(ctx context.Context, repo *repository, states []*nsState, prior map[string]renderedPR) error {
 	known := r.preparedIn(repo.key)
 	settled := map[string]preparedBranch{}
 	defer r.keepPrepared(repo.key, settled)
@@ -441,7 +448,7 @@ func (r *Reconciler) prepareBranches(ctx context.Context, repo *repository, stat
 		if st.facts.work == nil {
 			continue
 		}
-		message, err := r.deps.Renderer.CommitMessage(st.pr)
+		message, err := r.commitMessage(st, prior)
 		if err != nil {
 			return err
 		}
@@ -525,8 +532,19 @@ func (r *Reconciler) keepPrepared(key string, settled map[string]preparedBranch)
 	r.prepared[key] = settled
 }
 
-func (r *Reconciler) render(st *nsState) error {
+func (r *Reconciler) commitMessage(st *nsState, prior map[string]renderedPR) (string, error) {
+	if prev, ok := prior[st.name]; ok {
+		return prev.message, nil
+	}
+	return r.deps.Renderer.CommitMessage(st.pr)
+}
+
+func (r *Reconciler) render(st *nsState, prior map[string]renderedPR) error {
 	if st.facts.work == nil {
+		return nil
+	}
+	if prev, ok := prior[st.name]; ok {
+		st.title, st.body = prev.title, prev.body
 		return nil
 	}
 	var err error
