@@ -104,6 +104,8 @@ type Reconciler struct {
 	// from; dashboard is the same for the dashboard issue.
 	renders   map[string]map[string]renderedPR
 	dashboard *renderedDashboard
+	// lastPlan is the last cycle's plan and what it was built from.
+	lastPlan *lastPlan
 }
 
 // indexedCheckout is an index and the commit of the checkout it indexes,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
@@ -145,7 +147,11 @@ func (r *Reconciler) webURLOf(name string) string {
 }
 
 // plan builds one plan over every repository that opened, and hands each
-// its edits.
+// its edits. A plan is a function of the cluster's Set, the checkouts and
+// their indexes and the settings, which stay; with the same Set (the source
+// returns the one it gave when nothing in the cluster changed) and the same
+// indexes (an index nothing changed in is kept as it is), the last plan is
+// the answer again. Pulled charts are not stamped: a plan with any is built.
 func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) (*plan.Result, error) {
 	opts := r.settings.Plan
 	var planned []*repository
@@ -166,9 +172,14 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 	if !c.several {
 		opts.RepoRoot, opts.Index, opts.PriorEdits = c.repos[0].git.Worktree(), c.repos[0].index, c.repos[0].priorEdits
 	}
-	res, err := plan.Build(set, opts)
-	if err != nil {
-		return nil, err
+	inputs := planInputsOf(set, c.several, planned)
+	res := r.lastPlanFor(inputs, len(opts.Charts) == 0)
+	if res == nil {
+		var err error
+		if res, err = plan.Build(set, opts); err != nil {
+			return nil, err
+		}
+		r.keepPlan(inputs, res)
 	}
 	if !c.several {
 		c.repos[0].edits = res.Edits
@@ -184,6 +195,59 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 		}
 	}
 	return res, nil
+}
+
+// planInputs are what a plan is built from besides the settings.
+type planInputs struct {
+	set       *objects.Set
+	several   bool
+	checkouts []plannedCheckout
+}
+
+// plannedCheckout is one repository a plan covered: which, where it is
+// checked out, and its index.
+type plannedCheckout struct {
+	target   route.Target
+	worktree string
+	index    *manifest.Index
+}
+
+// lastPlan is a plan and what it was built from.
+type lastPlan struct {
+	inputs planInputs
+	res    *plan.Result
+}
+
+func planInputsOf(set *objects.Set, several bool, planned []*repository) planInputs {
+	in := planInputs{set: set, several: several}
+	for _, repo := range planned {
+		in.checkouts = append(in.checkouts, plannedCheckout{target: repo.target, worktree: repo.git.Worktree(), index: repo.index})
+	}
+	return in
+}
+
+// lastPlanFor returns the last plan when it was built from the same
+// inputs, or nil.
+func (r *Reconciler) lastPlanFor(in planInputs, reusable bool) *plan.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := r.lastPlan
+	if !reusable || last == nil || last.inputs.set != in.set || last.inputs.several != in.several || !slices.EqualFunc(last.inputs.checkouts, in.checkouts, sameCheckout) {
+		return nil
+	}
+	return last.res
+}
+
+// sameCheckout compares indexes by identity: an index is a value, and one
+// that nothing changed in is kept as it is.
+func sameCheckout(a, b plannedCheckout) bool {
+	return a.index == b.index && a.worktree == b.worktree && reflect.DeepEqual(a.target, b.target)
+}
+
+func (r *Reconciler) keepPlan(in planInputs, res *plan.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastPlan = &lastPlan{inputs: in, res: res}
 }
 
 func mergeCharts(into, more map[string]manifest.PulledChart) map[string]manifest.PulledChart {
