@@ -364,6 +364,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 		byName[ns] = st
 		return st
 	}
+	planned := workloadsByNamespace(res.Plan)
 	for ns, edits := range repo.edits.Namespaces {
 		if len(edits) == 0 {
 			continue
@@ -376,8 +377,8 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 				restarted[id.Kind+"/"+id.Name] = true
 			}
 		}
-		for _, wl := range res.Plan.Workloads {
-			if wl.Namespace == ns && restarted[wl.Kind+"/"+wl.Name] {
+		for _, wl := range planned[ns] {
+			if restarted[wl.Kind+"/"+wl.Name] {
 				w.workloads = append(w.workloads, wl)
 			}
 		}
@@ -407,7 +408,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 	}
 	out := make([]*nsState, 0, len(byName))
 	for _, st := range byName {
-		st.pr = r.namespacePR(set, res, st, issue)
+		st.pr = r.namespacePR(set, res, planned[st.name], st, issue)
 		st.pr.BaseBranch = st.baseBranch
 		if m, ok := migrate.For(res.Plan, st.name); ok && m.Relabels() {
 			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels, SetLabels: labelList(m.SetLabels)}
@@ -415,6 +416,16 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// workloadsByNamespace groups a plan's workloads by namespace, in plan
+// order: a fleet has thousands of namespaces, each looked up once.
+func workloadsByNamespace(p drift.Plan) map[string][]drift.Workload {
+	out := map[string][]drift.Workload{}
+	for _, w := range p.Workloads {
+		out[w.Namespace] = append(out[w.Namespace], w)
+	}
 	return out
 }
 
