@@ -162,6 +162,8 @@ func unchangedOrCopy(l *cluster.Live) assemble.Source {
 		defer mu.Unlock()
 		v := l.Version()
 		if last == nil || v != version {
+			// The old copy goes before the new one is made.
+			last = nil
 			last, version = l.Set(), v
 		}
 		return last, nil

@@ -227,12 +227,15 @@ func planInputsOf(set *objects.Set, several bool, planned []*repository) planInp
 }
 
 // lastPlanFor returns the last plan when it was built from the same
-// inputs, or nil.
+// inputs, or nil. A plan that no longer answers is let go at once: at
+// fleet scale it and its Set are hundreds of megabytes the new plan would
+// otherwise be built beside.
 func (r *Reconciler) lastPlanFor(in planInputs, reusable bool) *plan.Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last := r.lastPlan
 	if !reusable || last == nil || last.inputs.set != in.set || last.inputs.several != in.several || !slices.EqualFunc(last.inputs.checkouts, in.checkouts, sameCheckout) {
+		r.lastPlan = nil
 		return nil
 	}
 	return last.res
