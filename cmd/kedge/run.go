@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -146,6 +147,29 @@ func printReport(w io.Writer, report *reconcile.Report, dryRun bool) {
 	fmt.Fprintf(w, "%d drifted workloads, %d pushes, cycle took %s\n", len(report.Plan.Workloads), report.Pushes, report.Duration.Round(1e6))
 }
 
+// unchangedOrCopy reads the live caches for each cycle: the Set it
+// returned last, while no event has changed what they hold since (the
+// reconciler only reads a Set; it then knows the cluster's side of the
+// plan is the same), or a new copy.
+func unchangedOrCopy(l *cluster.Live) assemble.Source {
+	var (
+		mu      sync.Mutex
+		last    *objects.Set
+		version uint64
+	)
+	return func(context.Context) (*objects.Set, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		v := l.Version()
+		if last == nil || v != version {
+			// The old copy goes before the new one is made.
+			last = nil
+			last, version = l.Set(), v
+		}
+		return last, nil
+	}
+}
+
 // serve runs kedge as a service (DESIGN §5 `kedge run`): live informers,
 // debounced cycles led by one replica, and /healthz, /readyz, /metrics.
 func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logger) error {
@@ -166,7 +190,7 @@ func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logge
 			return err
 		}
 		// The service reads nothing before the caches have synced.
-		source = func(context.Context) (*objects.Set, error) { return l.Set(), nil }
+		source = unchangedOrCopy(l)
 		live = l
 	}
 	assembled, err := assemble.New(ctx, cfg, source, assemble.Options{DryRun: dryRun, Log: log})

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -15,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -69,6 +71,8 @@ type Live struct {
 	// listErrors holds the last list/watch error per resource, so a cache
 	// that never syncs (RBAC, a missing API) says why.
 	listErrors map[string]error
+	// changes counts the events that changed what the caches hold.
+	changes atomic.Uint64
 }
 
 // customResource is a GitOps, rollout or Istio kind kedge reads when its
@@ -170,9 +174,15 @@ func NewLive(opts LiveOptions) (*Live, error) {
 		if err := l.watchErrors(resource, inf); err != nil {
 			return nil, err
 		}
+		if err := l.countChanges(inf); err != nil {
+			return nil, err
+		}
 	}
 	for _, inf := range l.configMapInformers {
 		if err := l.watchErrors("configmaps", inf); err != nil {
+			return nil, err
+		}
+		if err := l.countChanges(inf); err != nil {
 			return nil, err
 		}
 	}
@@ -214,6 +224,9 @@ func (l *Live) Start(ctx context.Context) error {
 				return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
 			}
 			if err := l.watchErrors(gvr.Resource, inf); err != nil {
+				return err
+			}
+			if err := l.countChanges(inf); err != nil {
 				return err
 			}
 			if kind == kindProxyConfig {
@@ -373,6 +386,33 @@ func servedCustomResources(d discovery.DiscoveryInterface) (map[string]schema.Gr
 		}
 	}
 	return served, nil
+}
+
+// Version counts the changes the caches have seen: while it stays the
+// same, Set copies the same objects. Read it before Set: a change that
+// lands during the copy then shows as a new version next time.
+func (l *Live) Version() uint64 { return l.changes.Load() }
+
+// countChanges counts every object an informer adds or deletes, and every
+// update that brings a new resourceVersion; the informers' periodic resync
+// delivers the objects they hold as updates, which change nothing.
+func (l *Live) countChanges(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { l.changes.Add(1) },
+		DeleteFunc: func(any) { l.changes.Add(1) },
+		UpdateFunc: func(oldObj, newObj any) {
+			if !sameVersion(oldObj, newObj) {
+				l.changes.Add(1)
+			}
+		},
+	})
+	return err
+}
+
+func sameVersion(a, b any) bool {
+	x, err1 := meta.Accessor(a)
+	y, err2 := meta.Accessor(b)
+	return err1 == nil && err2 == nil && x.GetResourceVersion() != "" && x.GetResourceVersion() == y.GetResourceVersion() && x.GetUID() == y.GetUID()
 }
 
 func (l *Live) watchErrors(resource string, inf cache.SharedIndexInformer) error {

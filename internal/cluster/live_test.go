@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 )
 
@@ -96,6 +97,41 @@ func TestOptOutChangeReportsOnlyTheOptOutAnnotation(t *testing.T) {
 			reason, ok := optOutChange(cmp.Or(tc.key, key), tc.old, tc.new)
 			assert.Equal(t, tc.wantReason != "", ok)
 			assert.Equal(t, tc.wantReason, reason)
+		})
+	}
+}
+
+// TestSameVersionTellsResyncsFromChanges: an informer's resync delivers
+// the object it holds as an update of itself; any other update brings a
+// new resourceVersion (or another object under the same name).
+func TestSameVersionTellsResyncsFromChanges(t *testing.T) {
+	pod := func(uid, rv string) *trimmedPod {
+		return &trimmedPod{meta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", UID: types.UID(uid), ResourceVersion: rv}}
+	}
+	custom := func(rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetName("shop")
+		u.SetUID("app-1")
+		u.SetResourceVersion(rv)
+		return u
+	}
+	tests := []struct {
+		name     string
+		old, new any
+		same     bool
+	}{
+		{"a resync of a pod", pod("p1", "10"), pod("p1", "10"), true},
+		{"a pod that changed", pod("p1", "10"), pod("p1", "11"), false},
+		{"a pod replaced under its name", pod("p1", "10"), pod("p2", "10"), false},
+		{"no resourceVersion to tell", pod("p1", ""), pod("p1", ""), false},
+		{"a resync of a custom resource", custom("7"), custom("7"), true},
+		{"a custom resource that changed", custom("7"), custom("8"), false},
+		{"a namespace that changed", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{UID: "n", ResourceVersion: "1"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{UID: "n", ResourceVersion: "2"}}, false},
+		{"not an object", "shop", "shop", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.same, sameVersion(tt.old, tt.new))
 		})
 	}
 }

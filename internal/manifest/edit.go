@@ -161,6 +161,16 @@ type Outcomes map[WorkloadID]drift.Manifest
 // file kedge cannot read or edit safely stops the others: it is reported in
 // Refused, and its workloads' outcome is "refused".
 func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotations) (EditSet, Outcomes) {
+	set, outcomes, _ := ix.EditsAfter(PriorEdits{}, workloads, locs, ann)
+	return set, outcomes
+}
+
+// EditsAfter is Edits given the results of an earlier call on this
+// checkout, and returns its own for the next. A namespace whose planned
+// restarts are the same, and none of whose inputs changed since (see
+// editInputs), keeps its earlier edits and refusals: it is neither edited
+// nor verified again, the bulk of an unchanged cycle's work otherwise.
+func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs Locations, ann Annotations) (EditSet, Outcomes, PriorEdits) {
 	ann = ann.withDefaults()
 	set := EditSet{Namespaces: map[string][]FileEdit{}}
 	outcomes := make(Outcomes, len(workloads))
@@ -199,35 +209,48 @@ func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotatio
 	// every root an edit reaches, twice, and a fleet has thousands.
 	verifier := newVerifier(ix)
 	namespaces := sortedKeys(byNamespace)
-	type result struct {
-		edits   []FileEdit
-		refused []Refusal
-		patched []WorkloadID
-	}
-	results := make([]result, len(namespaces))
+	results := make([]*namespaceResult, len(namespaces))
 	inParallel(len(namespaces), func(i int) {
 		items := byNamespace[namespaces[i]]
-		edits, refused, overridden := ix.namespaceEdits(items, verifier)
-		if patched, moved := ix.patchOverridden(items, overridden); len(moved) > 0 {
-			edits, refused, _ = ix.namespaceEdits(patched, verifier)
-			results[i].patched = moved
+		if prev := prior.reusable(ix, namespaces[i], items); prev != nil {
+			reused := *prev
+			reused.reused = true
+			results[i] = &reused
+			return
 		}
-		results[i].edits, results[i].refused = edits, refused
+		results[i] = ix.editNamespace(items, verifier)
 	})
+	next := PriorEdits{namespaces: make(map[string]*namespaceResult, len(namespaces))}
 	for i, ns := range namespaces {
-		for _, r := range results[i].refused {
-			r.Namespace = ns
-			set.Refused = append(set.Refused, r)
+		r := results[i]
+		next.namespaces[ns] = r
+		for _, refusal := range r.refused {
+			refusal.Namespace = ns
+			set.Refused = append(set.Refused, refusal)
 		}
-		if len(results[i].edits) > 0 {
-			set.Namespaces[ns] = results[i].edits
+		if len(r.edits) > 0 {
+			set.Namespaces[ns] = r.edits
 		}
-		for _, id := range results[i].patched {
+		for _, id := range r.patched {
 			outcomes[id] = withEdit(outcomes[id], drift.EditOverlayPatch)
 		}
 	}
 	SortRefusals(set.Refused)
-	return set, outcomes.WithRefusals(set.Refused)
+	return set, outcomes.WithRefusals(set.Refused), next
+}
+
+// editNamespace edits and verifies one namespace's restarts, turning those
+// an overlay overrides into patches in it, and records what it read.
+func (ix *Index) editNamespace(items []planned, verifier *verifier) *namespaceResult {
+	edits, refused, overridden, pending := ix.namespaceEdits(items, verifier)
+	r := &namespaceResult{items: items}
+	if patched, moved := ix.patchOverridden(items, overridden); len(moved) > 0 {
+		edits, refused, _, _ = ix.namespaceEdits(patched, verifier)
+		r.patched = moved
+	}
+	r.edits, r.refused = edits, refused
+	r.inputs = ix.recordInputs(items, pending, len(overridden) > 0)
+	return r
 }
 
 // WithRefusals returns the outcomes with every found workload that a
@@ -272,8 +295,9 @@ func SortRefusals(list []Refusal) {
 
 // namespaceEdits writes and verifies the restarts of one namespace. It also
 // returns the workloads whose restart an in-place edit cannot carry because
-// an overlay overrides their template annotations.
-func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit, []Refusal, map[WorkloadID]bool) {
+// an overlay overrides their template annotations, and the files it read
+// to edit.
+func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit, []Refusal, map[WorkloadID]bool, []string) {
 	pending := map[string]*pendingFile{}
 	add := func(p string) *pendingFile {
 		if pending[p] == nil {
@@ -337,7 +361,7 @@ func (ix *Index) namespaceEdits(items []planned, verifier *verifier) ([]FileEdit
 	}
 	edits, failed, overridden := verifier.check(edits, intended)
 	sort.Slice(edits, func(i, j int) bool { return edits[i].Path < edits[j].Path })
-	return edits, append(refused, failed...), overridden
+	return edits, append(refused, failed...), overridden, sortedKeys(pending)
 }
 
 // patchOverridden returns the items with the in-place restarts that an

@@ -151,6 +151,15 @@ type Index struct {
 	argo []argoManifest
 	// cache is what the build read, for Update to reuse.
 	cache *buildCache
+	// generation is this index's own: the build or the update that read
+	// files, shared by an update that changed nothing.
+	generation *generation
+	// base is the generation of the full build this index was updated
+	// from (its own, when it is one); changedIn holds, for every path an
+	// update re-read since, the generation of the last update that did.
+	// Together they stamp every file (see fileStamp).
+	base      *generation
+	changedIn map[string]*generation
 }
 
 // Root returns the absolute path of the indexed checkout.
@@ -221,6 +230,7 @@ func buildIndex(root string, opts IndexOptions, prior *priorBuild) (*Index, erro
 		includedBy:          map[string][]string{},
 		cache:               newBuildCache(),
 	}
+	ix.stamp(prior)
 	scan, err := ix.scanCheckout(opts.Paths, prior)
 	if err != nil {
 		return nil, err

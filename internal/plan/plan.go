@@ -37,7 +37,11 @@ type Options struct {
 	// Index is the index of RepoRoot when the caller has it already (a
 	// service updates the last cycle's from what Git changed); nil builds
 	// one.
-	Index       *manifest.Index
+	Index *manifest.Index
+	// PriorEdits are the edit results an earlier plan of this checkout
+	// returned (Result.Repositories[0].PriorEdits): the namespaces whose
+	// restarts and files are unchanged keep theirs.
+	PriorEdits  manifest.PriorEdits
 	Annotations manifest.Annotations
 	// HelmValues restarts workloads of Flux HelmReleases through a chart
 	// value in spec.values where the chart has one (config helm.prefer:
@@ -78,6 +82,8 @@ type Repository struct {
 	Paths []string
 	// Index is Root's when the caller has it already; nil builds one.
 	Index *manifest.Index
+	// PriorEdits are what an earlier plan returned for this checkout.
+	PriorEdits manifest.PriorEdits
 	// AllBranches makes the checkout answer whatever branch of the
 	// repository the cluster follows: a repos: rule with a baseBranch, or
 	// a checkout named without a branch on the command line.
@@ -90,6 +96,8 @@ type RepositoryEdits struct {
 	Branch string
 	Edits  manifest.EditSet
 	Index  *manifest.Index
+	// PriorEdits are the edit results, for the next plan of the checkout.
+	PriorEdits manifest.PriorEdits
 }
 
 // Result is the plan and everything needed to act on it and to show it.
@@ -164,7 +172,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	migrations, labelEdits := migrate.Locate(index, selected, namespaceHints(set, hints))
 	drifted := drift.Compute(migrate.Relabel(set, migrations), model, opts.Drift)
 	locations := index.Locate(drifted.Workloads, hints)
-	edits, outcomes := index.Edits(drifted.Workloads, locations, opts.Annotations)
+	edits, outcomes, prior := index.EditsAfter(opts.PriorEdits, drifted.Workloads, locations, opts.Annotations)
 	attached := migrate.Attach(migrations, edits, labelEdits)
 	outcomes = outcomes.WithRefusals(attached.Refused)
 	planned := drifted.WithManifests(func(w drift.Workload) (drift.Manifest, bool) {
@@ -173,7 +181,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	})
 	planned.Migrations = attached.Migrations
 	res := summarise(set, model, planned, attached.Edits, index, hints)
-	res.Repositories = []RepositoryEdits{{Edits: res.Edits, Index: index}}
+	res.Repositories = []RepositoryEdits{{Edits: res.Edits, Index: index, PriorEdits: prior}}
 	return res, nil
 }
 

@@ -236,7 +236,7 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 	attachedMigrations := map[string]drift.Migration{}
 	for i, c := range checkouts {
 		locations := c.index.Locate(groups[i], c.hints)
-		edits, found := c.index.Edits(groups[i], locations, opts.Annotations)
+		edits, found, prior := c.index.EditsAfter(c.repo.PriorEdits, groups[i], locations, opts.Annotations)
 		attached := migrate.Attach(migrationsOf[i], edits, labelEdits[i])
 		for id, m := range found.WithRefusals(attached.Refused) {
 			m.Repository = c.repo.Label()
@@ -245,7 +245,7 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 		for _, m := range attached.Migrations {
 			attachedMigrations[m.Namespace] = m
 		}
-		perRepo[i] = RepositoryEdits{Name: c.repo.Name, Branch: c.repo.Branch, Edits: attached.Edits, Index: c.index}
+		perRepo[i] = RepositoryEdits{Name: c.repo.Name, Branch: c.repo.Branch, Edits: attached.Edits, Index: c.index, PriorEdits: prior}
 	}
 	for id, m := range unrouted {
 		outcomes[id] = m

@@ -3,11 +3,15 @@ package reconcile_test
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/synth"
@@ -29,12 +33,19 @@ type benchFleet struct {
 	gh  *ghemu.Server
 	svc *assemble.Service
 	set *objects.Set
+	// repo is the fleet's repository as written, for the full index build
+	// a cycle is measured against.
+	repo string
 }
 
 func newBenchFleet(b *testing.B, namespaces int) *benchFleet {
+	return newBenchFleetSpec(b, namespaces, 2*namespaces, 4*namespaces, 1)
+}
+
+func newBenchFleetSpec(b *testing.B, namespaces, workloads, pods int, drift float64) *benchFleet {
 	b.Helper()
 	fleet, err := synth.New(synth.Spec{
-		Seed: 1, Namespaces: namespaces, Workloads: 2 * namespaces, Pods: 4 * namespaces, Drift: 1,
+		Seed: 1, Namespaces: namespaces, Workloads: workloads, Pods: pods, Drift: drift,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -43,7 +54,7 @@ func newBenchFleet(b *testing.B, namespaces int) *benchFleet {
 	if _, err := fleet.WriteRepo(dir); err != nil {
 		b.Fatal(err)
 	}
-	f := &benchFleet{git: gitserver.New(b), set: fleet.Set}
+	f := &benchFleet{git: gitserver.New(b), set: fleet.Set, repo: dir}
 	f.git.SetToken(benchToken)
 	f.git.CreateRepo(b, benchRepo, dir)
 	f.gh = ghemu.New(b, ghemu.Options{
@@ -70,10 +81,9 @@ func newBenchFleet(b *testing.B, namespaces int) *benchFleet {
 	if err := cfg.Validate(config.ModeRun); err != nil {
 		b.Fatal(err)
 	}
-	source := func(context.Context) (*objects.Set, error) {
-		copied := *f.set
-		return &copied, nil
-	}
+	// The same Set every cycle, as kedge run's source hands it while no
+	// informer event changed the cluster.
+	source := func(context.Context) (*objects.Set, error) { return f.set, nil }
 	// One service for every cycle: its GitHub client keeps the ETags that
 	// make an unchanged cycle's reads free.
 	f.svc, err = assemble.New(context.Background(), cfg, source, assemble.Options{})
@@ -133,14 +143,23 @@ func BenchmarkCycleUnchanged(b *testing.B) {
 	f := newBenchFleet(b, benchNamespaces)
 	f.cycle(b)
 	f.cycle(b)
+	indexCPU := cpuOf(b, func() {
+		if _, err := manifest.BuildIndex(f.repo, manifest.IndexOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	})
 	var pushes, mutating, reads, notModified int
+	var cycleCPU time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		before := f.git.Pushes()
 		f.gh.ResetCalls()
-		b.StartTimer()
-		report := f.cycle(b)
-		b.StopTimer()
+		var report *reconcile.Report
+		cycleCPU += cpuOf(b, func() {
+			b.StartTimer()
+			report = f.cycle(b)
+			b.StopTimer()
+		})
 		pushes = f.git.Pushes() - before + report.Pushes
 		mutating = len(f.gh.MutatingCalls())
 		reads, notModified = 0, 0
@@ -158,8 +177,30 @@ func BenchmarkCycleUnchanged(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+	perCycle := cycleCPU / time.Duration(b.N)
+	b.ReportMetric(float64(perCycle.Microseconds())/1000, "cycle-cpu-ms")
+	b.ReportMetric(float64(indexCPU.Microseconds())/1000, "index-build-cpu-ms")
+	b.ReportMetric(100*float64(perCycle)/float64(indexCPU), "cycle/index-%")
 	b.ReportMetric(float64(pushes), "pushes")
 	b.ReportMetric(float64(mutating), "mutating-calls")
 	b.ReportMetric(float64(reads), "reads")
 	b.ReportMetric(float64(notModified), "reads-304")
+}
+
+// cpuOf is the CPU time the process spent while fn ran (every goroutine,
+// the in-process servers' included), after collecting the garbage of what
+// ran before.
+func cpuOf(b *testing.B, fn func()) time.Duration {
+	runtime.GC()
+	start := processCPU(b)
+	fn()
+	return processCPU(b) - start
+}
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -101,7 +101,7 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 	}
 	sort.Slice(data.Namespaces, func(i, j int) bool { return data.Namespaces[i].Namespace < data.Namespaces[j].Namespace })
 
-	stable, err := r.deps.Renderer.DashboardIssue(data)
+	stable, err := r.stableDashboard(data)
 	if err != nil {
 		return err
 	}

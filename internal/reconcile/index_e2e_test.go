@@ -9,6 +9,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
 )
 
@@ -52,4 +53,41 @@ func TestCyclesUpdateTheIndexFromGit(t *testing.T) {
 		names[o.Name] = true
 	}
 	assert.True(t, names["indexer-v2"] && names["worker"], "the commit's workloads are indexed")
+}
+
+// TestCyclesReplanOnlyWhatChanged runs cycles of one service whose source
+// hands the same Set while the cluster did not change: a cycle with the
+// same Set and nothing new in Git takes the last plan; a commit, or a new
+// Set, plans again, and that plan is what a fresh service plans.
+func TestCyclesReplanOnlyWhatChanged(t *testing.T) {
+	w := newWorld(t)
+	set, err := w.source(context.Background())
+	require.NoError(t, err)
+	same := func(context.Context) (*objects.Set, error) { return set, nil }
+	svc, err := assemble.New(context.Background(), w.cfg, same, assemble.Options{})
+	require.NoError(t, err)
+	run := func() *reconcile.Report {
+		t.Helper()
+		report, err := svc.Reconciler.RunOnce(context.Background())
+		require.NoError(t, err)
+		return report
+	}
+
+	first := run()
+	second := run()
+	assert.Same(t, first.Result, second.Result, "the same Set and checkout: the same plan")
+
+	w.git.CommitAsHuman(t, repoName, "main", map[string]string{
+		"apps/prod-eu-1/search/indexer.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: indexer-v2\n  namespace: search\nspec:\n  template:\n    spec:\n      containers:\n        - name: indexer\n          image: example.com/indexer:2\n",
+	}, "Rename the indexer")
+	third := run()
+	assert.NotSame(t, second.Result, third.Result, "a commit: planned again")
+	fresh := w.cycle()
+	assert.Equal(t, fresh.Result.Plan, third.Result.Plan)
+	assert.Equal(t, fresh.Result.Edits, third.Result.Edits)
+
+	set = w.set
+	fourth := run()
+	assert.NotSame(t, third.Result, fourth.Result, "another Set: planned again")
+	assert.Equal(t, third.Result.Plan, fourth.Result.Plan)
 }

@@ -21,13 +21,8 @@ func commentMarker(kind string) string { return "<!-- kedge:comment " + kind + "
 // namespacePR is the data a namespace's PR title, body and commit message
 // are rendered from. Nothing in it depends on the clock, so a cycle that
 // sees the same drift renders the same bytes and updates nothing.
-func (r *Reconciler) namespacePR(set *objects.Set, res *plan.Result, st *nsState, issue *forge.Issue) dashboard.NamespacePR {
-	var workloads []drift.Workload
-	for _, w := range res.Plan.Workloads {
-		if w.Namespace == st.name {
-			workloads = append(workloads, w)
-		}
-	}
+// workloads are the plan's workloads of the namespace.
+func (r *Reconciler) namespacePR(set *objects.Set, res *plan.Result, workloads []drift.Workload, st *nsState, issue *forge.Issue) dashboard.NamespacePR {
 	pr := dashboard.NamespacePR{
 		Cluster:           r.settings.Cluster,
 		Namespace:         st.name,

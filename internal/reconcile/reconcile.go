@@ -1,10 +1,12 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -92,13 +94,27 @@ type Reconciler struct {
 	// planned with; the next cycle updates it from what Git changed
 	// instead of indexing everything.
 	last map[string]*indexedCheckout
+	// prepared holds, per repository branch, the namespace branches whose
+	// commit the last cycle found already pushed (or not needed), and from
+	// what; a cycle asking for the same commit on the same tips takes the
+	// answer instead of building the commit's trees again.
+	prepared map[string]map[string]preparedBranch
+	// renders are, per repository branch and namespace, the last cycle's
+	// PR title, body and commit message and the data they were rendered
+	// from; dashboard is the same for the dashboard issue.
+	renders   map[string]map[string]renderedPR
+	dashboard *renderedDashboard
+	// lastPlan is the last cycle's plan and what it was built from.
+	lastPlan *lastPlan
 }
 
-// indexedCheckout is an index and the commit of the checkout it indexes.
+// indexedCheckout is an index and the commit of the checkout it indexes,
+// and the edit results the last plan with it returned.
 type indexedCheckout struct {
 	index    *manifest.Index
 	commit   plumbing.Hash
 	worktree string
+	edits    manifest.PriorEdits
 }
 
 // New returns a Reconciler.
@@ -109,7 +125,7 @@ func New(settings Settings, deps Deps) *Reconciler {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}}
+	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}, prepared: map[string]map[string]preparedBranch{}, renders: map[string]map[string]renderedPR{}}
 }
 
 // BranchPrefix is the prefix of every branch kedge owns for a cluster; it is
@@ -270,7 +286,8 @@ func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.
 			continue
 		}
 		repo.states = r.gather(set, res, repo, issue)
-		if err := r.prepareBranches(ctx, repo.git, repo.states); err != nil {
+		prior := r.priorRenders(repo.key, repo.states)
+		if err := r.prepareBranches(ctx, repo, repo.states, prior); err != nil {
 			if err := c.fail(repo, err); err != nil {
 				return nil, err
 			}
@@ -280,10 +297,11 @@ func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.
 		}
 		for _, st := range repo.states {
 			st.decision = decide(st.facts)
-			if err := r.render(st); err != nil {
+			if err := r.render(st, prior); err != nil {
 				return nil, err
 			}
 		}
+		r.keepRenders(repo.key, repo.states)
 		all = append(all, repo.states...)
 	}
 	return all, nil
@@ -291,8 +309,9 @@ func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.
 
 // index returns the index of the checkout at the base tip: the last
 // cycle's updated from the files Git changed since, or a new one when there
-// is none or the difference is not known.
-func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*manifest.Index, IndexUpdate, error) {
+// is none or the difference is not known; and the edit results the last
+// plan returned for the checkout.
+func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*manifest.Index, IndexUpdate, manifest.PriorEdits, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tip, worktree := repo.BaseTip(), repo.Worktree()
@@ -301,8 +320,8 @@ func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*man
 		if err == nil {
 			index, err := last.index.Update(changed)
 			if err == nil {
-				r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree}
-				return index, IndexUpdate{Incremental: true, ChangedFiles: len(changed)}, nil
+				r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree, edits: last.edits}
+				return index, IndexUpdate{Incremental: true, ChangedFiles: len(changed)}, last.edits, nil
 			}
 			r.deps.Log.Debug("index update failed; indexing the whole checkout", "error", err)
 		} else {
@@ -312,10 +331,22 @@ func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*man
 	index, err := manifest.BuildIndex(worktree, manifest.IndexOptions{Paths: paths})
 	if err != nil {
 		delete(r.last, key)
-		return nil, IndexUpdate{}, err
+		return nil, IndexUpdate{}, manifest.PriorEdits{}, err
 	}
 	r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree}
-	return index, IndexUpdate{}, nil
+	return index, IndexUpdate{}, manifest.PriorEdits{}, nil
+}
+
+// keepEdits remembers a plan's edit results for the checkout's next cycle,
+// when the checkout is still at the index they were planned with.
+func (r *Reconciler) keepEdits(key string, index *manifest.Index, edits manifest.PriorEdits) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last := r.last[key]; last != nil && last.index == index {
+		kept := *last
+		kept.edits = edits
+		r.last[key] = &kept
+	}
 }
 
 // gather collects, per namespace, the work the plan asks for and kedge's
@@ -333,6 +364,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 		byName[ns] = st
 		return st
 	}
+	planned := workloadsByNamespace(res.Plan)
 	for ns, edits := range repo.edits.Namespaces {
 		if len(edits) == 0 {
 			continue
@@ -345,8 +377,8 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 				restarted[id.Kind+"/"+id.Name] = true
 			}
 		}
-		for _, wl := range res.Plan.Workloads {
-			if wl.Namespace == ns && restarted[wl.Kind+"/"+wl.Name] {
+		for _, wl := range planned[ns] {
+			if restarted[wl.Kind+"/"+wl.Name] {
 				w.workloads = append(w.workloads, wl)
 			}
 		}
@@ -376,7 +408,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 	}
 	out := make([]*nsState, 0, len(byName))
 	for _, st := range byName {
-		st.pr = r.namespacePR(set, res, st, issue)
+		st.pr = r.namespacePR(set, res, planned[st.name], st, issue)
 		st.pr.BaseBranch = st.baseBranch
 		if m, ok := migrate.For(res.Plan, st.name); ok && m.Relabels() {
 			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels, SetLabels: labelList(m.SetLabels)}
@@ -384,6 +416,16 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 		out = append(out, st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// workloadsByNamespace groups a plan's workloads by namespace, in plan
+// order: a fleet has thousands of namespaces, each looked up once.
+func workloadsByNamespace(p drift.Plan) map[string][]drift.Workload {
+	out := map[string][]drift.Workload{}
+	for _, w := range p.Workloads {
+		out[w.Namespace] = append(out[w.Namespace], w)
+	}
 	return out
 }
 
@@ -411,17 +453,30 @@ func migrationTarget(plan drift.Plan, namespace string) []drift.Workload {
 // prepareBranches builds each namespace's commit and learns whether a
 // person has committed on an existing branch. The history is fetched only
 // when the remote tip is not already the commit kedge would push.
-func (r *Reconciler) prepareBranches(ctx context.Context, repo *gitrepo.Repo, states []*nsState) error {
+func (r *Reconciler) prepareBranches(ctx context.Context, repo *repository, states []*nsState, prior map[string]renderedPR) error {
+	known := r.preparedIn(repo.key)
+	settled := map[string]preparedBranch{}
+	defer r.keepPrepared(repo.key, settled)
 	for _, st := range states {
 		if st.facts.work == nil {
 			continue
 		}
-		message, err := r.deps.Renderer.CommitMessage(st.pr)
+		message, err := r.commitMessage(st, prior)
 		if err != nil {
 			return err
 		}
 		st.message = message
-		change, err := repo.PrepareBranch(st.branch, st.facts.work.files, message)
+		asked := preparedBranch{base: repo.git.BaseTip(), remote: repo.remote[st.branch].Tip, message: message, files: st.facts.work.files}
+		change, err := known[st.branch].answer(asked)
+		if !errors.Is(err, errNotPrepared) {
+			settled[st.branch] = known[st.branch]
+		} else {
+			change, err = repo.git.PrepareBranch(st.branch, st.facts.work.files, message)
+			if settledAnswer(change, err) {
+				asked.change, asked.err = change, err
+				settled[st.branch] = asked
+			}
+		}
 		if errors.Is(err, gitrepo.ErrNoDifference) {
 			st.facts.work = nil
 			continue
@@ -431,7 +486,7 @@ func (r *Reconciler) prepareBranches(ctx context.Context, repo *gitrepo.Repo, st
 		}
 		st.change = &change
 		if change.Changed && st.facts.branchExists {
-			history, err := repo.BranchHistory(ctx, st.branch)
+			history, err := repo.git.BranchHistory(ctx, st.branch)
 			if err != nil && !errors.Is(err, gitrepo.ErrBranchNotFound) {
 				return fmt.Errorf("namespace %s: %w", st.name, err)
 			}
@@ -442,8 +497,67 @@ func (r *Reconciler) prepareBranches(ctx context.Context, repo *gitrepo.Repo, st
 	return nil
 }
 
-func (r *Reconciler) render(st *nsState) error {
+// preparedBranch is a commit kedge asked for on a namespace branch (its
+// files and message, on a base tip, with the remote branch at a tip) and
+// the answer, when it is one that cannot change while those are the same:
+// the remote branch already holds the content, or the base does. A commit
+// still to push is built again each time, as the remote tip may meanwhile
+// have been fetched and found to hold the content.
+type preparedBranch struct {
+	base, remote plumbing.Hash
+	message      string
+	files        map[string][]byte
+	change       gitrepo.Change
+	err          error
+}
+
+// errNotPrepared says a branch has no settled answer for what is asked.
+var errNotPrepared = errors.New("not prepared")
+
+func (p preparedBranch) answer(asked preparedBranch) (gitrepo.Change, error) {
+	if p.files == nil || p.base != asked.base || p.remote != asked.remote || p.message != asked.message || !sameFiles(p.files, asked.files) {
+		return gitrepo.Change{}, errNotPrepared
+	}
+	return p.change, p.err
+}
+
+// settledAnswer reports whether PrepareBranch's answer stands while what
+// was asked and the tips are the same.
+func settledAnswer(change gitrepo.Change, err error) bool {
+	return errors.Is(err, gitrepo.ErrNoDifference) || err == nil && !change.Changed
+}
+
+func sameFiles(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+func (r *Reconciler) preparedIn(key string) map[string]preparedBranch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.prepared[key]
+}
+
+// keepPrepared replaces a repository's settled branches with this cycle's:
+// a branch no longer asked for is forgotten.
+func (r *Reconciler) keepPrepared(key string, settled map[string]preparedBranch) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prepared[key] = settled
+}
+
+func (r *Reconciler) commitMessage(st *nsState, prior map[string]renderedPR) (string, error) {
+	if prev, ok := prior[st.name]; ok {
+		return prev.message, nil
+	}
+	return r.deps.Renderer.CommitMessage(st.pr)
+}
+
+func (r *Reconciler) render(st *nsState, prior map[string]renderedPR) error {
 	if st.facts.work == nil {
+		return nil
+	}
+	if prev, ok := prior[st.name]; ok {
+		st.title, st.body = prev.title, prev.body
 		return nil
 	}
 	var err error

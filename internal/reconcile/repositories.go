@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
@@ -30,11 +32,13 @@ type repository struct {
 	forge   *forge.Client
 	index   *manifest.Index
 	indexed IndexUpdate
-	edits   manifest.EditSet
-	prs     []forge.PR
-	remote  map[string]gitrepo.BranchInfo
-	states  []*nsState
-	pushes  int
+	// priorEdits are the edit results of the last plan with this checkout.
+	priorEdits manifest.PriorEdits
+	edits      manifest.EditSet
+	prs        []forge.PR
+	remote     map[string]gitrepo.BranchInfo
+	states     []*nsState
+	pushes     int
 	// err is why the repository is left for the next cycle.
 	err error
 }
@@ -99,7 +103,7 @@ func (r *Reconciler) openRepositories(ctx context.Context, set *objects.Set) (*c
 			return nil, fmt.Errorf("open repository: %w", err)
 		}
 		repo := &repository{name: configuredRepository(r.settings.RepoWebURL), webURL: r.settings.RepoWebURL, git: git, forge: r.deps.Forge}
-		if repo.index, repo.indexed, err = r.index("", git, r.settings.Plan.Paths); err != nil {
+		if repo.index, repo.indexed, repo.priorEdits, err = r.index("", git, r.settings.Plan.Paths); err != nil {
 			return nil, fmt.Errorf("index %s: %w", git.Worktree(), err)
 		}
 		return &cycleRepos{repos: []*repository{repo}}, nil
@@ -126,7 +130,7 @@ func (r *Reconciler) openTarget(ctx context.Context, repo *repository) error {
 	if repo.git, err = r.deps.OpenTarget(ctx, repo.target); err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	if repo.index, repo.indexed, err = r.index(repo.key, repo.git, repo.target.Rule.Paths); err != nil {
+	if repo.index, repo.indexed, repo.priorEdits, err = r.index(repo.key, repo.git, repo.target.Rule.Paths); err != nil {
 		return fmt.Errorf("index %s: %w", repo.git.Worktree(), err)
 	}
 	return nil
@@ -143,7 +147,11 @@ func (r *Reconciler) webURLOf(name string) string {
 }
 
 // plan builds one plan over every repository that opened, and hands each
-// its edits.
+// its edits. A plan is a function of the cluster's Set, the checkouts and
+// their indexes and the settings, which stay; with the same Set (the source
+// returns the one it gave when nothing in the cluster changed) and the same
+// indexes (an index nothing changed in is kept as it is), the last plan is
+// the answer again. Pulled charts are not stamped: a plan with any is built.
 func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) (*plan.Result, error) {
 	opts := r.settings.Plan
 	var planned []*repository
@@ -156,26 +164,93 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 			opts.Charts = mergeCharts(opts.Charts, r.deps.Charts(ctx, set, repo.index))
 		}
 		if c.several {
-			opts.Repositories = append(opts.Repositories, plan.RepositoryFor(repo.target, repo.git.Worktree(), repo.index))
+			checkout := plan.RepositoryFor(repo.target, repo.git.Worktree(), repo.index)
+			checkout.PriorEdits = repo.priorEdits
+			opts.Repositories = append(opts.Repositories, checkout)
 		}
 	}
 	if !c.several {
-		opts.RepoRoot, opts.Index = c.repos[0].git.Worktree(), c.repos[0].index
+		opts.RepoRoot, opts.Index, opts.PriorEdits = c.repos[0].git.Worktree(), c.repos[0].index, c.repos[0].priorEdits
 	}
-	res, err := plan.Build(set, opts)
-	if err != nil {
-		return nil, err
+	inputs := planInputsOf(set, c.several, planned)
+	res := r.lastPlanFor(inputs, len(opts.Charts) == 0)
+	if res == nil {
+		var err error
+		if res, err = plan.Build(set, opts); err != nil {
+			return nil, err
+		}
+		r.keepPlan(inputs, res)
 	}
 	if !c.several {
 		c.repos[0].edits = res.Edits
+		if len(res.Repositories) > 0 {
+			r.keepEdits(c.repos[0].key, c.repos[0].index, res.Repositories[0].PriorEdits)
+		}
 		return res, nil
 	}
 	for i, repo := range planned {
 		if i < len(res.Repositories) {
 			repo.edits = res.Repositories[i].Edits
+			r.keepEdits(repo.key, repo.index, res.Repositories[i].PriorEdits)
 		}
 	}
 	return res, nil
+}
+
+// planInputs are what a plan is built from besides the settings.
+type planInputs struct {
+	set       *objects.Set
+	several   bool
+	checkouts []plannedCheckout
+}
+
+// plannedCheckout is one repository a plan covered: which, where it is
+// checked out, and its index.
+type plannedCheckout struct {
+	target   route.Target
+	worktree string
+	index    *manifest.Index
+}
+
+// lastPlan is a plan and what it was built from.
+type lastPlan struct {
+	inputs planInputs
+	res    *plan.Result
+}
+
+func planInputsOf(set *objects.Set, several bool, planned []*repository) planInputs {
+	in := planInputs{set: set, several: several}
+	for _, repo := range planned {
+		in.checkouts = append(in.checkouts, plannedCheckout{target: repo.target, worktree: repo.git.Worktree(), index: repo.index})
+	}
+	return in
+}
+
+// lastPlanFor returns the last plan when it was built from the same
+// inputs, or nil. A plan that no longer answers is let go at once: at
+// fleet scale it and its Set are hundreds of megabytes the new plan would
+// otherwise be built beside.
+func (r *Reconciler) lastPlanFor(in planInputs, reusable bool) *plan.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := r.lastPlan
+	if !reusable || last == nil || last.inputs.set != in.set || last.inputs.several != in.several || !slices.EqualFunc(last.inputs.checkouts, in.checkouts, sameCheckout) {
+		r.lastPlan = nil
+		return nil
+	}
+	return last.res
+}
+
+// sameCheckout compares indexes by identity: an index is a value, and one
+// that nothing changed in is kept as it is.
+func sameCheckout(a, b plannedCheckout) bool {
+	return a.index == b.index && a.worktree == b.worktree && reflect.DeepEqual(a.target, b.target)
+}
+
+func (r *Reconciler) keepPlan(in planInputs, res *plan.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastPlan = &lastPlan{inputs: in, res: res}
 }
 
 func mergeCharts(into, more map[string]manifest.PulledChart) map[string]manifest.PulledChart {

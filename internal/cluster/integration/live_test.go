@@ -213,3 +213,45 @@ func TestLiveWaitForSyncSaysWhyCachesDoNotFill(t *testing.T) {
 	assert.Contains(t, err.Error(), "forbidden")
 	assert.Contains(t, err.Error(), "pods")
 }
+
+// TestLiveVersionCountsChanges: once the caches are full, the version
+// moves when an object is added or changed, and Set then holds the change.
+func TestLiveVersionCountsChanges(t *testing.T) {
+	cfg := integration.ControlPlane(t)
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := t.Context()
+	live := startLive(t, cfg, cluster.LiveOptions{})
+	changes := []struct {
+		name   string
+		change func() error
+		holds  func(*objects.Set) bool
+	}{
+		{"a namespace added", func() error {
+			_, err := client.CoreV1().Namespaces().Create(ctx, namespace("versioned", map[string]string{"istio.io/rev": "1-24-0"}), metav1.CreateOptions{})
+			return err
+		}, func(set *objects.Set) bool { return labelOf(set, "versioned") == "1-24-0" }},
+		{"its label changed", func() error {
+			ns, err := client.CoreV1().Namespaces().Get(ctx, "versioned", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ns.Labels["istio.io/rev"] = "1-25-0"
+			_, err = client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+			return err
+		}, func(set *objects.Set) bool { return labelOf(set, "versioned") == "1-25-0" }},
+	}
+	for _, c := range changes {
+		before := live.Version()
+		require.NoError(t, c.change(), c.name)
+		assert.Eventually(t, func() bool { return live.Version() != before && c.holds(live.Set()) }, 30*time.Second, 10*time.Millisecond, c.name)
+	}
+}
+
+func labelOf(set *objects.Set, name string) string {
+	for _, ns := range set.Namespaces {
+		if ns.Name == name {
+			return ns.Labels["istio.io/rev"]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,165 @@
+package manifest
+
+import (
+	"math/rand/v2"
+	"os"
+	"path"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/synth"
+)
+
+// istio126 is a second target a workload's desired state moves to.
+var istio126 = drift.Desired{Revision: "1-26-0", Image: "docker.io/istio/proxyv2:1.26.0"}
+
+// TestEditsAfterEqualFreshEdits commits at random in copies of every
+// fixture repository and of generated fleets' and moves workloads' desired
+// targets, and after each step checks that the edits and outcomes of
+// EditsAfter, given the step before's results and the updated index, are
+// what Edits gives on a fresh build; and that no namespace whose results
+// were reused has a changed file among those its edits read or rendered.
+func TestEditsAfterEqualFreshEdits(t *testing.T) {
+	type repoCase struct {
+		name   string
+		dir    func(t *testing.T) string
+		opts   IndexOptions
+		seed   uint64
+		sample int
+	}
+	fleetRepo := func(seed uint64) func(t *testing.T) string {
+		return func(t *testing.T) string {
+			fleet, err := synth.New(synth.Spec{Seed: seed, Namespaces: 24, Workloads: 80, Pods: 160, Drift: 0.5})
+			require.NoError(t, err)
+			dir := t.TempDir()
+			_, err = fleet.WriteRepo(dir)
+			require.NoError(t, err)
+			return dir
+		}
+	}
+	cases := []repoCase{
+		{name: "synth", dir: fleetRepo(7), seed: 199, sample: 40},
+		{name: "synth-paths", dir: fleetRepo(8), opts: IndexOptions{Paths: []string{"tenants", "clusters"}}, seed: 200, sample: 40},
+	}
+	entries, err := os.ReadDir(fixtures)
+	require.NoError(t, err)
+	for i, e := range entries {
+		cases = append(cases, repoCase{name: e.Name(), dir: func(t *testing.T) string { return copyCase(t, e.Name()) }, seed: uint64(300 + i)})
+	}
+	reusedAnywhere := 0
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reusedAnywhere += checkReuse(t, tc.dir(t), tc.opts, tc.seed, tc.sample)
+		})
+	}
+	assert.Positive(t, reusedAnywhere, "no step reused a namespace's edits")
+}
+
+// checkReuse runs the steps on one checkout and returns how many
+// namespaces' results were reused in all.
+func checkReuse(t *testing.T, dir string, opts IndexOptions, seed uint64, sample int) int {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 18))
+	ix, err := BuildIndex(dir, opts)
+	require.NoError(t, err)
+	workloads := workloadsOf(ix.Objects())
+	if sample > 0 && len(workloads) > sample {
+		rng.Shuffle(len(workloads), func(i, j int) { workloads[i], workloads[j] = workloads[j], workloads[i] })
+		workloads = workloads[:sample]
+	}
+	_, _, prior := ix.EditsAfter(PriorEdits{}, workloads, locate(ix, workloads), Annotations{})
+
+	// Nothing changed: every namespace whose edits read only files and
+	// roots, or whose index is the same, keeps its results.
+	_, _, again := ix.EditsAfter(prior, workloads, locate(ix, workloads), Annotations{})
+	for ns, r := range again.namespaces {
+		assert.Equal(t, !r.inputs.never, r.reused, "namespace %s on the same index", ns)
+	}
+	reused := again.Reused()
+	prior = again
+
+	for step := range commitsPerRepo {
+		what := "no commit"
+		var changed []string
+		if rng.IntN(4) > 0 {
+			c := randomCommit(t, rng, dir, step)
+			what, changed = c.what, c.changed
+		}
+		workloads = retarget(rng, workloads)
+		next, err := ix.Update(changed)
+		require.NoError(t, err, what)
+		fresh, err := BuildIndex(dir, opts)
+		require.NoError(t, err, what)
+
+		wantEdits, wantOutcomes := fresh.Edits(workloads, locate(fresh, workloads), Annotations{})
+		gotEdits, gotOutcomes, results := next.EditsAfter(prior, workloads, locate(next, workloads), Annotations{})
+		t.Logf("step %d: %s %v; %d of %d namespaces reused", step, what, changed, results.Reused(), len(results.namespaces))
+		require.Equal(t, wantEdits, gotEdits, "edits after step %d (%s)", step, what)
+		require.Equal(t, wantOutcomes, gotOutcomes, "outcomes after step %d (%s)", step, what)
+		for ns, r := range results.namespaces {
+			if !r.reused {
+				continue
+			}
+			for _, p := range changed {
+				assert.NotContains(t, readBy(fresh, r), p, "namespace %s reused after step %d (%s) changed a file it reads", ns, step, what)
+			}
+		}
+		reused += results.Reused()
+		ix, prior = next, results
+	}
+	return reused
+}
+
+func locate(ix *Index, workloads []drift.Workload) Locations {
+	return ix.Locate(workloads, HintsFor(WithRepositoryApplications(&objects.Set{}, ix)))
+}
+
+// retarget moves a few workloads to the other target, as a new control
+// plane revision does to the namespaces that follow it.
+func retarget(rng *rand.Rand, workloads []drift.Workload) []drift.Workload {
+	out := slices.Clone(workloads)
+	if len(out) == 0 {
+		return out
+	}
+	for range rng.IntN(3) {
+		i := rng.IntN(len(out))
+		if out[i].Desired == istio125 {
+			out[i].Desired = istio126
+		} else {
+			out[i].Desired = istio125
+		}
+	}
+	return out
+}
+
+// readBy lists, from the index alone, the files a namespace's edits read
+// or render: its workloads' sources and roots, the files it edits, and
+// everything each root reading them reads.
+func readBy(ix *Index, r *namespaceResult) []string {
+	var files []string
+	addRoot := func(dir string) {
+		if root := ix.roots[dir]; root != nil {
+			files = append(files, path.Join(dir, root.File))
+			files = append(files, root.reads...)
+		}
+	}
+	for _, it := range r.items {
+		files = append(files, it.loc.Source.Path)
+		addRoot(it.loc.Root)
+	}
+	for _, e := range r.edits {
+		files = append(files, e.Path)
+		for _, dir := range ix.readers[e.Path] {
+			addRoot(dir)
+		}
+	}
+	for _, refusal := range r.refused {
+		files = append(files, refusal.Path)
+	}
+	return files
+}

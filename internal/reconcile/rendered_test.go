@@ -1,0 +1,100 @@
+package reconcile
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+)
+
+// TestRendersFollowTheirData takes a namespace's last title, body and
+// commit message only while its PR data is the same, and renders again
+// what the data changed; the answers equal fresh renders.
+func TestRendersFollowTheirData(t *testing.T) {
+	renderer, err := dashboard.NewRenderer("")
+	require.NoError(t, err)
+	r := New(Settings{Cluster: "prod"}, Deps{Renderer: renderer})
+	web := drift.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Desired: drift.Desired{Revision: "1-25-0"}, Reasons: []drift.Reason{drift.ReasonRevision}}
+	prFor := func(ns string, workloads ...drift.Workload) dashboard.NamespacePR {
+		return dashboard.NamespacePR{Cluster: "prod", Namespace: ns, Branch: "kedge/prod/" + ns, BaseBranch: "main", Workloads: workloads}
+	}
+	cycle := func(prs ...dashboard.NamespacePR) []*nsState {
+		var states []*nsState
+		for _, pr := range prs {
+			states = append(states, &nsState{name: pr.Namespace, pr: pr, facts: namespaceFacts{work: &work{}}})
+		}
+		prior := r.priorRenders("", states)
+		for _, st := range states {
+			st.message, err = r.commitMessage(st, prior)
+			require.NoError(t, err)
+			require.NoError(t, r.render(st, prior))
+		}
+		r.keepRenders("", states)
+		return states
+	}
+	fresh := func(st *nsState) [3]string {
+		title, err := renderer.PRTitle(st.pr)
+		require.NoError(t, err)
+		body, err := renderer.PRBody(st.pr)
+		require.NoError(t, err)
+		message, err := renderer.CommitMessage(st.pr)
+		require.NoError(t, err)
+		return [3]string{title, body, message}
+	}
+
+	cycle(prFor("shop", web), prFor("cart", web))
+	steps := []struct {
+		name   string
+		prs    []dashboard.NamespacePR
+		reused []string
+	}{
+		{"the same data", []dashboard.NamespacePR{prFor("shop", web), prFor("cart", web)}, []string{"shop", "cart"}},
+		{"shop's workload moves on", []dashboard.NamespacePR{prFor("shop", withRevision(web, "1-26-0")), prFor("cart", web)}, []string{"cart"}},
+		{"a namespace appears", []dashboard.NamespacePR{prFor("shop", withRevision(web, "1-26-0")), prFor("cart", web), prFor("ads", web)}, []string{"shop", "cart"}},
+	}
+	for _, step := range steps {
+		var states []*nsState
+		for _, pr := range step.prs {
+			states = append(states, &nsState{name: pr.Namespace, pr: pr})
+		}
+		var reused []string
+		for ns := range r.priorRenders("", states) {
+			reused = append(reused, ns)
+		}
+		assert.ElementsMatch(t, step.reused, reused, step.name)
+		for _, st := range cycle(step.prs...) {
+			assert.Equal(t, fresh(st), [3]string{st.title, st.body, st.message}, "%s: %s", step.name, st.name)
+		}
+	}
+}
+
+func withRevision(w drift.Workload, rev string) drift.Workload {
+	w.Desired.Revision = rev
+	return w
+}
+
+// TestStableDashboardFollowsItsData renders the dashboard again whenever
+// its data changed, and answers what a fresh render gives.
+func TestStableDashboardFollowsItsData(t *testing.T) {
+	renderer, err := dashboard.NewRenderer("")
+	require.NoError(t, err)
+	r := New(Settings{Cluster: "prod"}, Deps{Renderer: renderer})
+	row := func(ns string, state dashboard.PRState) dashboard.NamespaceStatus {
+		return dashboard.NamespaceStatus{Namespace: ns, State: state}
+	}
+	for _, data := range []dashboard.ClusterDashboard{
+		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", dashboard.PRNotYetOpened)}},
+		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", dashboard.PRNotYetOpened)}},
+		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", dashboard.PRRefused)}},
+		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", dashboard.PRRefused), row("cart", dashboard.PRNotYetOpened)}},
+	} {
+		got, err := r.stableDashboard(data)
+		require.NoError(t, err)
+		want, err := renderer.DashboardIssue(data)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
+}
