@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -300,8 +301,10 @@ func (l *Live) WaitForSync(ctx context.Context) error {
 }
 
 // Set copies the cached objects into a new Set, sorted by namespace and
-// name. The copy shares nothing with the caches, so callers may keep or
-// change it.
+// name. The pods' labels, annotations, owners and proxy are the caches'
+// own, shared by the replicas of a workload: copying them for each pod
+// would multiply the largest part of the Set, and like every value of a
+// Set they are never written. Everything else is the Set's own.
 func (l *Live) Set() *objects.Set {
 	l.mu.Lock()
 	custom := maps.Clone(l.customInformers)
@@ -320,7 +323,7 @@ func (l *Live) Set() *objects.Set {
 	}
 	for _, obj := range l.pods.GetStore().List() {
 		if p, ok := obj.(*trimmedPod); ok {
-			set.Pods = append(set.Pods, p.pod())
+			set.Pods = append(set.Pods, p.Pod)
 		}
 	}
 	slices.SortFunc(set.Pods, func(a, b objects.Pod) int {
@@ -394,19 +397,29 @@ func servedCustomResources(d discovery.DiscoveryInterface) (map[string]schema.Gr
 func (l *Live) Version() uint64 { return l.changes.Load() }
 
 // countChanges counts every object an informer adds or deletes, and every
-// update that brings a new resourceVersion; the informers' periodic resync
-// delivers the objects they hold as updates, which change nothing.
+// update that brings a new resourceVersion, unless it is a pod whose trimmed
+// form is the same: the informers' periodic resync delivers the objects they
+// hold as updates, and the kubelet rewrites a pod's status for much kedge
+// never reads, so neither changes what a Set holds.
 func (l *Live) countChanges(inf cache.SharedIndexInformer) error {
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { l.changes.Add(1) },
 		DeleteFunc: func(any) { l.changes.Add(1) },
 		UpdateFunc: func(oldObj, newObj any) {
-			if !sameVersion(oldObj, newObj) {
+			if !sameVersion(oldObj, newObj) && !samePod(oldObj, newObj) {
 				l.changes.Add(1)
 			}
 		},
 	})
 	return err
+}
+
+// samePod reports an update of a pod that leaves everything kedge reads of
+// it as it was.
+func samePod(a, b any) bool {
+	x, ok1 := a.(*trimmedPod)
+	y, ok2 := b.(*trimmedPod)
+	return ok1 && ok2 && x.meta.UID == y.meta.UID && reflect.DeepEqual(x.Pod, y.Pod)
 }
 
 func sameVersion(a, b any) bool {
@@ -424,18 +437,19 @@ func (l *Live) watchErrors(resource string, inf cache.SharedIndexInformer) error
 	})
 }
 
-// deepCopier is every typed API object: DeepCopy returns a *T.
-type deepCopier[T any] interface {
+// typedObject is every typed API object.
+type typedObject[T any] interface {
 	*T
-	DeepCopy() *T
 	SetGroupVersionKind(schema.GroupVersionKind)
 	GetNamespace() string
 	GetName() string
 }
 
 // copyTyped copies an informer's objects, with apiVersion and kind set as a
-// snapshot file has them (typed clients strip them).
-func copyTyped[T any, P deepCopier[T]](inf cache.SharedIndexInformer, apiVersion, kind string) []T {
+// snapshot file has them (typed clients strip them). The copies are
+// shallow: their maps and slices are the cache's, which a Set never writes
+// and an informer replaces rather than changes.
+func copyTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersion, kind string) []T {
 	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
 	var out []T
 	for _, obj := range inf.GetStore().List() {
@@ -443,9 +457,9 @@ func copyTyped[T any, P deepCopier[T]](inf cache.SharedIndexInformer, apiVersion
 		if !ok {
 			continue
 		}
-		c := P(typed.DeepCopy())
-		c.SetGroupVersionKind(gvk)
-		out = append(out, *c)
+		c := *typed
+		P(&c).SetGroupVersionKind(gvk)
+		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b T) int {
 		pa, pb := P(&a), P(&b)

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,9 +74,14 @@ func TestCyclesReplanOnlyWhatChanged(t *testing.T) {
 		return report
 	}
 
+	before, err := json.Marshal(set)
+	require.NoError(t, err)
 	first := run()
 	second := run()
 	assert.Same(t, first.Result, second.Result, "the same Set and checkout: the same plan")
+	after, err := json.Marshal(set)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(after), "cycles read the Set they share with the live caches and never write into it")
 
 	w.git.CommitAsHuman(t, repoName, "main", map[string]string{
 		"apps/prod-eu-1/search/indexer.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: indexer-v2\n  namespace: search\nspec:\n  template:\n    spec:\n      containers:\n        - name: indexer\n          image: example.com/indexer:2\n",

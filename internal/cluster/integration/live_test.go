@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -108,7 +110,7 @@ func TestLiveReadsTrimmedObjects(t *testing.T) {
 			wantConfigMaps:  []string{"ConfigMap istio-system/istio-sidecar-injector", "ConfigMap istio-system/istio-sidecar-injector-1-24-0"},
 		},
 	}
-	for _, tc := range cases {
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			live := startLive(t, cfg, cluster.LiveOptions{IstioNamespaces: tc.istioNamespaces})
 			require.ErrorContains(t, live.Start(t.Context()), "already started")
@@ -128,13 +130,21 @@ func TestLiveReadsTrimmedObjects(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, set, read, "a written snapshot reads back as the live set")
 
-			// What Set returns is the caller's: changing it must not reach
-			// the cache.
-			set.Pods[0].Labels["changed"] = "by-caller"
-			set.Namespaces[0].Labels["changed"] = "by-caller"
-			again := live.Set()
-			assert.NotContains(t, again.Pods[0].Labels, "changed")
-			assert.NotContains(t, again.Namespaces[0].Labels, "changed")
+			// A Set shares its maps with the caches, which a cycle may read
+			// while the informers go on: a change in the cluster replaces
+			// the cached object and never reaches a Set already handed out.
+			label := fmt.Sprintf("seen-by-case-%d", i)
+			patch := []byte(`{"metadata":{"labels":{"` + label + `":"yes"}}}`)
+			_, err = client.CoreV1().Pods("shop").Patch(ctx, "debug", types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			require.NoError(t, err)
+			_, err = client.CoreV1().Namespaces().Patch(ctx, "shop", types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				again := live.Set()
+				return podLabels(again, "shop", "debug")[label] == "yes" && namespaceLabels(again, "shop")[label] == "yes"
+			}, 30*time.Second, 10*time.Millisecond, "the caches see the change")
+			assert.NotContains(t, podLabels(set, "shop", "debug"), label)
+			assert.NotContains(t, namespaceLabels(set, "shop"), label)
 		})
 	}
 }
@@ -254,4 +264,22 @@ func labelOf(set *objects.Set, name string) string {
 		}
 	}
 	return ""
+}
+
+func podLabels(set *objects.Set, namespace, name string) map[string]string {
+	for _, p := range set.Pods {
+		if p.Namespace == namespace && p.Name == name {
+			return p.Labels
+		}
+	}
+	return nil
+}
+
+func namespaceLabels(set *objects.Set, name string) map[string]string {
+	for _, ns := range set.Namespaces {
+		if ns.Name == name {
+			return ns.Labels
+		}
+	}
+	return nil
 }
