@@ -75,8 +75,10 @@ type serviceEvent struct {
 	Pushes    int    `json:"pushes"`
 	Mutations int    `json:"githubMutations"`
 	Error     string `json:"error"`
-	at        time.Time
-	cpu       time.Duration
+	// Stages says how long each step of the cycle took.
+	Stages string `json:"stages"`
+	at     time.Time
+	cpu    time.Duration
 }
 
 // kedgeProcess is a running `kedge run` whose log is followed.
@@ -167,7 +169,7 @@ func measureService(ctx context.Context, opts options, kedge, self, kubeconfig s
 		}
 		res.CycleCPU = append(res.CycleCPU, c.cpu)
 		res.CycleWall = append(res.CycleWall, c.wall)
-		logf("service figure, unchanged cycle %d/%d: %s wall, %d ms CPU, RSS %d MiB", round+1, opts.runs, c.wall.Round(time.Millisecond), c.cpu.Milliseconds(), readStatus(p.cmd.Process.Pid, "VmRSS:")>>20)
+		logf("service figure, unchanged cycle %d/%d: %s wall, %d ms CPU, RSS %d MiB (%s)", round+1, opts.runs, c.wall.Round(time.Millisecond), c.cpu.Milliseconds(), readStatus(p.cmd.Process.Pid, "VmRSS:")>>20, c.end.Stages)
 		full, err := measure(ctx, opts.root, nil, self, "-child", "index", "-dir", f.Repo)
 		if err != nil {
 			return nil, err
@@ -256,7 +258,10 @@ func changeToPR(ctx context.Context, p *kedgeProcess, kube kubernetes.Interface,
 		for _, pr := range gh.PRs() {
 			if pr.GetHead().GetRef() == branch {
 				took := time.Since(start)
-				_, err := p.awaitCycle(ctx, 10*time.Minute)
+				c, err := p.awaitCycle(ctx, 10*time.Minute)
+				if err == nil {
+					logf("  the cycle that opened it: %s", c.end.Stages)
+				}
 				return took, err
 			}
 		}

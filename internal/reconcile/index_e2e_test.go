@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,6 +78,13 @@ func TestCyclesReplanOnlyWhatChanged(t *testing.T) {
 	before, err := json.Marshal(set)
 	require.NoError(t, err)
 	first := run()
+	var stages []string
+	for _, st := range first.Stages {
+		stages = append(stages, st.Name)
+		assert.GreaterOrEqual(t, st.Took, time.Duration(0), st.Name)
+	}
+	assert.Equal(t, []string{"cluster", "checkouts", "plan", "listings", "branches", "push", "pull requests", "dashboard"}, stages,
+		"a cycle says how long each of its steps took")
 	second := run()
 	assert.Same(t, first.Result, second.Result, "the same Set and checkout: the same plan")
 	after, err := json.Marshal(set)
@@ -96,4 +104,10 @@ func TestCyclesReplanOnlyWhatChanged(t *testing.T) {
 	fourth := run()
 	assert.NotSame(t, third.Result, fourth.Result, "another Set: planned again")
 	assert.Equal(t, third.Result.Plan, fourth.Result.Plan)
+}
+
+func TestStagesReadAsOneLine(t *testing.T) {
+	stages := reconcile.Stages{{Name: "cluster", Took: 4 * time.Millisecond}, {Name: "push", Took: 1234567 * time.Microsecond}}
+	assert.Equal(t, "cluster 4ms, push 1.235s", stages.String())
+	assert.Empty(t, reconcile.Stages(nil).String())
 }

@@ -412,7 +412,8 @@ func (s *Service) runCycle(ctx context.Context, c Cycle) {
 			"skipped", len(report.Plan.Skipped),
 			"pushes", report.Pushes,
 			"refusedFiles", len(report.Refused),
-			"pullRequests", prStates(report))
+			"pullRequests", prStates(report),
+			"stages", report.Stages.String())
 	}
 	switch {
 	case err == nil:
