@@ -255,15 +255,13 @@ func changeToPR(ctx context.Context, p *kedgeProcess, kube kubernetes.Interface,
 	branch := reconcile.BranchPrefix(cluster) + namespace
 	deadline := start.Add(changeDeadline)
 	for time.Now().Before(deadline) {
-		for _, pr := range gh.PRs() {
-			if pr.GetHead().GetRef() == branch {
-				took := time.Since(start)
-				c, err := p.awaitCycle(ctx, 10*time.Minute)
-				if err == nil {
-					logf("  the cycle that opened it: %s", c.end.Stages)
-				}
-				return took, err
+		if _, ok := gh.PRWithHead(branch); ok {
+			took := time.Since(start)
+			c, err := p.awaitCycle(ctx, 10*time.Minute)
+			if err == nil {
+				logf("  the cycle that opened it: %s", c.end.Stages)
 			}
+			return took, err
 		}
 		select {
 		case <-ctx.Done():

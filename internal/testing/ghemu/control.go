@@ -133,6 +133,14 @@ func (s *Server) PRs() []*github.PullRequest {
 	return inspect(s, func(it *item) bool { return it.isPR }, s.renderFullPull)
 }
 
+// PRWithHead returns the pull request whose head is branch, without
+// rendering the others: a measurement that polls for one PR among
+// thousands must not hold the lock kedge's calls wait on while it renders
+// them all.
+func (s *Server) PRWithHead(branch string) (*github.PullRequest, bool) {
+	return firstOf(inspect(s, func(it *item) bool { return it.isPR && it.head == branch }, s.renderFullPull))
+}
+
 // Issue returns issue number (pull requests excluded).
 func (s *Server) Issue(number int) (*github.Issue, bool) {
 	return firstOf(inspect(s, func(it *item) bool { return !it.isPR && it.number == number }, s.renderIssue))

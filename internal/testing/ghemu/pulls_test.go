@@ -80,6 +80,13 @@ func TestCreatePullRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, issue.GetNumber())
 	assert.Equal(t, 3, createPR(t, s, c, "kedge/cart", "main").GetNumber())
+
+	// The test side finds one PR by its head as the listing shows it.
+	found, ok := s.PRWithHead("kedge/cart")
+	require.True(t, ok)
+	assert.Equal(t, s.PRs()[1], found)
+	_, ok = s.PRWithHead("kedge/none")
+	assert.False(t, ok)
 }
 
 func TestCreatePullRequestValidation(t *testing.T) {
