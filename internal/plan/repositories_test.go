@@ -87,6 +87,15 @@ func teamsRepositories(t *testing.T, set *objects.Set, rules []route.Rule) []pla
 // placed is where a workload was planned.
 type placed struct{ status, repository, path, detail string }
 
+// placements is where the plan put each workload, by "namespace/name".
+func placements(res *plan.Result) map[string]placed {
+	got := map[string]placed{}
+	for _, w := range res.Plan.Workloads {
+		got[w.Namespace+"/"+w.Name] = placed{w.Manifest.Status, w.Manifest.Repository, w.Manifest.Path, w.Manifest.Detail}
+	}
+	return got
+}
+
 func TestSeveralRepositories(t *testing.T) {
 	set := teamsCluster(t)
 	repos := teamsRepositories(t, set, []route.Rule{{Match: "acme/*"}})
@@ -95,10 +104,7 @@ func TestSeveralRepositories(t *testing.T) {
 	res, err := plan.Build(set, plan.Options{Repositories: repos})
 	require.NoError(t, err)
 
-	got := map[string]placed{}
-	for _, w := range res.Plan.Workloads {
-		got[w.Namespace+"/"+w.Name] = placed{w.Manifest.Status, w.Manifest.Repository, w.Manifest.Path, w.Manifest.Detail}
-	}
+	got := placements(res)
 	assert.Equal(t, map[string]placed{
 		"ingress/gateway": {"found", "acme/platform@main", "infra/ingress/gateway.yaml", ""},
 		"payments/api":    {"found", "acme/team-payments@release", "deploy/api.yaml", ""},
@@ -166,10 +172,7 @@ func TestRepositoriesFromTheCommandLine(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	got := map[string]placed{}
-	for _, w := range res.Plan.Workloads {
-		got[w.Namespace+"/"+w.Name] = placed{w.Manifest.Status, w.Manifest.Repository, w.Manifest.Path, w.Manifest.Detail}
-	}
+	got := placements(res)
 	assert.Equal(t, placed{"found", "acme/team-payments", "deploy/api.yaml", ""}, got["payments/api"])
 	assert.Equal(t, placed{"no-repo", "acme/platform", "",
 		"Flux Kustomization flux-system/infra applies it from branch main of github.com/acme/platform, which is not checked out"}, got["ingress/gateway"])
@@ -186,10 +189,7 @@ func TestAnApplicationSourceOutsideTheList(t *testing.T) {
 	require.Equal(t, []string{"acme/platform@main"}, labels(repos))
 	res, err := plan.Build(set, plan.Options{Repositories: repos})
 	require.NoError(t, err)
-	got := map[string]placed{}
-	for _, w := range res.Plan.Workloads {
-		got[w.Namespace+"/"+w.Name] = placed{w.Manifest.Status, w.Manifest.Repository, w.Manifest.Path, w.Manifest.Detail}
-	}
+	got := placements(res)
 	assert.Equal(t, placed{"found", "acme/platform@main", "shared/shop/cart.yaml", ""}, got["shop/cart"])
 	assert.Equal(t, placed{"no-repo", "acme/team-shop", "",
 		"Argo CD Application argocd/shop applies it from github.com/acme/team-shop, which repos: does not list"}, got["shop/web"])
