@@ -137,6 +137,8 @@ type Client struct {
 	app   *installationTransport // nil with a static token
 	meter *meter
 	pace  *pacing
+	// answers is the pool's ETag cache, which keeps decoded listings.
+	answers *etagCache
 }
 
 // New builds a Client for cfg.Owner/cfg.Repo in a Pool of its own. With App
@@ -166,7 +168,7 @@ type Pool struct {
 	meter *meter
 	pace  *pacing
 	// cached is the transport under authentication: metered, conditional.
-	cached http.RoundTripper
+	cached *etagCache
 	apps   *ghinstallation.AppsTransport
 	// appClient calls the App's own endpoints, authenticated by its JWT.
 	appClient *Client
@@ -254,7 +256,7 @@ func (p *Pool) client(owner, name string) *Client {
 	}
 	cfg := p.cfg
 	cfg.Owner, cfg.Repo = owner, name
-	c := &Client{cfg: cfg, meter: p.meter, pace: p.pace}
+	c := &Client{cfg: cfg, meter: p.meter, pace: p.pace, answers: p.cached}
 	var auth http.RoundTripper
 	if cfg.Token != "" {
 		auth = &tokenTransport{token: cfg.Token, next: p.cached}

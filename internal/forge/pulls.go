@@ -44,7 +44,9 @@ const listPageSize = 100
 // FindPRs lists kedge's pull requests: every pull request, open or closed,
 // whose head branch is in this repository and starts with headPrefix,
 // ordered by number. GitHub cannot filter by a branch prefix, so all
-// pull requests are listed; the ETag cache keeps an unchanged listing free.
+// pull requests are listed; the ETag cache keeps an unchanged listing free,
+// and each page is kept as the few fields kedge reads, so an unchanged page
+// is neither held as GitHub's full objects nor decoded again.
 func (c *Client) FindPRs(ctx context.Context, headPrefix string) ([]PR, error) {
 	opts := &github.PullRequestListOptions{State: "all", ListOptions: github.ListOptions{PerPage: listPageSize}}
 	var out []PR
@@ -59,9 +61,16 @@ func (c *Client) FindPRs(ctx context.Context, headPrefix string) ([]PR, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, pr := range page {
-			if c.ownHead(pr) && strings.HasPrefix(pr.GetHead().GetRef(), headPrefix) {
-				out = append(out, toPR(pr))
+		own, kept := replayed(resp.Response)
+		if !kept {
+			own = c.ownPRs(page)
+			if c.answers != nil {
+				c.answers.keepDecoded(resp.Response, own)
+			}
+		}
+		for _, pr := range own.([]PR) {
+			if strings.HasPrefix(pr.Head, headPrefix) {
+				out = append(out, pr)
 			}
 		}
 		if resp.NextPage == 0 {
@@ -71,6 +80,18 @@ func (c *Client) FindPRs(ctx context.Context, headPrefix string) ([]PR, error) {
 	}
 	slices.SortFunc(out, func(a, b PR) int { return a.Number - b.Number })
 	return out, nil
+}
+
+// ownPRs are the pull requests of a listing page whose head branch is in
+// kedge's repository.
+func (c *Client) ownPRs(page []*github.PullRequest) []PR {
+	out := []PR{}
+	for _, pr := range page {
+		if c.ownHead(pr) {
+			out = append(out, toPR(pr))
+		}
+	}
+	return out
 }
 
 // ownHead is true when the head branch lives in kedge's repository, not in

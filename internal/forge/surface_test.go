@@ -277,6 +277,9 @@ func TestConditionalRequestsReuseUnchangedListings(t *testing.T) {
 	prs3, _, _ := cycle()
 	assert.Equal(t, "renamed by a person", prs3[0].Title)
 	assert.Equal(t, used+1, emu.RateUsed(), "only the pull request listing changed")
+
+	prs4, _, _ := cycle()
+	assert.Equal(t, prs3, prs4, "the changed listing, once read, replays as read")
 }
 
 func TestFindIssue(t *testing.T) {

@@ -118,7 +118,31 @@ type etagCache struct {
 type cachedAnswer struct {
 	etag   string
 	header http.Header
-	body   []byte
+	// body is the answer's bytes until its reader keeps the decoded form
+	// instead (keepDecoded): then body is nil and decoded replays.
+	body    []byte
+	decoded any
+}
+
+// decodedBody is the body of a replayed answer whose reader kept what it
+// decoded: it reads as empty (go-github decodes nothing from an empty body)
+// and hands the kept value back through replayed.
+type decodedBody struct {
+	io.Reader
+	value any
+}
+
+func (decodedBody) Close() error { return nil }
+
+// replayed is the value kept for the answer resp replays, if any.
+func replayed(resp *http.Response) (any, bool) {
+	if resp == nil {
+		return nil, false
+	}
+	if b, ok := resp.Body.(decodedBody); ok {
+		return b.value, true
+	}
+	return nil, false
 }
 
 // maxCachedAnswers bounds memory; kedge's listings fit many times over.
@@ -155,6 +179,10 @@ func (c *etagCache) RoundTrip(req *http.Request) (*http.Response, error) {
 			header[k] = vs
 		}
 		header.Del("Content-Length")
+		var body io.ReadCloser = io.NopCloser(bytes.NewReader(entry.body))
+		if entry.decoded != nil {
+			body = decodedBody{Reader: bytes.NewReader(nil), value: entry.decoded}
+		}
 		return &http.Response{
 			Status:        "200 OK",
 			StatusCode:    http.StatusOK,
@@ -162,7 +190,7 @@ func (c *etagCache) RoundTrip(req *http.Request) (*http.Response, error) {
 			ProtoMajor:    resp.ProtoMajor,
 			ProtoMinor:    resp.ProtoMinor,
 			Header:        header,
-			Body:          io.NopCloser(bytes.NewReader(entry.body)),
+			Body:          body,
 			ContentLength: int64(len(entry.body)),
 			Request:       req,
 		}, nil
@@ -176,6 +204,24 @@ func (c *etagCache) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return resp, nil
+}
+
+// keepDecoded swaps the stored bytes of the answer to resp's request for
+// value, what its reader made of them, when that answer is still the one
+// stored: a listing replayed on 304 then costs neither its bytes in memory
+// nor decoding them again. Only a reader that knows every replay of the URL
+// comes back through replayed may call it.
+func (c *etagCache) keepDecoded(resp *http.Response, value any) {
+	if resp == nil || resp.Request == nil {
+		return
+	}
+	key := resp.Request.URL.String()
+	etag := resp.Header.Get("ETag")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if entry, ok := c.entries[key]; ok && etag != "" && entry.etag == etag {
+		c.entries[key] = &cachedAnswer{etag: entry.etag, header: entry.header, decoded: value}
+	}
 }
 
 func (c *etagCache) store(key string, a *cachedAnswer) {
