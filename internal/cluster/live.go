@@ -72,8 +72,23 @@ type Live struct {
 	// listErrors holds the last list/watch error per resource, so a cache
 	// that never syncs (RBAC, a missing API) says why.
 	listErrors map[string]error
-	// changes counts the events that changed what the caches hold.
-	changes atomic.Uint64
+	// changes counts the events that changed what the caches hold;
+	// informerChanges counts them per informer.
+	changes         atomic.Uint64
+	informerChanges map[cache.SharedIndexInformer]*atomic.Uint64
+
+	// copies holds each informer's last copy into a Set, which the next
+	// Set shares while that informer has not changed: a change in one
+	// namespace's labels does not copy a hundred thousand pods.
+	copyMu sync.Mutex
+	copies map[cache.SharedIndexInformer]informerCopy
+}
+
+// informerCopy is an informer's objects as a Set holds them, copied when
+// the informer had seen changes events.
+type informerCopy struct {
+	changes uint64
+	items   any
 }
 
 // customResource is a GitOps, rollout or Istio kind kedge reads when its
@@ -136,6 +151,8 @@ func NewLive(opts LiveOptions) (*Live, error) {
 		trim:            newTrimmer(),
 		customInformers: map[string]cache.SharedIndexInformer{},
 		listErrors:      map[string]error{},
+		informerChanges: map[cache.SharedIndexInformer]*atomic.Uint64{},
+		copies:          map[cache.SharedIndexInformer]informerCopy{},
 	}
 	l.core = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(l.trim.transform))
 	l.namespaces = l.core.Core().V1().Namespaces().Informer()
@@ -301,51 +318,59 @@ func (l *Live) WaitForSync(ctx context.Context) error {
 }
 
 // Set copies the cached objects into a new Set, sorted by namespace and
-// name. The pods' labels, annotations, owners and proxy are the caches'
-// own, shared by the replicas of a workload: copying them for each pod
-// would multiply the largest part of the Set, and like every value of a
-// Set they are never written. Everything else is the Set's own.
+// name. The objects of an informer that has not changed since the last Set
+// are that Set's slice, shared. The pods' labels, annotations, owners and
+// proxy are the caches' own, shared by the replicas of a workload: copying
+// them for each pod would multiply the largest part of the Set. Like every
+// value of a Set, none of these is ever written.
 func (l *Live) Set() *objects.Set {
 	l.mu.Lock()
 	custom := maps.Clone(l.customInformers)
 	l.mu.Unlock()
 
 	set := &objects.Set{
-		Namespaces:                    copyTyped[corev1.Namespace](l.namespaces, "v1", "Namespace"),
-		ReplicaSets:                   replicaSets(copyTyped[appsv1.ReplicaSet](l.replicaSets, "apps/v1", "ReplicaSet")),
-		Deployments:                   copyTyped[appsv1.Deployment](l.deployments, "apps/v1", "Deployment"),
-		StatefulSets:                  copyTyped[appsv1.StatefulSet](l.statefulSets, "apps/v1", "StatefulSet"),
-		DaemonSets:                    copyTyped[appsv1.DaemonSet](l.daemonSets, "apps/v1", "DaemonSet"),
-		Nodes:                         copyTyped[corev1.Node](l.nodes, "v1", "Node"),
-		Jobs:                          copyTyped[batchv1.Job](l.jobs, "batch/v1", "Job"),
-		CronJobs:                      copyTyped[batchv1.CronJob](l.cronJobs, "batch/v1", "CronJob"),
-		MutatingWebhookConfigurations: copyTyped[admissionregistrationv1.MutatingWebhookConfiguration](l.webhooks, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+		Namespaces: copied(l, l.namespaces, copyTyped[corev1.Namespace](l.namespaces, "v1", "Namespace")),
+		ReplicaSets: copied(l, l.replicaSets, func() []objects.ReplicaSet {
+			return replicaSets(copyTyped[appsv1.ReplicaSet](l.replicaSets, "apps/v1", "ReplicaSet")())
+		}),
+		Deployments:                   copied(l, l.deployments, copyTyped[appsv1.Deployment](l.deployments, "apps/v1", "Deployment")),
+		StatefulSets:                  copied(l, l.statefulSets, copyTyped[appsv1.StatefulSet](l.statefulSets, "apps/v1", "StatefulSet")),
+		DaemonSets:                    copied(l, l.daemonSets, copyTyped[appsv1.DaemonSet](l.daemonSets, "apps/v1", "DaemonSet")),
+		Nodes:                         copied(l, l.nodes, copyTyped[corev1.Node](l.nodes, "v1", "Node")),
+		Jobs:                          copied(l, l.jobs, copyTyped[batchv1.Job](l.jobs, "batch/v1", "Job")),
+		CronJobs:                      copied(l, l.cronJobs, copyTyped[batchv1.CronJob](l.cronJobs, "batch/v1", "CronJob")),
+		MutatingWebhookConfigurations: copied(l, l.webhooks, copyTyped[admissionregistrationv1.MutatingWebhookConfiguration](l.webhooks, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")),
+		Pods:                          copied(l, l.pods, l.copyPods),
 	}
-	for _, obj := range l.pods.GetStore().List() {
-		if p, ok := obj.(*trimmedPod); ok {
-			set.Pods = append(set.Pods, p.Pod)
-		}
-	}
-	slices.SortFunc(set.Pods, func(a, b objects.Pod) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
 	for _, inf := range l.configMapInformers {
-		for _, cm := range copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap") {
-			if isInjectorConfigMap(&cm) {
-				set.ConfigMaps = append(set.ConfigMaps, cm)
-			}
-		}
+		set.ConfigMaps = append(set.ConfigMaps, copied(l, inf, func() []corev1.ConfigMap {
+			return slices.DeleteFunc(copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap")(), func(cm corev1.ConfigMap) bool { return !isInjectorConfigMap(&cm) })
+		})...)
 	}
 	sortByKey(set.ConfigMaps, func(c *corev1.ConfigMap) *metav1.ObjectMeta { return &c.ObjectMeta })
-	set.Rollouts = copyCustom[objects.Rollout](custom["Rollout"])
-	set.Applications = copyCustom[objects.Application](custom["Application"])
-	set.Kustomizations = copyCustom[objects.Kustomization](custom["Kustomization"])
-	set.GitRepositories = copyCustom[objects.GitRepository](custom["GitRepository"])
-	set.HelmRepositories = copyCustom[objects.HelmRepository](custom["HelmRepository"])
-	set.ProxyConfigs = copyCustom[objects.ProxyConfig](custom[kindProxyConfig])
-	set.AuthorizationPolicies = copyCustom[objects.AuthorizationPolicy](custom[kindAuthorizationPolicy])
-	set.Gateways = copyCustom[objects.Gateway](custom[kindGateway])
+	set.Rollouts = copied(l, custom["Rollout"], copyCustom[objects.Rollout](custom["Rollout"]))
+	set.Applications = copied(l, custom["Application"], copyCustom[objects.Application](custom["Application"]))
+	set.Kustomizations = copied(l, custom["Kustomization"], copyCustom[objects.Kustomization](custom["Kustomization"]))
+	set.GitRepositories = copied(l, custom["GitRepository"], copyCustom[objects.GitRepository](custom["GitRepository"]))
+	set.HelmRepositories = copied(l, custom["HelmRepository"], copyCustom[objects.HelmRepository](custom["HelmRepository"]))
+	set.ProxyConfigs = copied(l, custom[kindProxyConfig], copyCustom[objects.ProxyConfig](custom[kindProxyConfig]))
+	set.AuthorizationPolicies = copied(l, custom[kindAuthorizationPolicy], copyCustom[objects.AuthorizationPolicy](custom[kindAuthorizationPolicy]))
+	set.Gateways = copied(l, custom[kindGateway], copyCustom[objects.Gateway](custom[kindGateway]))
 	return set
+}
+
+// copyPods lists the trimmed pods, sorted by namespace and name.
+func (l *Live) copyPods() []objects.Pod {
+	var pods []objects.Pod
+	for _, obj := range l.pods.GetStore().List() {
+		if p, ok := obj.(*trimmedPod); ok {
+			pods = append(pods, p.Pod)
+		}
+	}
+	slices.SortFunc(pods, func(a, b objects.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return pods
 }
 
 // servedCustomResources maps each kind of customResources the API server
@@ -402,16 +427,50 @@ func (l *Live) Version() uint64 { return l.changes.Load() }
 // hold as updates, and the kubelet rewrites a pod's status for much kedge
 // never reads, so neither changes what a Set holds.
 func (l *Live) countChanges(inf cache.SharedIndexInformer) error {
+	own := &atomic.Uint64{}
+	l.informerChanges[inf] = own
+	changed := func() {
+		own.Add(1)
+		l.changes.Add(1)
+	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { l.changes.Add(1) },
-		DeleteFunc: func(any) { l.changes.Add(1) },
+		AddFunc:    func(any) { changed() },
+		DeleteFunc: func(any) { changed() },
 		UpdateFunc: func(oldObj, newObj any) {
 			if !sameVersion(oldObj, newObj) && !samePod(oldObj, newObj) {
-				l.changes.Add(1)
+				changed()
 			}
 		},
 	})
 	return err
+}
+
+// copied is build's copy of inf's objects, or the last one while inf has
+// counted no change since. The count is read before copying: a change that
+// lands during the copy makes the next Set copy again. The copy is clipped,
+// so that appending to it can never write into a later Set's array.
+func copied[T any](l *Live, inf cache.SharedIndexInformer, build func() []T) []T {
+	if inf == nil {
+		return nil
+	}
+	l.mu.Lock()
+	counter := l.informerChanges[inf]
+	l.mu.Unlock()
+	if counter == nil {
+		return slices.Clip(build())
+	}
+	at := counter.Load()
+	l.copyMu.Lock()
+	last, ok := l.copies[inf]
+	l.copyMu.Unlock()
+	if ok && last.changes == at {
+		return last.items.([]T)
+	}
+	items := slices.Clip(build())
+	l.copyMu.Lock()
+	l.copies[inf] = informerCopy{changes: at, items: items}
+	l.copyMu.Unlock()
+	return items
 }
 
 // samePod reports an update of a pod that leaves everything kedge reads of
@@ -449,7 +508,13 @@ type typedObject[T any] interface {
 // snapshot file has them (typed clients strip them). The copies are
 // shallow: their maps and slices are the cache's, which a Set never writes
 // and an informer replaces rather than changes.
-func copyTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersion, kind string) []T {
+func copyTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersion, kind string) func() []T {
+	return func() []T {
+		return copyTypedNow[T, P](inf, apiVersion, kind)
+	}
+}
+
+func copyTypedNow[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersion, kind string) []T {
 	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
 	var out []T
 	for _, obj := range inf.GetStore().List() {

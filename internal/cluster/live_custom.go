@@ -20,7 +20,11 @@ type namedObject[T any] interface {
 
 // copyCustom converts the cached custom resources of one kind. A nil
 // informer (the CRD is not served) yields nothing.
-func copyCustom[T any, P namedObject[T]](inf cache.SharedIndexInformer) []T {
+func copyCustom[T any, P namedObject[T]](inf cache.SharedIndexInformer) func() []T {
+	return func() []T { return copyCustomNow[T, P](inf) }
+}
+
+func copyCustomNow[T any, P namedObject[T]](inf cache.SharedIndexInformer) []T {
 	if inf == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -282,4 +283,47 @@ func namespaceLabels(set *objects.Set, name string) map[string]string {
 		}
 	}
 	return nil
+}
+
+// TestLiveSetSharesWhatDidNotChange: a Set shares the last Set's copy of
+// every informer that has not changed since, and copies again the one
+// that has, so a namespace label change does not copy every pod.
+func TestLiveSetSharesWhatDidNotChange(t *testing.T) {
+	cfg := integration.ControlPlane(t)
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := t.Context()
+	live := startLive(t, cfg, cluster.LiveOptions{})
+	_, err := client.CoreV1().Namespaces().Create(ctx, namespace("shared", map[string]string{"istio.io/rev": "1-24-0"}), metav1.CreateOptions{})
+	require.NoError(t, err)
+	createPod(ctx, t, client, injectedPod("shared", "cart-1", "cart", nil, nativeSidecar, "docker.io/istio/proxyv2:1.24.0"), time.Now())
+	require.Eventually(t, func() bool { return podLabels(live.Set(), "shared", "cart-1") != nil }, 30*time.Second, 10*time.Millisecond)
+
+	first := live.Set()
+	again := live.Set()
+	assert.Same(t, unsafe.SliceData(first.Pods), unsafe.SliceData(again.Pods), "nothing changed: the pods are shared")
+	assert.Same(t, unsafe.SliceData(first.Namespaces), unsafe.SliceData(again.Namespaces))
+	assert.Equal(t, len(first.Pods), cap(first.Pods), "a shared copy is clipped: appending to it copies")
+
+	ns, err := client.CoreV1().Namespaces().Get(ctx, "shared", metav1.GetOptions{})
+	require.NoError(t, err)
+	ns.Labels["istio.io/rev"] = "1-25-0"
+	_, err = client.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	var relabelled *objects.Set
+	require.Eventually(t, func() bool {
+		relabelled = live.Set()
+		return labelOf(relabelled, "shared") == "1-25-0"
+	}, 30*time.Second, 10*time.Millisecond)
+	assert.Same(t, unsafe.SliceData(first.Pods), unsafe.SliceData(relabelled.Pods), "only a namespace changed: the pods are shared")
+	assert.Equal(t, "1-24-0", labelOf(first, "shared"), "the Set handed out before keeps its copy")
+
+	createPod(ctx, t, client, injectedPod("shared", "cart-2", "cart", nil, nativeSidecar, "docker.io/istio/proxyv2:1.24.0"), time.Now())
+	var grown *objects.Set
+	require.Eventually(t, func() bool {
+		grown = live.Set()
+		return podLabels(grown, "shared", "cart-2") != nil
+	}, 30*time.Second, 10*time.Millisecond)
+	assert.NotSame(t, unsafe.SliceData(first.Pods), unsafe.SliceData(grown.Pods), "a pod was added: the pods are copied again")
+	assert.Nil(t, podLabels(first, "shared", "cart-2"))
+	assert.Same(t, unsafe.SliceData(relabelled.Namespaces), unsafe.SliceData(grown.Namespaces))
 }
