@@ -139,6 +139,11 @@ type Client struct {
 	pace  *pacing
 	// answers is the pool's ETag cache, which keeps decoded listings.
 	answers *etagCache
+
+	// listing is what FindPRs has read so far; listingMu keeps two
+	// listings from racing to replace it.
+	listingMu sync.Mutex
+	listing   *prListing
 }
 
 // New builds a Client for cfg.Owner/cfg.Repo in a Pool of its own. With App

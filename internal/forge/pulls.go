@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -43,13 +44,50 @@ const listPageSize = 100
 
 // FindPRs lists kedge's pull requests: every pull request, open or closed,
 // whose head branch is in this repository and starts with headPrefix,
-// ordered by number. GitHub cannot filter by a branch prefix, so all
-// pull requests are listed; the ETag cache keeps an unchanged listing free,
-// and each page is kept as the few fields kedge reads, so an unchanged page
-// is neither held as GitHub's full objects nor decoded again.
+// ordered by number.
+//
+// GitHub cannot filter by a branch prefix, so the first call lists every
+// pull request. Later calls list them most recently updated first and stop
+// at the first one not updated since the last listing's newest: whatever
+// changes a pull request (title, body, labels, state, base, a merge)
+// updates it, and GitHub never deletes one. An unchanged repository then
+// costs one conditional request answered 304, however many pull requests
+// it has; a cycle that changed some costs the pages holding them.
 func (c *Client) FindPRs(ctx context.Context, headPrefix string) ([]PR, error) {
-	opts := &github.PullRequestListOptions{State: "all", ListOptions: github.ListOptions{PerPage: listPageSize}}
+	c.listingMu.Lock()
+	defer c.listingMu.Unlock()
+	known, err := c.listPRsSince(ctx, c.listing)
+	if err != nil {
+		return nil, err
+	}
+	c.listing = known
 	var out []PR
+	for _, pr := range known.own {
+		if strings.HasPrefix(pr.Head, headPrefix) {
+			out = append(out, pr)
+		}
+	}
+	slices.SortFunc(out, func(a, b PR) int { return a.Number - b.Number })
+	return out, nil
+}
+
+// prListing is what the listings so far said: every pull request of
+// kedge's repository by number, and the newest update among them.
+type prListing struct {
+	own    map[int]PR
+	newest time.Time
+}
+
+// listPRsSince reads the pull requests updated since the newest update of
+// known (all of them when known is nil) and returns the listing they make
+// with known. known is not written: a call that fails leaves it whole.
+func (c *Client) listPRsSince(ctx context.Context, known *prListing) (*prListing, error) {
+	next := &prListing{own: map[int]PR{}}
+	if known != nil {
+		maps.Copy(next.own, known.own)
+		next.newest = known.newest
+	}
+	opts := &github.PullRequestListOptions{State: "all", Sort: "updated", Direction: "desc", ListOptions: github.ListOptions{PerPage: listPageSize}}
 	for {
 		var page []*github.PullRequest
 		var resp *github.Response
@@ -61,35 +99,48 @@ func (c *Client) FindPRs(ctx context.Context, headPrefix string) ([]PR, error) {
 		if err != nil {
 			return nil, err
 		}
-		own, kept := replayed(resp.Response)
+		listed, kept := replayed(resp.Response)
 		if !kept {
-			own = c.ownPRs(page)
+			listed = c.listedPRs(page)
 			if c.answers != nil {
-				c.answers.keepDecoded(resp.Response, own)
+				c.answers.keepDecoded(resp.Response, listed)
 			}
 		}
-		for _, pr := range own.([]PR) {
-			if strings.HasPrefix(pr.Head, headPrefix) {
-				out = append(out, pr)
+		caughtUp := false
+		for _, pr := range listed.([]listedPR) {
+			// Equal times are read again: GitHub keeps whole seconds, and a
+			// change in the second of the last listing may have come after it.
+			if known != nil && pr.updated.Before(known.newest) {
+				caughtUp = true
+				break
+			}
+			if pr.updated.After(next.newest) {
+				next.newest = pr.updated
+			}
+			if pr.own {
+				next.own[pr.Number] = pr.PR
 			}
 		}
-		if resp.NextPage == 0 {
-			break
+		if caughtUp || resp.NextPage == 0 {
+			return next, nil
 		}
 		opts.Page = resp.NextPage
 	}
-	slices.SortFunc(out, func(a, b PR) int { return a.Number - b.Number })
-	return out, nil
 }
 
-// ownPRs are the pull requests of a listing page whose head branch is in
-// kedge's repository.
-func (c *Client) ownPRs(page []*github.PullRequest) []PR {
-	out := []PR{}
+// listedPR is one pull request of a listing page.
+type listedPR struct {
+	PR
+	updated time.Time
+	// own is set when its head branch is in kedge's repository.
+	own bool
+}
+
+// listedPRs keeps of a listing page what kedge reads.
+func (c *Client) listedPRs(page []*github.PullRequest) []listedPR {
+	out := make([]listedPR, 0, len(page))
 	for _, pr := range page {
-		if c.ownHead(pr) {
-			out = append(out, toPR(pr))
-		}
+		out = append(out, listedPR{PR: toPR(pr), updated: pr.GetUpdatedAt().Time, own: c.ownHead(pr)})
 	}
 	return out
 }

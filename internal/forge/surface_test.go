@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/kedge-io/kedge/internal/forge"
@@ -363,4 +365,80 @@ func ghClient(t *testing.T, emu *ghemu.Server) *github.Client {
 	c, err := github.NewClient(emu.Client()).WithAuthToken(botToken).WithEnterpriseURLs(emu.URL, emu.URL)
 	require.NoError(t, err)
 	return c
+}
+
+// TestFindPRsReadsOnlyWhatChanged: after a first listing of every pull
+// request, a listing reads the most recently updated ones until it meets
+// one it has read before, and always equals a fresh client's full listing,
+// changes made in the same second as the last listing included.
+func TestFindPRsReadsOnlyWhatChanged(t *testing.T) {
+	var offset atomic.Int64
+	start := time.Date(2026, 11, 2, 9, 0, 0, 0, time.UTC)
+	emu, c := setup(t, func(o *ghemu.Options) {
+		o.Clock = func() time.Time { return start.Add(time.Duration(offset.Load())) }
+	}, nil)
+	ctx := context.Background()
+	const total = 250
+	for i := 1; i <= total; i++ {
+		prefix := "kedge/"
+		if i%25 == 0 {
+			prefix = "renovate/"
+		}
+		_, err := c.CreatePR(ctx, forge.NewPR{Title: fmt.Sprint(i), Head: branch(emu, fmt.Sprintf("%sns-%03d", prefix, i)), Base: "main"})
+		require.NoError(t, err)
+		if i%40 == 0 {
+			offset.Add(int64(time.Second))
+		}
+	}
+	fresh := func() []forge.PR {
+		t.Helper()
+		other, err := forge.New(ctx, forge.Config{APIURL: emu.URL, Owner: owner, Repo: repo, Token: botToken, HTTPClient: emu.Client()})
+		require.NoError(t, err)
+		prs, err := other.FindPRs(ctx, "kedge/")
+		require.NoError(t, err)
+		return prs
+	}
+	listing := func() ([]forge.PR, []ghemu.Call) {
+		t.Helper()
+		emu.ResetCalls()
+		prs, err := c.FindPRs(ctx, "kedge/")
+		require.NoError(t, err)
+		calls := emu.Calls()
+		require.Equal(t, fresh(), prs, "equal to a full listing")
+		return prs, calls
+	}
+	first, calls := listing()
+	assert.Len(t, first, total-total/25)
+	assert.Len(t, calls, 3, "the first listing reads every page")
+
+	_, calls = listing()
+	require.Len(t, calls, 1, "nothing changed: one request")
+	assert.Equal(t, http.StatusNotModified, calls[0].Status)
+
+	// In the same second as the last listing.
+	require.NoError(t, emu.EditAsHuman(3, ghemu.Edit{Title: ptr("renamed in the same second")}))
+	prs, _ := listing()
+	assert.Equal(t, "renamed in the same second", prs[2].Title)
+
+	offset.Add(int64(time.Minute))
+	require.NoError(t, emu.MergePR(5, nil))
+	require.NoError(t, emu.ClosePR(7))
+	require.NoError(t, emu.EditAsHuman(9, ghemu.Edit{AddLabels: []string{"hold"}}))
+	_, err := c.CreatePR(ctx, forge.NewPR{Title: "new", Head: branch(emu, "kedge/ns-new"), Base: "main"})
+	require.NoError(t, err)
+	prs, calls = listing()
+	assert.Len(t, calls, 1, "four changes fit on the first page")
+	assert.True(t, prs[4].Merged)
+	assert.Equal(t, "closed", prs[6].State)
+	assert.Equal(t, []string{"hold"}, prs[8].Labels)
+	assert.Equal(t, "kedge/ns-new", prs[len(prs)-1].Head)
+
+	// More changes than a page holds: the listing reads on until it has
+	// met every one.
+	offset.Add(int64(time.Minute))
+	for n := 100; n < 230; n++ {
+		require.NoError(t, emu.EditAsHuman(n, ghemu.Edit{Body: ptr("edited")}))
+	}
+	_, calls = listing()
+	assert.Len(t, calls, 2)
 }
