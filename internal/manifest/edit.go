@@ -210,9 +210,10 @@ func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs L
 	verifier := newVerifier(ix)
 	namespaces := sortedKeys(byNamespace)
 	results := make([]*namespaceResult, len(namespaces))
+	applied := &appliedComparisons{}
 	inParallel(len(namespaces), func(i int) {
 		items := byNamespace[namespaces[i]]
-		if prev := prior.reusable(ix, namespaces[i], items); prev != nil {
+		if prev := prior.reusable(ix, namespaces[i], items, applied); prev != nil {
 			reused := *prev
 			reused.reused = true
 			results[i] = &reused

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync"
 )
 
 // generation tells apart the builds and updates that read files: two
@@ -105,9 +106,9 @@ type rootInput struct {
 
 // reusable returns the prior result of a namespace when it holds for items
 // on ix, or nil.
-func (p PriorEdits) reusable(ix *Index, ns string, items []planned) *namespaceResult {
+func (p PriorEdits) reusable(ix *Index, ns string, items []planned, applied *appliedComparisons) *namespaceResult {
 	prev := p.namespaces[ns]
-	if prev == nil || prev.inputs.never || !sameItems(prev.items, items, prev.inputs.wholeIndex) {
+	if prev == nil || prev.inputs.never || !sameItems(prev.items, items, prev.inputs.wholeIndex, applied) {
 		return nil
 	}
 	if !prev.inputs.holdOn(ix) {
@@ -154,25 +155,55 @@ func (ix *Index) rootInput(dir string) rootInput {
 // applied paths (withApplied: an in-place restart an overlay overrides is
 // checked against them), those are left out: the list is the cluster's
 // whole, handed to every workload, and rebuilt every plan.
-func sameItems(prev, cur []planned, withApplied bool) bool {
+func sameItems(prev, cur []planned, withApplied bool, applied *appliedComparisons) bool {
 	if len(prev) != len(cur) {
 		return false
 	}
 	for i := range cur {
-		a, b := prev[i], cur[i]
-		if !withApplied {
-			a, b = withoutApplied(a), withoutApplied(b)
+		if withApplied && !applied.same(prev[i].loc.hints.Applied, cur[i].loc.hints.Applied) {
+			return false
 		}
-		if !reflect.DeepEqual(a, b) {
+		if !reflect.DeepEqual(withoutApplied(prev[i]), withoutApplied(cur[i])) {
 			return false
 		}
 	}
 	return true
 }
 
+// withoutApplied leaves out the applied paths and their index, which
+// appliedComparisons compares: the index is made from the list.
 func withoutApplied(p planned) planned {
 	p.loc.hints.Applied, p.loc.hints.appliedByPath = nil, nil
 	return p
+}
+
+// appliedComparisons compares applied-path lists once per pair: every
+// workload of a plan holds the same list, thousands of them, and lists are
+// never written once made.
+type appliedComparisons struct {
+	mu    sync.Mutex
+	known map[[2]*Applied]bool
+}
+
+func (c *appliedComparisons) same(a, b []Applied) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return true
+	}
+	key := [2]*Applied{&a[0], &b[0]}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if same, ok := c.known[key]; ok {
+		return same
+	}
+	if c.known == nil {
+		c.known = map[[2]*Applied]bool{}
+	}
+	same := reflect.DeepEqual(a, b)
+	c.known[key] = same
+	return same
 }
 
 // recordInputs lists what namespaceEdits read for items: the files it
