@@ -274,19 +274,19 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 	case "apps/ReplicaSet":
 		return appendDecoded(&set.ReplicaSets, trim, decodeReplicaSet)
 	case "apps/Deployment":
-		return appendTo(&set.Deployments)
+		return appendTrimmed(&set.Deployments, trimDeployment)
 	case "apps/StatefulSet":
-		return appendTo(&set.StatefulSets)
+		return appendTrimmed(&set.StatefulSets, trimStatefulSet)
 	case "apps/DaemonSet":
-		return appendTo(&set.DaemonSets)
+		return appendTrimmed(&set.DaemonSets, trimDaemonSet)
 	case "batch/Job":
-		return appendTo(&set.Jobs)
+		return appendTrimmed(&set.Jobs, trimJob)
 	case "batch/CronJob":
-		return appendTo(&set.CronJobs)
+		return appendTrimmed(&set.CronJobs, trimCronJob)
 	case "admissionregistration.k8s.io/MutatingWebhookConfiguration":
 		return appendTo(&set.MutatingWebhookConfigurations)
 	case "argoproj.io/Rollout":
-		return appendTo(&set.Rollouts)
+		return appendTrimmed(&set.Rollouts, func(r *objects.Rollout) { r.Spec.Template = trimTemplate(r.Spec.Template) })
 	case "argoproj.io/Application":
 		return appendTo(&set.Applications)
 	case "kustomize.toolkit.fluxcd.io/Kustomization":
@@ -321,11 +321,18 @@ func appendDecoded[T any](slice *[]T, trim *trimmer, decode func([]byte, *trimme
 }
 
 func appendTo[T any](slice *[]T) func([]byte) error {
+	return appendTrimmed(slice, func(*T) {})
+}
+
+// appendTrimmed decodes the whole object, then keeps what the live
+// source's informers keep of it.
+func appendTrimmed[T any](slice *[]T, trim func(*T)) func([]byte) error {
 	return func(raw []byte) error {
 		var obj T
 		if err := json.Unmarshal(raw, &obj); err != nil {
 			return err
 		}
+		trim(&obj)
 		*slice = append(*slice, obj)
 		return nil
 	}

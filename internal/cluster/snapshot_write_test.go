@@ -27,9 +27,11 @@ func snapshotWriteSet() *objects.Set {
 	meta := func(ns, name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}}
 	}
+	// A template as the live source keeps it (trimTemplate): what the
+	// injection decision reads.
 	template := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kedge.io/restartedAt": "rev-1-24-0"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.com/app:1"}}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "istio-proxy", Image: "registry.example.com/mesh/proxyv2:1.24.3"}}},
 	}
 	return &objects.Set{
 		Namespaces: []corev1.Namespace{

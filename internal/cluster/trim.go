@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -106,23 +107,19 @@ func (t *trimmer) transform(obj any) (any, error) {
 		}
 		return o, nil
 	case *appsv1.Deployment:
-		trimMeta(&o.ObjectMeta)
-		o.Status.Conditions = nil
+		trimDeployment(o)
 		return o, nil
 	case *appsv1.StatefulSet:
-		trimMeta(&o.ObjectMeta)
-		o.Spec.VolumeClaimTemplates = nil
-		o.Status.Conditions = nil
+		trimStatefulSet(o)
 		return o, nil
 	case *appsv1.DaemonSet:
-		trimMeta(&o.ObjectMeta)
-		o.Status.Conditions = nil
+		trimDaemonSet(o)
 		return o, nil
 	case *batchv1.Job:
-		trimMeta(&o.ObjectMeta)
+		trimJob(o)
 		return o, nil
 	case *batchv1.CronJob:
-		trimMeta(&o.ObjectMeta)
+		trimCronJob(o)
 		return o, nil
 	case *unstructured.Unstructured:
 		return trimUnstructured(o)
@@ -130,6 +127,67 @@ func (t *trimmer) transform(obj any) (any, error) {
 	// Tombstones (cache.DeletedFinalStateUnknown) and anything else pass
 	// through: their objects were trimmed when they entered the cache.
 	return obj, nil
+}
+
+// The workloads keep their identity, their replica counts and status (the
+// rollout gate reads them) and their pod template as trimTemplate leaves it.
+func trimDeployment(o *appsv1.Deployment) {
+	trimMeta(&o.ObjectMeta)
+	o.Spec = appsv1.DeploymentSpec{Replicas: o.Spec.Replicas, Template: trimTemplate(o.Spec.Template)}
+	o.Status.Conditions = nil
+}
+
+func trimStatefulSet(o *appsv1.StatefulSet) {
+	trimMeta(&o.ObjectMeta)
+	o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas, Template: trimTemplate(o.Spec.Template)}
+	o.Status.Conditions = nil
+}
+
+func trimDaemonSet(o *appsv1.DaemonSet) {
+	trimMeta(&o.ObjectMeta)
+	o.Spec = appsv1.DaemonSetSpec{Template: trimTemplate(o.Spec.Template)}
+	o.Status.Conditions = nil
+}
+
+func trimJob(o *batchv1.Job) {
+	trimMeta(&o.ObjectMeta)
+	o.Spec = batchv1.JobSpec{Template: trimTemplate(o.Spec.Template)}
+	o.Status = batchv1.JobStatus{}
+}
+
+func trimCronJob(o *batchv1.CronJob) {
+	trimMeta(&o.ObjectMeta)
+	o.Spec = batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{
+		ObjectMeta: o.Spec.JobTemplate.ObjectMeta,
+		Spec:       batchv1.JobSpec{Template: trimTemplate(o.Spec.JobTemplate.Spec.Template)},
+	}}
+	o.Status = batchv1.CronJobStatus{}
+}
+
+// trimTemplate keeps of a pod template what the injection decision reads
+// (mesh.TemplateOf): its labels and annotations, hostNetwork, and the
+// istio-proxy container a template may define to override the injected
+// one's image. Resources, probes, environment and volumes are most of a
+// workload's size and say nothing about injection.
+func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: t.Labels, Annotations: t.Annotations},
+		Spec: corev1.PodSpec{
+			HostNetwork:    t.Spec.HostNetwork,
+			Containers:     proxyContainers(t.Spec.Containers),
+			InitContainers: proxyContainers(t.Spec.InitContainers),
+		},
+	}
+}
+
+func proxyContainers(in []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range in {
+		if c.Name == mesh.ProxyContainerName {
+			out = append(out, corev1.Container{Name: c.Name, Image: c.Image})
+		}
+	}
+	return out
 }
 
 // trimMeta drops what no part of kedge reads and what would double an
@@ -319,6 +377,9 @@ func trimUnstructured(u *unstructured.Unstructured) (*unstructured.Unstructured,
 	}
 	meta := typedMeta(typed)
 	trimMeta(meta)
+	if r, ok := typed.(*objects.Rollout); ok {
+		r.Spec.Template = trimTemplate(r.Spec.Template)
+	}
 	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
 	if err != nil {
 		return nil, err

@@ -181,7 +181,8 @@ func assertTrimmed(t *testing.T, set *objects.Set, seed seeded) {
 
 	require.Len(t, set.Deployments, 1)
 	assert.NotContains(t, set.Deployments[0].Annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	assert.Equal(t, "cart", set.Deployments[0].Spec.Template.Spec.Containers[0].Name, "workload templates are kept whole")
+	assert.Equal(t, "cart", set.Deployments[0].Spec.Template.Labels["app"])
+	assert.Empty(t, set.Deployments[0].Spec.Template.Spec.Containers, "a template keeps only an istio-proxy container it defines")
 
 	for _, mwc := range set.MutatingWebhookConfigurations {
 		assert.Empty(t, mwc.ManagedFields)
