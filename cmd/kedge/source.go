@@ -49,9 +49,13 @@ func startLive(ctx context.Context, cfg *config.Config) (*cluster.Live, error) {
 	return live, nil
 }
 
+// newLive leaves the informers' own resync off: a replay of the caches
+// tells the handlers nothing the watch did not (they ignore replays), and
+// with 100k pods it is a pass over every object. cycle.resync is the
+// scheduler's periodic cycle, which reads the caches as they are.
 func newLive(cfg *config.Config, restConfig *rest.Config) (*cluster.Live, error) {
 	return cluster.NewLive(cluster.LiveOptions{
-		Config: restConfig, Resync: cfg.Cycle.Resync, OptOutAnnotation: cfg.Workloads.OptOutAnnotation,
+		Config: restConfig, OptOutAnnotation: cfg.Workloads.OptOutAnnotation,
 	})
 }
 

@@ -329,10 +329,8 @@ func (l *Live) Set() *objects.Set {
 	l.mu.Unlock()
 
 	set := &objects.Set{
-		Namespaces: copied(l, l.namespaces, copyTyped[corev1.Namespace](l.namespaces, "v1", "Namespace")),
-		ReplicaSets: copied(l, l.replicaSets, func() []objects.ReplicaSet {
-			return replicaSets(copyTyped[appsv1.ReplicaSet](l.replicaSets, "apps/v1", "ReplicaSet")())
-		}),
+		Namespaces:                    copied(l, l.namespaces, copyTyped[corev1.Namespace](l.namespaces, "v1", "Namespace")),
+		ReplicaSets:                   copied(l, l.replicaSets, l.copyReplicaSets),
 		Deployments:                   copied(l, l.deployments, copyTyped[appsv1.Deployment](l.deployments, "apps/v1", "Deployment")),
 		StatefulSets:                  copied(l, l.statefulSets, copyTyped[appsv1.StatefulSet](l.statefulSets, "apps/v1", "StatefulSet")),
 		DaemonSets:                    copied(l, l.daemonSets, copyTyped[appsv1.DaemonSet](l.daemonSets, "apps/v1", "DaemonSet")),
@@ -533,14 +531,16 @@ func copyTypedNow[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVer
 	return out
 }
 
-func replicaSets(full []appsv1.ReplicaSet) []objects.ReplicaSet {
-	if len(full) == 0 {
-		return nil
+// copyReplicaSets lists the cached ReplicaSets, sorted by namespace and
+// name.
+func (l *Live) copyReplicaSets() []objects.ReplicaSet {
+	var out []objects.ReplicaSet
+	for _, obj := range l.replicaSets.GetStore().List() {
+		if rs, ok := obj.(*cachedReplicaSet); ok {
+			out = append(out, rs.ReplicaSet)
+		}
 	}
-	out := make([]objects.ReplicaSet, len(full))
-	for i := range full {
-		out[i] = objects.ReplicaSetOf(&full[i])
-	}
+	sortByKey(out, func(r *objects.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta })
 	return out
 }
 

@@ -135,7 +135,7 @@ func decodeReplicaSet(raw []byte, trim *trimmer) (objects.ReplicaSet, error) {
 		return objects.ReplicaSet{}, err
 	}
 	rs := appsv1.ReplicaSet{ObjectMeta: w.Metadata.objectMeta()}
-	out := objects.ReplicaSetOf(trim.trimReplicaSet(&rs))
+	out := trim.trimReplicaSet(&rs)
 	out.TypeMeta = w.TypeMeta
 	return out, nil
 }

@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/synth"
 )
 
@@ -97,7 +96,7 @@ func compareReplicaSet(t *testing.T, file string, raw []byte) {
 	}
 	got, err := decodeReplicaSet(raw, newTrimmer())
 	require.NoError(t, err, file)
-	want := objects.ReplicaSetOf(newTrimmer().trimReplicaSet(&full))
+	want := newTrimmer().trimReplicaSet(&full)
 	want.TypeMeta = full.TypeMeta
 	assert.Equal(t, want, got, "%s: ReplicaSet %s/%s", file, full.Namespace, full.Name)
 }

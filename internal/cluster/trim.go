@@ -81,7 +81,9 @@ func (t *trimmer) transform(obj any) (any, error) {
 	case *trimmedPod:
 		return o, nil
 	case *appsv1.ReplicaSet:
-		return t.trimReplicaSet(o), nil
+		return &cachedReplicaSet{ReplicaSet: t.trimReplicaSet(o)}, nil
+	case *cachedReplicaSet:
+		return o, nil
 	case *corev1.Node:
 		return trimNode(o), nil
 	case *corev1.Namespace:
@@ -312,8 +314,9 @@ func decodeNode(raw []byte, _ *trimmer) (corev1.Node, error) {
 
 // trimReplicaSet keeps identity and ownership: a ReplicaSet is only the
 // link from a pod to its Deployment (or Rollout).
-func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) *appsv1.ReplicaSet {
-	return &appsv1.ReplicaSet{
+func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) objects.ReplicaSet {
+	return objects.ReplicaSet{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              in.Name,
 			Namespace:         t.strings.get(in.Namespace),
@@ -325,6 +328,21 @@ func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) *appsv1.ReplicaSet {
 			OwnerReferences:   t.internOwners(in.OwnerReferences),
 		},
 	}
+}
+
+// cachedReplicaSet is what the ReplicaSet cache holds: the ReplicaSet as a
+// Set holds it. An appsv1.ReplicaSet is four times its size even trimmed,
+// its empty pod template included, and a fleet has one or more per
+// Deployment.
+type cachedReplicaSet struct {
+	objects.ReplicaSet
+}
+
+func (r *cachedReplicaSet) DeepCopyObject() runtime.Object {
+	out := &cachedReplicaSet{}
+	out.TypeMeta = r.TypeMeta
+	r.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return out
 }
 
 // isInjectorConfigMap tells the ConfigMaps Istio's injector reads from the

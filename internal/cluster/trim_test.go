@@ -91,6 +91,8 @@ func renderTrimmed(t *testing.T, obj any) []byte {
 		pod := o.CoreV1()
 		pod.UID, pod.ResourceVersion = o.meta.UID, o.meta.ResourceVersion
 		out, err = yaml.Marshal(pod)
+	case *cachedReplicaSet:
+		out, err = yaml.Marshal(o.ReplicaSet)
 	case *unstructured.Unstructured:
 		out, err = yaml.Marshal(o.Object)
 	case runtime.Object:
