@@ -10,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // addMeshHandlers wires the informers whose changes can change which
@@ -81,8 +81,8 @@ func (l *Live) addOptOutHandler(inf cache.SharedIndexInformer) error {
 // addProxyConfigHandler reports ProxyConfig changes: every one may change
 // the proxy image type of the pods it selects.
 func (l *Live) addProxyConfigHandler(inf cache.SharedIndexInformer) error {
-	proxyConfigs := meshHandler[*unstructured.Unstructured]{
-		live: l, kind: kindProxyConfig, relevant: func(*unstructured.Unstructured) bool { return true },
+	proxyConfigs := meshHandler[*objects.ProxyConfig]{
+		live: l, kind: kindProxyConfig, relevant: func(*objects.ProxyConfig) bool { return true },
 	}
 	_, err := inf.AddEventHandler(proxyConfigs.funcs())
 	return err
@@ -121,12 +121,8 @@ func optOutValues(key string, obj any) (kind, name string, values [2]annotationV
 		kind, name, meta, template = "StatefulSet", qualifiedName(o), o.Annotations, o.Spec.Template.Annotations
 	case *appsv1.DaemonSet:
 		kind, name, meta, template = "DaemonSet", qualifiedName(o), o.Annotations, o.Spec.Template.Annotations
-	case *unstructured.Unstructured:
-		if o.GetKind() != "Rollout" {
-			return "", "", values, false
-		}
-		template, _, _ = unstructured.NestedStringMap(o.Object, "spec", "template", "metadata", "annotations")
-		kind, name, meta = "Rollout", qualifiedName(o), o.GetAnnotations()
+	case *objects.Rollout:
+		kind, name, meta, template = "Rollout", qualifiedName(o), o.Annotations, o.Spec.Template.Annotations
 	default:
 		return "", "", values, false
 	}

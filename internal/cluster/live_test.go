@@ -63,13 +63,16 @@ func TestOptOutChangeReportsOnlyTheOptOutAnnotation(t *testing.T) {
 		d.Spec.Template.Annotations = template
 		return d
 	}
-	rollout := func(template map[string]any) *unstructured.Unstructured {
+	// A Rollout as its informer holds it: decoded by the transform.
+	rollout := func(template map[string]any) any {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
 			"metadata": map[string]any{"namespace": "shop", "name": "checkout"},
 			"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": template}}},
 		}}
-		return u
+		cached, err := newTrimmer().transform(u)
+		require.NoError(t, err)
+		return cached
 	}
 	cases := []struct {
 		name       string

@@ -124,7 +124,7 @@ func (t *trimmer) transform(obj any) (any, error) {
 		trimCronJob(o)
 		return o, nil
 	case *unstructured.Unstructured:
-		return trimUnstructured(o)
+		return decodeCustom(o)
 	}
 	// Tombstones (cache.DeletedFinalStateUnknown) and anything else pass
 	// through: their objects were trimmed when they entered the cache.
@@ -365,11 +365,11 @@ func isInjectorWebhookConfiguration(mwc *admissionregistrationv1.MutatingWebhook
 	return false
 }
 
-// trimUnstructured reduces a custom resource to the fields the matching
-// objects type declares, by a round trip through that type. Fields the CRD
-// adds later cannot grow the cache.
-func trimUnstructured(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	var typed any
+// decodeCustom decodes a custom resource into the matching objects type,
+// which declares only the fields kedge reads: fields the CRD adds later
+// cannot grow the cache. Other kinds stay as they came.
+func decodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
+	var typed runtime.Object
 	switch u.GetKind() {
 	case "Rollout":
 		typed = &objects.Rollout{}
@@ -393,16 +393,11 @@ func trimUnstructured(u *unstructured.Unstructured) (*unstructured.Unstructured,
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
 		return nil, err
 	}
-	meta := typedMeta(typed)
-	trimMeta(meta)
+	trimMeta(typedMeta(typed))
 	if r, ok := typed.(*objects.Rollout); ok {
 		r.Spec.Template = trimTemplate(r.Spec.Template)
 	}
-	out, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
-	if err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: out}, nil
+	return typed, nil
 }
 
 func typedMeta(typed any) *metav1.ObjectMeta {
