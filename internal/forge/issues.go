@@ -57,15 +57,24 @@ func (c *Client) FindIssue(ctx context.Context, label, marker string) (*Issue, e
 		if err != nil {
 			return nil, err
 		}
-		for _, is := range page {
-			// The issues listing includes pull requests.
-			if is.IsPullRequest() || !strings.Contains(is.GetBody(), marker) {
+		// kedge's label is on its pull requests too, which the listing
+		// includes: the page is kept without them, so an unchanged page
+		// replays a few issues rather than a hundred pull requests.
+		issues, kept := replayed(resp.Response)
+		if !kept {
+			issues = issuesOnly(page)
+			if c.answers != nil {
+				c.answers.keepDecoded(resp.Response, issues)
+			}
+		}
+		for _, is := range issues.([]Issue) {
+			if !strings.Contains(is.Body, marker) {
 				continue
 			}
-			if is.GetState() == "open" {
-				open = append(open, toIssue(is))
+			if is.State == "open" {
+				open = append(open, is)
 			} else {
-				closed = append(closed, toIssue(is))
+				closed = append(closed, is)
 			}
 		}
 		if resp.NextPage == 0 {
@@ -80,6 +89,17 @@ func (c *Client) FindIssue(ctx context.Context, label, marker string) (*Issue, e
 		return &closed[len(closed)-1], nil
 	}
 	return nil, nil
+}
+
+// issuesOnly keeps the issues of a listing page, without its pull requests.
+func issuesOnly(page []*github.Issue) []Issue {
+	out := []Issue{}
+	for _, is := range page {
+		if !is.IsPullRequest() {
+			out = append(out, toIssue(is))
+		}
+	}
+	return out
 }
 
 // CreateIssue opens an issue. It is not retried after an ambiguous failure
