@@ -24,6 +24,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
+	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	batchinformers "k8s.io/client-go/informers/batch/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -155,16 +159,41 @@ func NewLive(opts LiveOptions) (*Live, error) {
 		copies:          map[cache.SharedIndexInformer]informerCopy{},
 	}
 	l.core = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(l.trim.transform))
-	l.namespaces = l.core.Core().V1().Namespaces().Informer()
-	l.pods = l.core.Core().V1().Pods().Informer()
-	l.replicaSets = l.core.Apps().V1().ReplicaSets().Informer()
-	l.deployments = l.core.Apps().V1().Deployments().Informer()
-	l.statefulSets = l.core.Apps().V1().StatefulSets().Informer()
-	l.daemonSets = l.core.Apps().V1().DaemonSets().Informer()
-	l.nodes = l.core.Core().V1().Nodes().Informer()
-	l.jobs = l.core.Batch().V1().Jobs().Informer()
-	l.cronJobs = l.core.Batch().V1().CronJobs().Informer()
-	l.webhooks = l.core.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+	// The informers are built without client-go's namespace index: kedge
+	// lists whole caches and never looks objects up by namespace, and at
+	// 100k pods the index holds every key once more.
+	none := cache.Indexers{}
+	all := metav1.NamespaceAll
+	l.namespaces = l.core.InformerFor(&corev1.Namespace{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewNamespaceInformer(c, r, none)
+	})
+	l.pods = l.core.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewPodInformer(c, all, r, none)
+	})
+	l.replicaSets = l.core.InformerFor(&appsv1.ReplicaSet{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return appsinformers.NewReplicaSetInformer(c, all, r, none)
+	})
+	l.deployments = l.core.InformerFor(&appsv1.Deployment{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return appsinformers.NewDeploymentInformer(c, all, r, none)
+	})
+	l.statefulSets = l.core.InformerFor(&appsv1.StatefulSet{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return appsinformers.NewStatefulSetInformer(c, all, r, none)
+	})
+	l.daemonSets = l.core.InformerFor(&appsv1.DaemonSet{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return appsinformers.NewDaemonSetInformer(c, all, r, none)
+	})
+	l.nodes = l.core.InformerFor(&corev1.Node{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewNodeInformer(c, r, none)
+	})
+	l.jobs = l.core.InformerFor(&batchv1.Job{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return batchinformers.NewJobInformer(c, all, r, none)
+	})
+	l.cronJobs = l.core.InformerFor(&batchv1.CronJob{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return batchinformers.NewCronJobInformer(c, all, r, none)
+	})
+	l.webhooks = l.core.InformerFor(&admissionregistrationv1.MutatingWebhookConfiguration{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+		return admissioninformers.NewMutatingWebhookConfigurationInformer(c, r, none)
+	})
 
 	if len(opts.IstioNamespaces) == 0 {
 		f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
