@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -162,38 +163,26 @@ func NewLive(opts LiveOptions) (*Live, error) {
 	// The informers are built without client-go's namespace index: kedge
 	// lists whole caches and never looks objects up by namespace, and at
 	// 100k pods the index holds every key once more.
-	none := cache.Indexers{}
-	all := metav1.NamespaceAll
-	l.namespaces = l.core.InformerFor(&corev1.Namespace{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewNamespaceInformer(c, r, none)
-	})
-	l.pods = l.core.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewPodInformer(c, all, r, none)
-	})
-	l.replicaSets = l.core.InformerFor(&appsv1.ReplicaSet{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return appsinformers.NewReplicaSetInformer(c, all, r, none)
-	})
-	l.deployments = l.core.InformerFor(&appsv1.Deployment{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return appsinformers.NewDeploymentInformer(c, all, r, none)
-	})
-	l.statefulSets = l.core.InformerFor(&appsv1.StatefulSet{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return appsinformers.NewStatefulSetInformer(c, all, r, none)
-	})
-	l.daemonSets = l.core.InformerFor(&appsv1.DaemonSet{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return appsinformers.NewDaemonSetInformer(c, all, r, none)
-	})
-	l.nodes = l.core.InformerFor(&corev1.Node{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewNodeInformer(c, r, none)
-	})
-	l.jobs = l.core.InformerFor(&batchv1.Job{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return batchinformers.NewJobInformer(c, all, r, none)
-	})
-	l.cronJobs = l.core.InformerFor(&batchv1.CronJob{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return batchinformers.NewCronJobInformer(c, all, r, none)
-	})
-	l.webhooks = l.core.InformerFor(&admissionregistrationv1.MutatingWebhookConfiguration{}, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
-		return admissioninformers.NewMutatingWebhookConfigurationInformer(c, r, none)
-	})
+	namespaced := func(obj runtime.Object, build func(kubernetes.Interface, string, time.Duration, cache.Indexers) cache.SharedIndexInformer) cache.SharedIndexInformer {
+		return l.core.InformerFor(obj, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+			return build(c, metav1.NamespaceAll, r, cache.Indexers{})
+		})
+	}
+	clusterScoped := func(obj runtime.Object, build func(kubernetes.Interface, time.Duration, cache.Indexers) cache.SharedIndexInformer) cache.SharedIndexInformer {
+		return l.core.InformerFor(obj, func(c kubernetes.Interface, r time.Duration) cache.SharedIndexInformer {
+			return build(c, r, cache.Indexers{})
+		})
+	}
+	l.namespaces = clusterScoped(&corev1.Namespace{}, coreinformers.NewNamespaceInformer)
+	l.pods = namespaced(&corev1.Pod{}, coreinformers.NewPodInformer)
+	l.replicaSets = namespaced(&appsv1.ReplicaSet{}, appsinformers.NewReplicaSetInformer)
+	l.deployments = namespaced(&appsv1.Deployment{}, appsinformers.NewDeploymentInformer)
+	l.statefulSets = namespaced(&appsv1.StatefulSet{}, appsinformers.NewStatefulSetInformer)
+	l.daemonSets = namespaced(&appsv1.DaemonSet{}, appsinformers.NewDaemonSetInformer)
+	l.nodes = clusterScoped(&corev1.Node{}, coreinformers.NewNodeInformer)
+	l.jobs = namespaced(&batchv1.Job{}, batchinformers.NewJobInformer)
+	l.cronJobs = namespaced(&batchv1.CronJob{}, batchinformers.NewCronJobInformer)
+	l.webhooks = clusterScoped(&admissionregistrationv1.MutatingWebhookConfiguration{}, admissioninformers.NewMutatingWebhookConfigurationInformer)
 
 	if len(opts.IstioNamespaces) == 0 {
 		f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,

@@ -196,18 +196,26 @@ func TestCreatePRAdoptsTheExistingOne(t *testing.T) {
 	})
 }
 
+// openPRs opens PRs 1 to total, on kedge/ns-NNN branches but every
+// renovateEvery-th, on a renovate/ branch; after each it calls then.
+func openPRs(t *testing.T, emu *ghemu.Server, c *forge.Client, total, renovateEvery int, then func(i int)) {
+	t.Helper()
+	for i := 1; i <= total; i++ {
+		prefix := "kedge/"
+		if i%renovateEvery == 0 {
+			prefix = "renovate/"
+		}
+		_, err := c.CreatePR(context.Background(), forge.NewPR{Title: fmt.Sprint(i), Head: branch(emu, fmt.Sprintf("%sns-%03d", prefix, i)), Base: "main"})
+		require.NoError(t, err)
+		then(i)
+	}
+}
+
 func TestFindPRs(t *testing.T) {
 	emu, c := setup(t, nil, nil)
 	ctx := context.Background()
 	const total = 103 // more than one page of 100
-	for i := 1; i <= total; i++ {
-		prefix := "kedge/"
-		if i%10 == 0 {
-			prefix = "renovate/"
-		}
-		_, err := c.CreatePR(ctx, forge.NewPR{Title: fmt.Sprint(i), Head: branch(emu, fmt.Sprintf("%sns-%03d", prefix, i)), Base: "main"})
-		require.NoError(t, err)
-	}
+	openPRs(t, emu, c, total, 10, func(int) {})
 	require.NoError(t, emu.MergePR(1, nil))
 	require.NoError(t, emu.ClosePR(2))
 	require.NoError(t, emu.EditAsHuman(3, ghemu.Edit{AddLabels: []string{"kedge"}}))
@@ -379,17 +387,11 @@ func TestFindPRsReadsOnlyWhatChanged(t *testing.T) {
 	}, nil)
 	ctx := context.Background()
 	const total = 250
-	for i := 1; i <= total; i++ {
-		prefix := "kedge/"
-		if i%25 == 0 {
-			prefix = "renovate/"
-		}
-		_, err := c.CreatePR(ctx, forge.NewPR{Title: fmt.Sprint(i), Head: branch(emu, fmt.Sprintf("%sns-%03d", prefix, i)), Base: "main"})
-		require.NoError(t, err)
+	openPRs(t, emu, c, total, 25, func(i int) {
 		if i%40 == 0 {
 			offset.Add(int64(time.Second))
 		}
-	}
+	})
 	fresh := func() []forge.PR {
 		t.Helper()
 		other, err := forge.New(ctx, forge.Config{APIURL: emu.URL, Owner: owner, Repo: repo, Token: botToken, HTTPClient: emu.Client()})
