@@ -26,8 +26,9 @@ const DefaultBudget = 1 << 30
 
 // limitPercent is the share of the budget given to the runtime. The rest is
 // for what its limit does not count (the binary, memory outside Go) and for
-// overshoot: the limit is soft. At 85%, `kedge plan` on the 100k-pod bench
-// fleet peaks near 900 MiB, inside the 1 GiB budget.
+// overshoot: the limit is soft. At 85%, the largest peaks docs/benchmarks.md
+// measures at 100k pods (`kedge plan --repo` near 820 MiB, `kedge run` near
+// 930 MiB during its first cycle) stay inside the 1 GiB budget.
 const limitPercent = 85
 
 // unlimited is where cgroup v1 values stop being limits: it writes "no
