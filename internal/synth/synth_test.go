@@ -11,9 +11,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/synth"
@@ -119,11 +121,19 @@ func canonical(t *testing.T, set *objects.Set) map[string]string {
 		require.NoError(t, err)
 		out[kind+" "+ns+"/"+name] = string(data)
 	}
+	// A workload is compared by what kedge keeps of it: identity, replica
+	// counts and what the injection decision reads of its template.
+	type workload struct {
+		Meta     metav1.ObjectMeta
+		Replicas *int32
+		Template mesh.Template
+		Ready    int32
+	}
 	for _, o := range set.Deployments {
-		add("Deployment", o.Namespace, o.Name, o)
+		add("Deployment", o.Namespace, o.Name, workload{o.ObjectMeta, o.Spec.Replicas, mesh.TemplateOf(&o.Spec.Template), o.Status.AvailableReplicas})
 	}
 	for _, o := range set.StatefulSets {
-		add("StatefulSet", o.Namespace, o.Name, o)
+		add("StatefulSet", o.Namespace, o.Name, workload{o.ObjectMeta, o.Spec.Replicas, mesh.TemplateOf(&o.Spec.Template), o.Status.AvailableReplicas})
 	}
 	for _, o := range set.Namespaces {
 		add("Namespace", o.Namespace, o.Name, o)
