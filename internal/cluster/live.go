@@ -89,8 +89,8 @@ type Live struct {
 	copies map[cache.SharedIndexInformer]informerCopy
 }
 
-// informerCopy is an informer's objects as a Set holds them, copied when
-// the informer had seen changes events.
+// informerCopy is an informer's objects as a Set holds them, with the
+// number of changes the informer had counted when they were copied.
 type informerCopy struct {
 	changes uint64
 	items   any
@@ -520,33 +520,29 @@ type typedObject[T any] interface {
 	GetName() string
 }
 
-// copyTyped copies an informer's objects, with apiVersion and kind set as a
+// copyTyped returns a copier of an informer's objects, with apiVersion and kind set as a
 // snapshot file has them (typed clients strip them). The copies are
 // shallow: their maps and slices are the cache's, which a Set never writes
 // and an informer replaces rather than changes.
 func copyTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersion, kind string) func() []T {
-	return func() []T {
-		return copyTypedNow[T, P](inf, apiVersion, kind)
-	}
-}
-
-func copyTypedNow[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersion, kind string) []T {
 	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
-	var out []T
-	for _, obj := range inf.GetStore().List() {
-		typed, ok := obj.(P)
-		if !ok {
-			continue
+	return func() []T {
+		var out []T
+		for _, obj := range inf.GetStore().List() {
+			typed, ok := obj.(P)
+			if !ok {
+				continue
+			}
+			c := *typed
+			P(&c).SetGroupVersionKind(gvk)
+			out = append(out, c)
 		}
-		c := *typed
-		P(&c).SetGroupVersionKind(gvk)
-		out = append(out, c)
+		slices.SortFunc(out, func(a, b T) int {
+			pa, pb := P(&a), P(&b)
+			return cmp.Or(cmp.Compare(pa.GetNamespace(), pb.GetNamespace()), cmp.Compare(pa.GetName(), pb.GetName()))
+		})
+		return out
 	}
-	slices.SortFunc(out, func(a, b T) int {
-		pa, pb := P(&a), P(&b)
-		return cmp.Or(cmp.Compare(pa.GetNamespace(), pb.GetNamespace()), cmp.Compare(pa.GetName(), pb.GetName()))
-	})
-	return out
 }
 
 // copyReplicaSets lists the cached ReplicaSets, sorted by namespace and
