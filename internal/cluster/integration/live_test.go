@@ -259,6 +259,15 @@ func TestLiveVersionCountsChanges(t *testing.T) {
 	}
 }
 
+func podPhase(set *objects.Set, namespace, name string) corev1.PodPhase {
+	for _, p := range set.Pods {
+		if p.Namespace == namespace && p.Name == name {
+			return p.Phase
+		}
+	}
+	return ""
+}
+
 func labelOf(set *objects.Set, name string) string {
 	for _, ns := range set.Namespaces {
 		if ns.Name == name {
@@ -297,12 +306,16 @@ func TestLiveSetSharesWhatDidNotChange(t *testing.T) {
 	_, err := client.CoreV1().Namespaces().Create(ctx, namespace("shared", map[string]string{"istio.io/rev": "1-24-0"}), metav1.CreateOptions{})
 	require.NoError(t, err)
 	createPod(ctx, t, client, injectedPod("shared", "cart-1", "cart", nil, nativeSidecar, "docker.io/istio/proxyv2:1.24.0"), time.Now())
-	require.Eventually(t, func() bool { return podLabels(live.Set(), "shared", "cart-1") != nil }, 30*time.Second, 10*time.Millisecond)
-
-	first := live.Set()
-	again := live.Set()
-	assert.Same(t, unsafe.SliceData(first.Pods), unsafe.SliceData(again.Pods), "nothing changed: the pods are shared")
-	assert.Same(t, unsafe.SliceData(first.Namespaces), unsafe.SliceData(again.Namespaces))
+	// The pod is created, then reported running: once the caches hold its
+	// last state and have counted every event, Sets stop copying.
+	var first *objects.Set
+	require.Eventually(t, func() bool {
+		first = live.Set()
+		again := live.Set()
+		return podPhase(first, "shared", "cart-1") == corev1.PodRunning &&
+			unsafe.SliceData(first.Pods) == unsafe.SliceData(again.Pods) &&
+			unsafe.SliceData(first.Namespaces) == unsafe.SliceData(again.Namespaces)
+	}, 30*time.Second, 10*time.Millisecond, "nothing changed: the pods and namespaces are shared")
 	assert.Equal(t, len(first.Pods), cap(first.Pods), "a shared copy is clipped: appending to it copies")
 
 	ns, err := client.CoreV1().Namespaces().Get(ctx, "shared", metav1.GetOptions{})
