@@ -130,7 +130,7 @@ func (h *Hub) handle(rt *route, req *request, authorization string) (*response, 
 }
 
 // finish adds the headers every GitHub answer carries, turns a GET whose
-// ETag the client already holds into 304, writes and records.
+// ETag the client already holds into 304, records and writes.
 func (h *Hub) finish(w http.ResponseWriter, hr *http.Request, call *Call, resp *response, counts bool) {
 	var payload []byte
 	if resp.body != nil {
@@ -179,12 +179,14 @@ func (h *Hub) finish(w http.ResponseWriter, hr *http.Request, call *Call, resp *
 		hd.Set("Content-Type", "application/json; charset=utf-8")
 		hd.Set("Content-Length", strconv.Itoa(len(payload)))
 	}
+	// Recorded before the answer is written: a client that has read it
+	// finds the call in the log.
+	call.Status = status
+	h.record(*call)
 	w.WriteHeader(status)
 	if payload != nil {
 		_, _ = w.Write(payload)
 	}
-	call.Status = status
-	h.record(*call)
 }
 
 // rate is one primary rate-limit window (an hour, as GitHub's) and the
