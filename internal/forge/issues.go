@@ -60,14 +60,7 @@ func (c *Client) FindIssue(ctx context.Context, label, marker string) (*Issue, e
 		// kedge's label is on its pull requests too, which the listing
 		// includes: the page is kept without them, so an unchanged page
 		// replays a few issues rather than a hundred pull requests.
-		issues, kept := replayed(resp.Response)
-		if !kept {
-			issues = issuesOnly(page)
-			if c.answers != nil {
-				c.answers.keepDecoded(resp.Response, issues)
-			}
-		}
-		for _, is := range issues.([]Issue) {
+		for _, is := range c.pageOf(resp.Response, func() any { return issuesOnly(page) }).([]Issue) {
 			if !strings.Contains(is.Body, marker) {
 				continue
 			}

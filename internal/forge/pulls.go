@@ -99,15 +99,8 @@ func (c *Client) listPRsSince(ctx context.Context, known *prListing) (*prListing
 		if err != nil {
 			return nil, err
 		}
-		listed, kept := replayed(resp.Response)
-		if !kept {
-			listed = c.listedPRs(page)
-			if c.answers != nil {
-				c.answers.keepDecoded(resp.Response, listed)
-			}
-		}
 		caughtUp := false
-		for _, pr := range listed.([]listedPR) {
+		for _, pr := range c.pageOf(resp.Response, func() any { return c.listedPRs(page) }).([]listedPR) {
 			// Equal times are read again: GitHub keeps whole seconds, and a
 			// change in the second of the last listing may have come after it.
 			if known != nil && pr.updated.Before(known.newest) {

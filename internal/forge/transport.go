@@ -206,6 +206,20 @@ func (c *etagCache) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// pageOf is what kedge reads of the listing page resp answered: the value
+// kept for it when resp is a replay, else keep's, which the ETag cache then
+// replays in place of the page's bytes.
+func (c *Client) pageOf(resp *http.Response, keep func() any) any {
+	if value, ok := replayed(resp); ok {
+		return value
+	}
+	value := keep()
+	if c.answers != nil {
+		c.answers.keepDecoded(resp, value)
+	}
+	return value
+}
+
 // keepDecoded swaps the stored bytes of the answer to resp's request for
 // value, what its reader made of them, when that answer is still the one
 // stored: a listing replayed on 304 then costs neither its bytes in memory
