@@ -185,7 +185,11 @@ func patchText(p RestartPatch) (string, error) {
 
 func mapNode(kv ...*yaml.Node) *yaml.Node { return &yaml.Node{Kind: yaml.MappingNode, Content: kv} }
 
-func scalarNode(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+// scalarNode is a string: tagged so, the encoder quotes a value that would
+// read back as another type (a workload named "9", "true" or "null").
+func scalarNode(v string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}
+}
 
 func encode(n *yaml.Node, indent int) ([]byte, error) {
 	var buf bytes.Buffer
