@@ -555,7 +555,9 @@ const patchFileHeader = "# Pod template annotations by which kedge restarts work
 // the base writes it (kustomize matches patches against it) and the pod
 // template annotations, values double-quoted as yamledit writes them.
 func patchDocument(e podTemplateEdit) ([]byte, error) {
-	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+	// Tagged as strings, values that would read back as another type (a
+	// workload named "9") are quoted.
+	scalar := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
 	quoted := func(v string) *yaml.Node {
 		return &yaml.Node{Kind: yaml.ScalarNode, Value: v, Style: yaml.DoubleQuotedStyle}
 	}
