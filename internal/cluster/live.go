@@ -494,7 +494,7 @@ func copied[T any](l *Live, inf cache.SharedIndexInformer, build func() []T) []T
 func samePod(a, b any) bool {
 	x, ok1 := a.(*trimmedPod)
 	y, ok2 := b.(*trimmedPod)
-	return ok1 && ok2 && x.meta.UID == y.meta.UID && reflect.DeepEqual(x.Pod, y.Pod)
+	return ok1 && ok2 && x.uid == y.uid && reflect.DeepEqual(x.Pod, y.Pod)
 }
 
 func sameVersion(a, b any) bool {

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+
+	"github.com/kedge-io/kedge/internal/objects"
 )
 
 func TestNewLiveRejectsBadOptions(t *testing.T) {
@@ -109,7 +111,7 @@ func TestOptOutChangeReportsOnlyTheOptOutAnnotation(t *testing.T) {
 // new resourceVersion (or another object under the same name).
 func TestSameVersionTellsResyncsFromChanges(t *testing.T) {
 	pod := func(uid, rv string) *trimmedPod {
-		return &trimmedPod{meta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", UID: types.UID(uid), ResourceVersion: rv}}
+		return &trimmedPod{Pod: objects.Pod{Namespace: "shop", Name: "web-1"}, uid: types.UID(uid), resourceVersion: rv}
 	}
 	custom := func(rv string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}

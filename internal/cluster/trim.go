@@ -65,12 +65,15 @@ type trimmer struct {
 	maps    *mapInterner
 	// proxies are shared by the pods running the same proxy image.
 	proxies *sharedTable[*objects.PodProxy]
+	// owners are shared by the pods of one owner.
+	owners *sharedTable[[]metav1.OwnerReference]
 }
 
 func newTrimmer() *trimmer {
 	return &trimmer{
 		strings: newInterner(maxInternedStrings), maps: newMapInterner(maxInternedMaps),
 		proxies: &sharedTable[*objects.PodProxy]{limit: maxInternedMaps, table: map[string]*objects.PodProxy{}},
+		owners:  &sharedTable[[]metav1.OwnerReference]{limit: maxInternedMaps, table: map[string][]metav1.OwnerReference{}},
 	}
 }
 
@@ -207,12 +210,7 @@ func trimMeta(meta *metav1.ObjectMeta) {
 // trimPod keeps only what kedge reads of a pod (objects.PodOf), with the
 // identity the cache tracks it by.
 func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
-	return &trimmedPod{
-		meta: metav1.ObjectMeta{
-			Name: in.Name, Namespace: t.strings.get(in.Namespace), UID: in.UID, ResourceVersion: in.ResourceVersion,
-		},
-		Pod: t.internPod(objects.PodOf(in)),
-	}
+	return &trimmedPod{Pod: t.internPod(objects.PodOf(in)), uid: in.UID, resourceVersion: in.ResourceVersion}
 }
 
 // internPod drops the annotations kedge does not read and shares what
@@ -269,22 +267,55 @@ func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[st
 	return t.maps.get(out)
 }
 
+// internOwners shares one owner list among the pods that have the same
+// owners (the replicas of a ReplicaSet), and their strings with the rest of
+// the cache.
 func (t *trimmer) internOwners(in []metav1.OwnerReference) []metav1.OwnerReference {
 	if len(in) == 0 {
 		return nil
 	}
 	out := make([]metav1.OwnerReference, len(in))
+	key := make([]byte, 0, 128*len(in))
 	for i, ref := range in {
 		out[i] = metav1.OwnerReference{
 			APIVersion:         t.strings.get(ref.APIVersion),
 			Kind:               t.strings.get(ref.Kind),
 			Name:               t.strings.get(ref.Name),
 			UID:                types.UID(t.strings.get(string(ref.UID))),
-			Controller:         ref.Controller,
-			BlockOwnerDeletion: ref.BlockOwnerDeletion,
+			Controller:         sharedFlag(ref.Controller),
+			BlockOwnerDeletion: sharedFlag(ref.BlockOwnerDeletion),
 		}
+		key = appendSpelled(key, ref.APIVersion, ref.Kind, ref.Name, string(ref.UID), flagKey(ref.Controller), flagKey(ref.BlockOwnerDeletion))
 	}
-	return out
+	return t.owners.share(string(key), out)
+}
+
+// The two values an owner reference's flags take, shared by every pod
+// instead of a pointer into each decoded pod.
+var (
+	flagTrue, flagFalse = true, false
+)
+
+func sharedFlag(b *bool) *bool {
+	switch {
+	case b == nil:
+		return nil
+	case *b:
+		return &flagTrue
+	default:
+		return &flagFalse
+	}
+}
+
+func flagKey(b *bool) string {
+	switch {
+	case b == nil:
+		return ""
+	case *b:
+		return "t"
+	default:
+		return "f"
+	}
 }
 
 func keepPodAnnotation(key string) bool {

@@ -76,10 +76,17 @@ func mapKey(m map[string]string) string {
 	slices.Sort(keys)
 	b := make([]byte, 0, size)
 	for _, k := range keys {
-		b = binary.AppendUvarint(b, uint64(len(k)))
-		b = append(b, k...)
-		b = binary.AppendUvarint(b, uint64(len(m[k])))
-		b = append(b, m[k]...)
+		b = appendSpelled(b, k, m[k])
 	}
 	return string(b)
+}
+
+// appendSpelled appends each string after its length, so that no two
+// different lists of strings spell the same.
+func appendSpelled(b []byte, values ...string) []byte {
+	for _, s := range values {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
 }

@@ -6,15 +6,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // trimmedPod is what the pod cache holds for one pod: the pod as a Set
-// holds it, and the identity the cache keys and tracks it by.
+// holds it, and the two fields of identity objects.Pod lacks that the cache
+// tracks it by. A whole ObjectMeta per pod would be a quarter of the cache.
 type trimmedPod struct {
-	meta metav1.ObjectMeta
 	objects.Pod
+	uid             types.UID
+	resourceVersion string
 }
 
 var (
@@ -25,13 +28,15 @@ var (
 func (p *trimmedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
 // GetObjectMeta gives client-go's cache the pod's namespace, name, UID
-// and resourceVersion.
-func (p *trimmedPod) GetObjectMeta() metav1.Object { return &p.meta }
+// and resourceVersion. It is built on each call rather than kept: client-go
+// only reads it (to key the pod and to tell a resync from an update), and
+// it asks on events, not for every cached pod.
+func (p *trimmedPod) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.uid, ResourceVersion: p.resourceVersion}
+}
 
 func (p *trimmedPod) DeepCopyObject() runtime.Object {
-	out := &trimmedPod{Pod: p.pod()}
-	p.meta.DeepCopyInto(&out.meta)
-	return out
+	return &trimmedPod{Pod: p.pod(), uid: p.uid, resourceVersion: p.resourceVersion}
 }
 
 // pod returns the pod as a Set holds it; it shares nothing with the cache,

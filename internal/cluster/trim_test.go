@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
@@ -89,7 +91,7 @@ func renderTrimmed(t *testing.T, obj any) []byte {
 	switch o := obj.(type) {
 	case *trimmedPod:
 		pod := o.CoreV1()
-		pod.UID, pod.ResourceVersion = o.meta.UID, o.meta.ResourceVersion
+		pod.UID, pod.ResourceVersion = o.uid, o.resourceVersion
 		out, err = yaml.Marshal(pod)
 	case *cachedReplicaSet:
 		out, err = yaml.Marshal(o.ReplicaSet)
@@ -124,5 +126,31 @@ func TestInternedMapsAreSharedOnlyWhenEqual(t *testing.T) {
 		got := in.get(other)
 		assert.Equal(t, other, got)
 		assert.NotEqual(t, reflect.ValueOf(a).Pointer(), reflect.ValueOf(got).Pointer(), "%v", other)
+	}
+}
+
+// TestOwnerListsAreSharedOnlyWhenEqual: the replicas of a ReplicaSet share
+// one owner list; any field that differs gives a list of its own, and no
+// list points into the pod it was read from.
+func TestOwnerListsAreSharedOnlyWhenEqual(t *testing.T) {
+	yes, no := true, false
+	owner := func(name, uid string, controller *bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: types.UID(uid), Controller: controller, BlockOwnerDeletion: &yes}}
+	}
+	tr := newTrimmer()
+	first := tr.internOwners(owner("web-7d9c", "u1", &yes))
+	second := tr.internOwners(owner("web-7d9c", "u1", &yes))
+	assert.Same(t, &first[0], &second[0], "the same owners are one list")
+	assert.NotSame(t, &yes, first[0].Controller, "flags do not point into the pod read")
+	for _, other := range [][]metav1.OwnerReference{
+		owner("web-7d9c", "u2", &yes),
+		owner("web-7d9d", "u1", &yes),
+		owner("web-7d9c", "u1", &no),
+		owner("web-7d9c", "u1", nil),
+		append(owner("web-7d9c", "u1", &yes), owner("web-7d9c", "u1", &yes)...),
+	} {
+		got := tr.internOwners(other)
+		assert.Equal(t, other, got)
+		assert.NotSame(t, &first[0], &got[0], "%v", other)
 	}
 }
