@@ -42,7 +42,13 @@ func (r *Reconciler) keepRenders(key string, states []*nsState) {
 	kept := map[string]renderedPR{}
 	for _, st := range states {
 		if st.facts.work != nil && st.message != "" && st.title != "" {
-			kept[st.name] = renderedPR{pr: st.pr, title: st.title, body: st.body, message: st.message}
+			body := st.body
+			// The PR listing's cache already holds this text when the PR
+			// shows it: keep that copy, not a second one per namespace.
+			if pr := st.decision.pr; pr != nil && pr.Body == body {
+				body = pr.Body
+			}
+			kept[st.name] = renderedPR{pr: st.pr, title: st.title, body: body, message: st.message}
 		}
 	}
 	r.mu.Lock()
