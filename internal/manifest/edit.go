@@ -249,9 +249,28 @@ func (ix *Index) editNamespace(items []planned, verifier *verifier) *namespaceRe
 		edits, refused, _, _ = ix.namespaceEdits(patched, verifier)
 		r.patched = moved
 	}
-	r.edits, r.refused = edits, refused
+	r.edits, r.refused = withoutSpareCapacity(edits), refused
 	r.inputs = ix.recordInputs(items, pending, len(overridden) > 0)
 	return r
+}
+
+// withoutSpareCapacity returns the edits with contents that hold no spare
+// capacity: a namespace's result is kept for the next cycle, and the
+// buffers its files were read and written into can be twice their length.
+func withoutSpareCapacity(edits []FileEdit) []FileEdit {
+	out := make([]FileEdit, len(edits))
+	for i, e := range edits {
+		e.Before, e.After = exactly(e.Before), exactly(e.After)
+		out[i] = e
+	}
+	return out
+}
+
+func exactly(b []byte) []byte {
+	if cap(b) == len(b) {
+		return b
+	}
+	return bytes.Clone(b)
 }
 
 // WithRefusals returns the outcomes with every found workload that a

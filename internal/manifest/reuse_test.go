@@ -163,3 +163,25 @@ func readBy(ix *Index, r *namespaceResult) []string {
 	}
 	return files
 }
+
+// TestKeptEditsHoldNoSpareCapacity: a namespace's result outlives its
+// cycle, so its contents are kept at about their length, byte for byte, and a
+// created file still has no Before.
+func TestKeptEditsHoldNoSpareCapacity(t *testing.T) {
+	grown := append(make([]byte, 0, 4096), "spec: {}\n"...)
+	edits := []FileEdit{
+		{Path: "apps/web.yaml", Before: grown, After: append(make([]byte, 0, 64), "spec: {x: 1}\n"...)},
+		{Path: "apps/patch.yaml", After: []byte("kind: Deployment\n"), Created: true},
+	}
+	kept := withoutSpareCapacity(edits)
+	require.Len(t, kept, 2)
+	for i, e := range kept {
+		assert.Equal(t, edits[i].Before, e.Before, e.Path)
+		assert.Equal(t, edits[i].After, e.After, e.Path)
+		// At most what the allocator rounds a buffer of that length up to.
+		assert.LessOrEqual(t, cap(e.Before), len(e.Before)+len(e.Before)/8+16, e.Path)
+		assert.LessOrEqual(t, cap(e.After), len(e.After)+len(e.After)/8+16, e.Path)
+	}
+	assert.Nil(t, kept[1].Before, "a created file has no Before")
+	assert.Equal(t, 4096, cap(edits[0].Before), "the edits given are left as they were")
+}
