@@ -91,6 +91,7 @@ func (t *trimmer) transform(obj any) (any, error) {
 		return trimNode(o), nil
 	case *corev1.Namespace:
 		trimMeta(&o.ObjectMeta)
+		t.internLabels(&o.ObjectMeta)
 		// Finalizers and conditions say nothing about injection.
 		o.Spec = corev1.NamespaceSpec{}
 		o.Status.Conditions = nil
@@ -113,18 +114,23 @@ func (t *trimmer) transform(obj any) (any, error) {
 		return o, nil
 	case *appsv1.Deployment:
 		trimDeployment(o)
+		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
 		return o, nil
 	case *appsv1.StatefulSet:
 		trimStatefulSet(o)
+		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
 		return o, nil
 	case *appsv1.DaemonSet:
 		trimDaemonSet(o)
+		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
 		return o, nil
 	case *batchv1.Job:
 		trimJob(o)
+		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
 		return o, nil
 	case *batchv1.CronJob:
 		trimCronJob(o)
+		t.internLabels(&o.ObjectMeta, &o.Spec.JobTemplate.ObjectMeta, &o.Spec.JobTemplate.Spec.Template.ObjectMeta)
 		return o, nil
 	case *unstructured.Unstructured:
 		return decodeCustom(o)
@@ -249,6 +255,17 @@ func proxyKey(p objects.PodProxy) string {
 // Nothing downstream writes into an object it was handed, so one map can
 // serve them all.
 func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[string]string {
+	out := t.internEntries(in, keep)
+	if out == nil {
+		return nil
+	}
+	return t.maps.get(out)
+}
+
+// internEntries copies the entries of in accepted by keep (all when nil)
+// into a map of its own sized for them, sharing keys and values with the
+// rest of the cache.
+func (t *trimmer) internEntries(in map[string]string, keep func(string) bool) map[string]string {
 	n := 0
 	for k := range in {
 		if keep == nil || keep(k) {
@@ -264,7 +281,18 @@ func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[st
 			out[t.strings.get(k)] = t.strings.get(v)
 		}
 	}
-	return t.maps.get(out)
+	return out
+}
+
+// internLabels gives an object's labels and annotations strings shared
+// with the rest of the cache: their keys, and values such as namespace and
+// application names, repeat across the workloads of a fleet. The maps stay
+// the object's own, as few workloads have equal ones.
+func (t *trimmer) internLabels(metas ...*metav1.ObjectMeta) {
+	for _, m := range metas {
+		m.Labels = t.internEntries(m.Labels, nil)
+		m.Annotations = t.internEntries(m.Annotations, nil)
+	}
 }
 
 // internOwners shares one owner list among the pods that have the same
