@@ -377,12 +377,7 @@ func (l *Live) Set() *objects.Set {
 
 // copyPods lists the trimmed pods, sorted by namespace and name.
 func (l *Live) copyPods() []objects.Pod {
-	var pods []objects.Pod
-	for _, obj := range l.pods.GetStore().List() {
-		if p, ok := obj.(*trimmedPod); ok {
-			pods = append(pods, p.Pod)
-		}
-	}
+	pods := listed(l.pods, func(p *trimmedPod) objects.Pod { return p.Pod })
 	slices.SortFunc(pods, func(a, b objects.Pod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
@@ -527,16 +522,11 @@ type typedObject[T any] interface {
 func copyTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersion, kind string) func() []T {
 	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
 	return func() []T {
-		var out []T
-		for _, obj := range inf.GetStore().List() {
-			typed, ok := obj.(P)
-			if !ok {
-				continue
-			}
+		out := listed(inf, func(typed P) T {
 			c := *typed
 			P(&c).SetGroupVersionKind(gvk)
-			out = append(out, c)
-		}
+			return c
+		})
 		slices.SortFunc(out, func(a, b T) int {
 			pa, pb := P(&a), P(&b)
 			return cmp.Or(cmp.Compare(pa.GetNamespace(), pb.GetNamespace()), cmp.Compare(pa.GetName(), pb.GetName()))
@@ -548,13 +538,26 @@ func copyTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersio
 // copyReplicaSets lists the cached ReplicaSets, sorted by namespace and
 // name.
 func (l *Live) copyReplicaSets() []objects.ReplicaSet {
-	var out []objects.ReplicaSet
-	for _, obj := range l.replicaSets.GetStore().List() {
-		if rs, ok := obj.(*cachedReplicaSet); ok {
-			out = append(out, rs.ReplicaSet)
+	out := listed(l.replicaSets, func(rs *cachedReplicaSet) objects.ReplicaSet { return rs.ReplicaSet })
+	sortByKey(out, func(r *objects.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta })
+	return out
+}
+
+// listed is what value makes of each cached object of type C, nil when
+// there is none. The slice is sized once: a Set keeps it until the
+// informer changes, and one grown by appending would hold up to a quarter
+// more.
+func listed[C any, T any](inf cache.SharedIndexInformer, value func(C) T) []T {
+	cached := inf.GetStore().List()
+	var out []T
+	for _, obj := range cached {
+		if c, ok := obj.(C); ok {
+			if out == nil {
+				out = make([]T, 0, len(cached))
+			}
+			out = append(out, value(c))
 		}
 	}
-	sortByKey(out, func(r *objects.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta })
 	return out
 }
 
