@@ -224,6 +224,13 @@ func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs L
 	next := PriorEdits{namespaces: make(map[string]*namespaceResult, len(namespaces))}
 	for i, ns := range namespaces {
 		r := results[i]
+		if !r.reused {
+			// Copied here, one after another, rather than as each
+			// namespace ends: a namespace's contents outlive the cycle, and
+			// allocated amid the verifier's garbage they would each keep a
+			// mostly empty stretch of the heap from being given back.
+			r.edits = withoutSpareCapacity(r.edits)
+		}
 		next.namespaces[ns] = r
 		for _, refusal := range r.refused {
 			refusal.Namespace = ns
@@ -249,14 +256,14 @@ func (ix *Index) editNamespace(items []planned, verifier *verifier) *namespaceRe
 		edits, refused, _, _ = ix.namespaceEdits(patched, verifier)
 		r.patched = moved
 	}
-	r.edits, r.refused = withoutSpareCapacity(edits), refused
+	r.edits, r.refused = edits, refused
 	r.inputs = ix.recordInputs(items, pending, len(overridden) > 0)
 	return r
 }
 
-// withoutSpareCapacity returns the edits with contents that hold no spare
-// capacity: a namespace's result is kept for the next cycle, and the
-// buffers its files were read and written into can be twice their length.
+// withoutSpareCapacity returns the edits with contents copied to their
+// length: a namespace's result is kept for the next cycle, and the buffers
+// its files were read and written into can be twice their length.
 func withoutSpareCapacity(edits []FileEdit) []FileEdit {
 	out := make([]FileEdit, len(edits))
 	for i, e := range edits {
