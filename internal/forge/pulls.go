@@ -272,15 +272,18 @@ func (c *Client) RequestReviewers(ctx context.Context, number int, users, teams 
 }
 
 func toPR(pr *github.PullRequest) PR {
+	// The strings are copied, together, out of what the JSON decoder left
+	// them in: listings are kept between cycles, and each string kept where
+	// it was decoded would hold on to a stretch of the decoder's garbage.
 	out := PR{
 		Number:  pr.GetNumber(),
-		Head:    pr.GetHead().GetRef(),
-		Base:    pr.GetBase().GetRef(),
-		Title:   pr.GetTitle(),
-		Body:    pr.GetBody(),
-		State:   pr.GetState(),
-		HTMLURL: pr.GetHTMLURL(),
-		HeadSHA: pr.GetHead().GetSHA(),
+		Head:    strings.Clone(pr.GetHead().GetRef()),
+		Base:    strings.Clone(pr.GetBase().GetRef()),
+		Title:   strings.Clone(pr.GetTitle()),
+		Body:    strings.Clone(pr.GetBody()),
+		State:   strings.Clone(pr.GetState()),
+		HTMLURL: strings.Clone(pr.GetHTMLURL()),
+		HeadSHA: strings.Clone(pr.GetHead().GetSHA()),
 		// Listings carry merged_at but not merged.
 		Merged: pr.GetMerged() || pr.MergedAt != nil,
 	}
@@ -289,7 +292,7 @@ func toPR(pr *github.PullRequest) PR {
 		out.MergedAt = &t
 	}
 	for _, l := range pr.Labels {
-		out.Labels = append(out.Labels, l.GetName())
+		out.Labels = append(out.Labels, strings.Clone(l.GetName()))
 	}
 	return out
 }
