@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/netip"
 	"strings"
 	"time"
@@ -238,20 +239,13 @@ func with(m map[string]string, key, value string) map[string]string {
 	return out
 }
 
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
+// copyMap is never nil: admission and the injector write into it.
+func copyMap(m map[string]string) map[string]string { return merged(m) }
 
-func merged(maps ...map[string]string) map[string]string {
+func merged(all ...map[string]string) map[string]string {
 	out := map[string]string{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
+	for _, m := range all {
+		maps.Copy(out, m)
 	}
 	return out
 }
