@@ -42,9 +42,6 @@ type Cluster struct {
 	Nodes []Node
 	// Values are the injectors' settings, for pods a story gives a sidecar.
 	Values Values
-	// NamespaceLabels are the labels of the namespaces pods run in: pods
-	// without a sidecar in an ambient namespace are redirected.
-	NamespaceLabels map[string]map[string]string
 	// Now is when the cluster is looked at: terminating pods were deleted
 	// shortly before.
 	Now time.Time
@@ -53,6 +50,9 @@ type Cluster struct {
 	Objects Workloads
 
 	podsOn map[string]int
+	// namespaceLabels are the labels of the namespaces pods run in: pods
+	// without a sidecar in an ambient namespace are redirected.
+	namespaceLabels map[string]map[string]string
 }
 
 // Workloads are the objects Cluster builds.
@@ -224,6 +224,18 @@ func (c *Cluster) Stored(kind string, m metav1.ObjectMeta, created time.Time, ge
 	out.Labels = m.Labels
 	out.Annotations = m.Annotations
 	return out
+}
+
+// Namespace stores a namespace made at created and keeps its labels for
+// the pods placed in it.
+func (c *Cluster) Namespace(name string, labels map[string]string, created time.Time) corev1.Namespace {
+	ns := Namespace(name, labels)
+	ns.ObjectMeta = c.Stored("Namespace", ns.ObjectMeta, created, 0)
+	if c.namespaceLabels == nil {
+		c.namespaceLabels = map[string]map[string]string{}
+	}
+	c.namespaceLabels[name] = ns.Labels
+	return ns
 }
 
 // orDefault sets an optional field the manifest left out.
@@ -613,7 +625,7 @@ func (c *Cluster) pod(namespace, name, generateName string, tmpl corev1.PodTempl
 	Admit(&pod, node.Name, Suffix(namespace+"/"+name+"/token", 5))
 	if plan.Sidecar != nil {
 		Inject(&pod, *plan.Sidecar, c.Values)
-	} else if c.NamespaceLabels[namespace]["istio.io/dataplane-mode"] == "ambient" {
+	} else if c.namespaceLabels[namespace]["istio.io/dataplane-mode"] == "ambient" {
 		pod.Annotations["ambient.istio.io/redirection"] = "enabled"
 	}
 	DefaultPodSpec(&pod.Spec)
