@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -108,10 +109,8 @@ func (b *clusterBuilder) namespace(ns *namespaceModel) {
 }
 
 func teamOf(namespace string) string {
-	for i := len(namespace) - 1; i >= 0; i-- {
-		if namespace[i] == '-' {
-			return namespace[:i]
-		}
+	if i := strings.LastIndexByte(namespace, '-'); i >= 0 {
+		return namespace[:i]
 	}
 	return namespace
 }
