@@ -485,6 +485,10 @@ func KillScenarios(t testing.TB, label string, setup func(w *World), all, sigkil
 	if r.Err != nil {
 		t.Fatalf("%s: undisturbed cycle: %v", label, r.Err)
 	}
+	how := "killed"
+	if sigkill {
+		how = "SIGKILL"
+	}
 	var out []Scenario
 	n := 0
 	kinds := map[string]bool{}
@@ -499,15 +503,8 @@ func KillScenarios(t testing.TB, label string, setup func(w *World), all, sigkil
 			continue
 		}
 		kinds[class] = true
-		for _, when := range []Verdict{CutBefore, CutAfter} {
-			moment := "before"
-			if when == CutAfter {
-				moment = "after"
-			}
-			how := "killed"
-			if sigkill {
-				how = "SIGKILL"
-			}
+		for i, when := range []Verdict{CutBefore, CutAfter} {
+			moment := []string{"before", "after"}[i]
 			out = append(out, Scenario{
 				Name:    fmt.Sprintf("%s: %s %s step %d (%s)", label, how, moment, n, kind),
 				Setup:   setup,
