@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -396,13 +397,7 @@ func (c *Cluster) replicaSet(owner metav1.ObjectMeta, sel *metav1.LabelSelector,
 
 // firstPodStart is the revision's earliest pod start.
 func firstPodStart(rev Template) time.Time {
-	first := rev.Pods[0].Started
-	for _, p := range rev.Pods {
-		if p.Started.Before(first) {
-			first = p.Started
-		}
-	}
-	return first
+	return slices.MinFunc(rev.Pods, func(a, b PodPlan) int { return a.Started.Compare(b.Started) }).Started
 }
 
 // StatefulSet stores an applied StatefulSet, defaulted, with its ordered
