@@ -87,13 +87,8 @@ type createPullBody struct {
 }
 
 func handleCreatePull(s *Server, req *request, in *createPullBody) *response {
-	for _, f := range []struct {
-		name  string
-		value *string
-	}{{"title", in.Title}, {"base", in.Base}, {"head", in.Head}} {
-		if f.value == nil || strings.TrimSpace(*f.value) == "" {
-			return req.invalid(f.name, "missing_field")
-		}
+	if r := cmp.Or(req.required("title", in.Title), req.required("base", in.Base), req.required("head", in.Head)); r != nil {
+		return r
 	}
 	head, base := *in.Head, *in.Base
 	if owner, ref, ok := strings.Cut(head, ":"); ok {
@@ -264,10 +259,7 @@ type createIssueBody struct {
 }
 
 func handleCreateIssue(s *Server, req *request, in *createIssueBody) *response {
-	if in.Title == nil || strings.TrimSpace(*in.Title) == "" {
-		return req.invalid("title", "missing_field")
-	}
-	if r := req.checkBody(in.Body); r != nil {
+	if r := cmp.Or(req.required("title", in.Title), req.checkBody(in.Body)); r != nil {
 		return r
 	}
 	is := s.renderIssue(req, s.newIssue(req.actor, *in.Title, ptr.Deref(in.Body, ""), in.Labels))
@@ -319,10 +311,7 @@ type commentBody struct {
 }
 
 func handleCreateComment(s *Server, req *request, in *commentBody) *response {
-	if in.Body == nil || strings.TrimSpace(*in.Body) == "" {
-		return req.invalid("body", "missing_field")
-	}
-	if r := req.checkBody(in.Body); r != nil {
+	if r := cmp.Or(req.required("body", in.Body), req.checkBody(in.Body)); r != nil {
 		return r
 	}
 	c := s.renderComment(req, req.item, s.addComment(req.item, req.actor, *in.Body))
@@ -361,6 +350,14 @@ func handleAddLabels(s *Server, req *request) *response {
 	it.labels = addNames(it.labels, s.ensureLabels(names))
 	it.updated = s.hub.now()
 	return answer(http.StatusOK, s.renderLabels(req, it.labels))
+}
+
+// required is the 422 for a string field that is missing or blank.
+func (e errs) required(field string, value *string) *response {
+	if value == nil || strings.TrimSpace(*value) == "" {
+		return e.invalid(field, "missing_field")
+	}
+	return nil
 }
 
 func (e errs) checkBody(body *string) *response {
