@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -176,12 +177,8 @@ func (w *World) checkConverged(repo string, planned map[string]map[string]string
 				wrong = append(wrong, branch+": "+path+" differs from the plan")
 			}
 		}
-		labels := map[string]bool{}
-		for _, l := range open.Labels {
-			labels[l.GetName()] = true
-		}
 		for _, l := range w.Cfg.PR.Labels {
-			if !labels[l] {
+			if !slices.ContainsFunc(open.Labels, func(have *github.Label) bool { return have.GetName() == l }) {
 				wrong = append(wrong, fmt.Sprintf("#%d: label %q missing", open.GetNumber(), l))
 			}
 		}

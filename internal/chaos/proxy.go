@@ -3,9 +3,11 @@ package chaos
 import (
 	"bytes"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,11 +87,7 @@ type Trace struct {
 func (w *Wire) Credentials() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.credentials))
-	for c := range w.credentials {
-		out = append(out, c)
-	}
-	return out
+	return slices.Collect(maps.Keys(w.credentials))
 }
 
 func (w *Wire) noteCredential(c string) {

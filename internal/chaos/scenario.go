@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -187,7 +188,7 @@ func repairedOnlyIn(repo string, recovery []CycleResult) []string {
 		}
 	}
 	for _, c := range r.Mutating {
-		if other := RepoOfCall(c); other != repo && c.Route == "POST /repos/{owner}/{repo}/pulls" {
+		if other := c.Repo(); other != repo && c.Route == "POST /repos/{owner}/{repo}/pulls" {
 			problems = append(problems, fmt.Sprintf("%s: a PR opened in the cycle that repaired %s", other, repo))
 		}
 	}
@@ -200,7 +201,7 @@ func repairedOnlyIn(repo string, recovery []CycleResult) []string {
 // opensPR reports whether a cycle opened a PR in repo.
 func opensPR(r CycleResult, repo string) bool {
 	for _, c := range r.Mutating {
-		if RepoOfCall(c) == repo && c.Route == "POST /repos/{owner}/{repo}/pulls" && c.Status == http.StatusCreated {
+		if c.Repo() == repo && c.Route == "POST /repos/{owner}/{repo}/pulls" && c.Status == http.StatusCreated {
 			return true
 		}
 	}
@@ -306,20 +307,14 @@ func faultWhen(w *World, fault ghemu.Fault, strike func(*http.Request) bool) {
 // FirstN answers the first n GitHub requests matching method and pattern
 // with fault, whichever repository they name.
 func FirstN(n int, method, pattern string, fault ghemu.Fault) func(w *World) {
-	return func(w *World) { w.Hub.QueueFault(repeated(n, fault.For(method, pattern))...) }
+	return func(w *World) { w.Hub.QueueFault(slices.Repeat([]ghemu.Fault{fault.For(method, pattern)}, n)...) }
 }
 
 // FirstNIn is FirstN for the requests naming repository repo only.
 func FirstNIn(repo string, n int, method, pattern string, fault ghemu.Fault) func(w *World) {
-	return func(w *World) { w.Hub.Repo(repo).QueueFault(repeated(n, fault.For(method, pattern))...) }
-}
-
-func repeated(n int, fault ghemu.Fault) []ghemu.Fault {
-	faults := make([]ghemu.Fault, n)
-	for i := range faults {
-		faults[i] = fault
+	return func(w *World) {
+		w.Hub.Repo(repo).QueueFault(slices.Repeat([]ghemu.Fault{fault.For(method, pattern)}, n)...)
 	}
-	return faults
 }
 
 // OnWire applies verdict to the nth request matching service, method and
@@ -490,6 +485,10 @@ func KillScenarios(t testing.TB, label string, setup func(w *World), all, sigkil
 	if r.Err != nil {
 		t.Fatalf("%s: undisturbed cycle: %v", label, r.Err)
 	}
+	how := "killed"
+	if sigkill {
+		how = "SIGKILL"
+	}
 	var out []Scenario
 	n := 0
 	kinds := map[string]bool{}
@@ -504,15 +503,8 @@ func KillScenarios(t testing.TB, label string, setup func(w *World), all, sigkil
 			continue
 		}
 		kinds[class] = true
-		for _, when := range []Verdict{CutBefore, CutAfter} {
-			moment := "before"
-			if when == CutAfter {
-				moment = "after"
-			}
-			how := "killed"
-			if sigkill {
-				how = "SIGKILL"
-			}
+		for i, when := range []Verdict{CutBefore, CutAfter} {
+			moment := []string{"before", "after"}[i]
 			out = append(out, Scenario{
 				Name:    fmt.Sprintf("%s: %s %s step %d (%s)", label, how, moment, n, kind),
 				Setup:   setup,

@@ -323,22 +323,9 @@ func (w *World) record(m cycleMark, err error) CycleResult {
 // Calls are every GitHub request so far, in every repository and to the
 // App endpoints, in the order they arrived.
 func (w *World) Calls() []ghemu.Call {
-	out := w.Hub.Calls()
-	for _, repo := range Repos {
-		out = append(out, w.Hub.Repo(repo).Calls()...)
-	}
+	out := w.Hub.AllCalls()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
-}
-
-// RepoOfCall is the repository ("owner/name") a GitHub call names, "" for
-// the App endpoints.
-func RepoOfCall(c ghemu.Call) string {
-	parts := strings.Split(strings.Trim(c.Path, "/"), "/")
-	if len(parts) < 3 || parts[0] != "repos" {
-		return ""
-	}
-	return parts[1] + "/" + parts[2]
 }
 
 // PendingFaults counts the queued GitHub faults that never struck.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -76,10 +77,10 @@ func renderFlux(demoDir, bootstrapPath string) ([]*fluxKustomization, error) {
 		for _, o := range objs {
 			setLabel(o, meshtest.FluxNameLabel, ks.Name)
 			setLabel(o, meshtest.FluxNamespaceLabel, "flux-system")
-			if o["kind"] == "GitRepository" && strings.HasPrefix(apiVersion(o), "source.toolkit.fluxcd.io/") {
+			if o["kind"] == "GitRepository" && strings.HasPrefix(nestedString(o, "apiVersion"), "source.toolkit.fluxcd.io/") {
 				sourceURLs[nestedString(o, "metadata", "name")] = nestedString(o, "spec", "url")
 			}
-			if o["kind"] != "Kustomization" || !strings.HasPrefix(apiVersion(o), "kustomize.toolkit.fluxcd.io/") {
+			if o["kind"] != "Kustomization" || !strings.HasPrefix(nestedString(o, "apiVersion"), "kustomize.toolkit.fluxcd.io/") {
 				continue
 			}
 			name := nestedString(o, "metadata", "name")
@@ -265,28 +266,15 @@ func generateKustomization(repo filesys.FileSystem, dir string) error {
 // inventoryID is how Flux names an applied object in a Kustomization's
 // status.inventory.
 func inventoryID(o object) (id, version string) {
-	group, version := "", apiVersion(o)
+	group, version := "", nestedString(o, "apiVersion")
 	if i := strings.LastIndex(version, "/"); i >= 0 {
 		group, version = version[:i], version[i+1:]
 	}
 	return fmt.Sprintf("%s_%s_%s_%s", nestedString(o, "metadata", "namespace"), nestedString(o, "metadata", "name"), group, o["kind"]), version
 }
 
-func apiVersion(o object) string {
-	s, _ := o["apiVersion"].(string)
-	return s
-}
-
 func nestedString(o object, fields ...string) string {
-	var cur any = o
-	for _, f := range fields {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return ""
-		}
-		cur = m[f]
-	}
-	s, _ := cur.(string)
+	s, _, _ := unstructured.NestedString(o, fields...)
 	return s
 }
 

@@ -54,7 +54,7 @@ func Generate(demoDir string) (map[string][]byte, error) {
 		for _, o := range ks.Applied {
 			switch o["kind"] {
 			case "Namespace":
-				c.addNamespace(o)
+				c.addNamespace(nestedString(o, "metadata", "name"), convert[corev1.Namespace](o).Labels)
 			case "Deployment", "StatefulSet", "DaemonSet", "CronJob", "Job", "Rollout", "Pod":
 				if ks.Source != "" {
 					teamWorkloads = append(teamWorkloads, o)
@@ -72,7 +72,7 @@ func Generate(demoDir string) (map[string][]byte, error) {
 	// placed after everything else, so the pod IPs handed out before stay.
 	workloads = append(append(workloads, extra...), teamWorkloads...)
 	for _, ns := range []string{"default", "kube-node-lease", "kube-public", "kube-system", "flux-system", "argocd"} {
-		c.addNamespace(object{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+		c.addNamespace(ns, nil)
 	}
 	used := map[string]bool{}
 	for _, o := range workloads {
@@ -170,7 +170,7 @@ type cluster struct {
 
 func newCluster() *cluster {
 	return &cluster{byNamespace: map[string]map[string][]any{}, kube: &meshtest.Cluster{
-		Name: clusterName, Nodes: nodes, Values: meshValues, Now: snapshotTime, NamespaceLabels: map[string]map[string]string{},
+		Name: clusterName, Nodes: nodes, Values: meshValues, Now: snapshotTime,
 	}}
 }
 
@@ -181,17 +181,12 @@ func (c *cluster) add(namespace, resource string, obj any) {
 	c.byNamespace[namespace][resource] = append(c.byNamespace[namespace][resource], obj)
 }
 
-func (c *cluster) addNamespace(o object) {
-	name := nestedString(o, "metadata", "name")
-	manifest := convert[corev1.Namespace](o)
+func (c *cluster) addNamespace(name string, labels map[string]string) {
 	created, ok := namespaceCreated[name]
 	if !ok {
 		panic("no creation time for namespace " + name)
 	}
-	ns := meshtest.Namespace(name, manifest.Labels)
-	ns.ObjectMeta = c.kube.Stored("Namespace", ns.ObjectMeta, created, 0)
-	c.kube.NamespaceLabels[name] = ns.Labels
-	c.add("", "namespaces", ns)
+	c.add("", "namespaces", c.kube.Namespace(name, labels, created))
 }
 
 func convert[T any](o object) T {

@@ -1,9 +1,8 @@
 package demodata
 
 import (
-	"encoding/base64"
+	"encoding/pem"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kedge-io/kedge/internal/mesh/meshtest"
@@ -47,15 +46,7 @@ func caBundle() []byte {
 	for i := 0; i < 5; i++ {
 		body += meshtest.HexDigest(fmt.Sprint("istio-ca ", i))
 	}
-	der := base64.StdEncoding.EncodeToString([]byte(body))
-	var b strings.Builder
-	b.WriteString("-----BEGIN CERTIFICATE-----\n")
-	for len(der) > 64 {
-		b.WriteString(der[:64] + "\n")
-		der = der[64:]
-	}
-	b.WriteString(der + "\n-----END CERTIFICATE-----\n")
-	return []byte(b.String())
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte(body)})
 }
 
 // addIstio stores what the istiod HelmReleases installed for injection (the

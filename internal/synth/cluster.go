@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,11 +44,11 @@ type clusterBuilder struct {
 
 func buildCluster(m *model) (*objects.Set, []corev1.Pod, []appsv1.ReplicaSet) {
 	b := &clusterBuilder{m: m, set: &objects.Set{}, rng: rand.New(rand.NewPCG(m.spec.Seed, 0x706f6473)), kube: &meshtest.Cluster{
-		Name: m.spec.Cluster, Nodes: fleetNodes(), Values: fleetValues, Now: fleetEpoch, NamespaceLabels: map[string]map[string]string{},
+		Name: m.spec.Cluster, Nodes: fleetNodes(), Values: fleetValues, Now: fleetEpoch,
 	}}
 	installIstio(b.set)
 	for _, name := range []string{"kube-system", "kube-public", "kube-node-lease", "default", "istio-system", fluxNamespace, argoNamespace} {
-		b.addNamespace(name, nil, fleetEpoch.Add(-500*24*time.Hour))
+		b.set.Namespaces = append(b.set.Namespaces, b.kube.Namespace(name, nil, fleetEpoch.Add(-500*24*time.Hour)))
 	}
 	b.set.GitRepositories = append(b.set.GitRepositories, objects.GitRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "GitRepository"},
@@ -75,20 +76,13 @@ func fleetNodes() []meshtest.Node {
 	return nodes
 }
 
-func (b *clusterBuilder) addNamespace(name string, labels map[string]string, created time.Time) {
-	ns := meshtest.Namespace(name, labels)
-	ns.ObjectMeta = b.kube.Stored("Namespace", ns.ObjectMeta, created, 0)
-	b.kube.NamespaceLabels[name] = ns.Labels
-	b.set.Namespaces = append(b.set.Namespaces, ns)
-}
-
 func (b *clusterBuilder) namespace(ns *namespaceModel) {
 	labels := ns.profile.labels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels["team"] = teamOf(ns.name)
-	b.addNamespace(ns.name, labels, ns.created)
+	b.set.Namespaces = append(b.set.Namespaces, b.kube.Namespace(ns.name, labels, ns.created))
 	switch ns.gitops {
 	case gitopsFlux:
 		b.set.Kustomizations = append(b.set.Kustomizations, objects.Kustomization{
@@ -115,10 +109,8 @@ func (b *clusterBuilder) namespace(ns *namespaceModel) {
 }
 
 func teamOf(namespace string) string {
-	for i := len(namespace) - 1; i >= 0; i-- {
-		if namespace[i] == '-' {
-			return namespace[:i]
-		}
+	if i := strings.LastIndexByte(namespace, '-'); i >= 0 {
+		return namespace[:i]
 	}
 	return namespace
 }

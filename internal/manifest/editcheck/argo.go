@@ -1,6 +1,7 @@
 package editcheck
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -151,12 +152,9 @@ func buildArgo(repo string, source map[string]any) ([]*unstructured.Unstructured
 		return nil, fmt.Errorf("%s has no kustomization file", src.Path)
 	}
 	opts := src.Kustomize
-	if opts.NamePrefix != "" {
-		kus.NamePrefix = opts.NamePrefix
-	}
-	if opts.NameSuffix != "" {
-		kus.NameSuffix = opts.NameSuffix
-	}
+	kus.Namespace = cmp.Or(opts.Namespace, kus.Namespace)
+	kus.NamePrefix = cmp.Or(opts.NamePrefix, kus.NamePrefix)
+	kus.NameSuffix = cmp.Or(opts.NameSuffix, kus.NameSuffix)
 	for _, arg := range opts.Images {
 		kus.Images = withImage(kus.Images, imageFromArg(arg))
 	}
@@ -168,9 +166,6 @@ func buildArgo(repo string, source map[string]any) ([]*unstructured.Unstructured
 			return nil, fmt.Errorf("label %s is set already", k)
 		}
 		kus.CommonLabels[k] = v
-	}
-	if opts.Namespace != "" {
-		kus.Namespace = opts.Namespace
 	}
 	kus.Patches = append(kus.Patches, opts.Patches...)
 	for _, comp := range opts.Components {

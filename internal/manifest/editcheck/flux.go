@@ -1,6 +1,7 @@
 package editcheck
 
 import (
+	"cmp"
 	"io/fs"
 	"path/filepath"
 	"reflect"
@@ -54,15 +55,9 @@ func buildFlux(repo string, k *unstructured.Unstructured) ([]*unstructured.Unstr
 	if err != nil {
 		return nil, err
 	}
-	if spec.TargetNamespace != "" {
-		kus.Namespace = spec.TargetNamespace
-	}
-	if spec.NamePrefix != "" {
-		kus.NamePrefix = spec.NamePrefix
-	}
-	if spec.NameSuffix != "" {
-		kus.NameSuffix = spec.NameSuffix
-	}
+	kus.Namespace = cmp.Or(spec.TargetNamespace, kus.Namespace)
+	kus.NamePrefix = cmp.Or(spec.NamePrefix, kus.NamePrefix)
+	kus.NameSuffix = cmp.Or(spec.NameSuffix, kus.NameSuffix)
 	kus.Patches = append(kus.Patches, spec.Patches...)
 	kus.Components = append(kus.Components, spec.Components...)
 	return buildEdited(dir, file, kus)

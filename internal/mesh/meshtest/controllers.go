@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,9 +43,6 @@ type Cluster struct {
 	Nodes []Node
 	// Values are the injectors' settings, for pods a story gives a sidecar.
 	Values Values
-	// NamespaceLabels are the labels of the namespaces pods run in: pods
-	// without a sidecar in an ambient namespace are redirected.
-	NamespaceLabels map[string]map[string]string
 	// Now is when the cluster is looked at: terminating pods were deleted
 	// shortly before.
 	Now time.Time
@@ -52,6 +51,9 @@ type Cluster struct {
 	Objects Workloads
 
 	podsOn map[string]int
+	// namespaceLabels are the labels of the namespaces pods run in: pods
+	// without a sidecar in an ambient namespace are redirected.
+	namespaceLabels map[string]map[string]string
 }
 
 // Workloads are the objects Cluster builds.
@@ -225,6 +227,18 @@ func (c *Cluster) Stored(kind string, m metav1.ObjectMeta, created time.Time, ge
 	return out
 }
 
+// Namespace stores a namespace made at created and keeps its labels for
+// the pods placed in it.
+func (c *Cluster) Namespace(name string, labels map[string]string, created time.Time) corev1.Namespace {
+	ns := Namespace(name, labels)
+	ns.ObjectMeta = c.Stored("Namespace", ns.ObjectMeta, created, 0)
+	if c.namespaceLabels == nil {
+		c.namespaceLabels = map[string]map[string]string{}
+	}
+	c.namespaceLabels[name] = ns.Labels
+	return ns
+}
+
 // orDefault sets an optional field the manifest left out.
 func orDefault[T any](field **T, value T) {
 	if *field == nil {
@@ -238,20 +252,13 @@ func with(m map[string]string, key, value string) map[string]string {
 	return out
 }
 
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
+// copyMap is never nil: admission and the injector write into it.
+func copyMap(m map[string]string) map[string]string { return merged(m) }
 
-func merged(maps ...map[string]string) map[string]string {
+func merged(all ...map[string]string) map[string]string {
 	out := map[string]string{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
+	for _, m := range all {
+		maps.Copy(out, m)
 	}
 	return out
 }
@@ -390,13 +397,7 @@ func (c *Cluster) replicaSet(owner metav1.ObjectMeta, sel *metav1.LabelSelector,
 
 // firstPodStart is the revision's earliest pod start.
 func firstPodStart(rev Template) time.Time {
-	first := rev.Pods[0].Started
-	for _, p := range rev.Pods {
-		if p.Started.Before(first) {
-			first = p.Started
-		}
-	}
-	return first
+	return slices.MinFunc(rev.Pods, func(a, b PodPlan) int { return a.Started.Compare(b.Started) }).Started
 }
 
 // StatefulSet stores an applied StatefulSet, defaulted, with its ordered
@@ -619,7 +620,7 @@ func (c *Cluster) pod(namespace, name, generateName string, tmpl corev1.PodTempl
 	Admit(&pod, node.Name, Suffix(namespace+"/"+name+"/token", 5))
 	if plan.Sidecar != nil {
 		Inject(&pod, *plan.Sidecar, c.Values)
-	} else if c.NamespaceLabels[namespace]["istio.io/dataplane-mode"] == "ambient" {
+	} else if c.namespaceLabels[namespace]["istio.io/dataplane-mode"] == "ambient" {
 		pod.Annotations["ambient.istio.io/redirection"] = "enabled"
 	}
 	DefaultPodSpec(&pod.Spec)

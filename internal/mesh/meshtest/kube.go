@@ -2,6 +2,7 @@ package meshtest
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,9 +44,7 @@ func ArgoTrackingID(app, apiVersion, kind, namespace, name string) string {
 // own name, with the kubernetes finalizer, active.
 func Namespace(name string, labels map[string]string) corev1.Namespace {
 	all := map[string]string{"kubernetes.io/metadata.name": name}
-	for k, v := range labels {
-		all[k] = v
-	}
+	maps.Copy(all, labels)
 	return corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: all},
@@ -158,24 +157,17 @@ func defaultContainer(c *corev1.Container) {
 			c.Ports[i].Protocol = corev1.ProtocolTCP
 		}
 	}
-	for i := range c.Env {
-		if f := envFieldRef(c.Env[i]); f != nil && f.APIVersion == "" {
-			f.APIVersion = "v1"
+	for _, e := range c.Env {
+		if r := e.ValueFrom; r != nil && r.FieldRef != nil && r.FieldRef.APIVersion == "" {
+			r.FieldRef.APIVersion = "v1"
 		}
-		if r := c.Env[i].ValueFrom; r != nil && r.ResourceFieldRef != nil && r.ResourceFieldRef.Divisor.IsZero() {
+		if r := e.ValueFrom; r != nil && r.ResourceFieldRef != nil && r.ResourceFieldRef.Divisor.IsZero() {
 			r.ResourceFieldRef.Divisor = resource.MustParse("0")
 		}
 	}
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
 		defaultProbe(p)
 	}
-}
-
-func envFieldRef(e corev1.EnvVar) *corev1.ObjectFieldSelector {
-	if e.ValueFrom == nil {
-		return nil
-	}
-	return e.ValueFrom.FieldRef
 }
 
 func defaultProbe(p *corev1.Probe) {

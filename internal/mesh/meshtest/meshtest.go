@@ -8,8 +8,9 @@
 package meshtest
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/mesh"
@@ -145,32 +147,14 @@ func NeverMatch() *metav1.LabelSelector {
 // plain pod gets, before any variant suffix.
 func IstiodRevision(rev, image string, opts ...Option) Install {
 	o := buildOptions(opts)
-	chartRev := rev
-	if rev == "default" {
-		chartRev = ""
-	}
+	chartRev := chartRevision(rev)
 	name := suffixed("istio-sidecar-injector", chartRev, o.namespace)
-	mwc := webhookConfiguration(name, chartRev, o, nil)
-	svc := serviceName(chartRev)
-	mwc.Webhooks = revisionWebhooks(svc, o.namespace, revisionLabel(chartRev))
-	if chartRev == "" {
-		mwc.Webhooks = append(mwc.Webhooks, defaultWebhooks(svc, o.namespace, o.autoInject)...)
-	}
-	o.setCABundle(&mwc)
-
+	mwc := o.webhookConfiguration(name, chartRev, revisionLabel(chartRev), chartRev == "", nil)
 	in := Install{WebhookConfigurations: []admissionregistrationv1.MutatingWebhookConfiguration{mwc}}
 	if !o.withoutConfig {
-		cmName := "istio-sidecar-injector"
-		if chartRev != "" {
-			cmName += "-" + chartRev
-		}
-		in.ConfigMaps = append(in.ConfigMaps, injectorConfigMap(cmName, chartRev, image, o))
+		in.ConfigMaps = append(in.ConfigMaps, injectorConfigMap(withRev("istio-sidecar-injector", chartRev), chartRev, image, o))
 		if !o.withoutMesh {
-			meshName := "istio"
-			if chartRev != "" {
-				meshName += "-" + chartRev
-			}
-			in.ConfigMaps = append(in.ConfigMaps, meshConfigMap(meshName, chartRev, o))
+			in.ConfigMaps = append(in.ConfigMaps, meshConfigMap(withRev("istio", chartRev), chartRev, o))
 		}
 	}
 	return in
@@ -182,21 +166,8 @@ func IstiodRevision(rev, image string, opts ...Option) Install {
 // (and with WithAutoInject, auto.) webhooks.
 func RevisionTag(tag, rev string, opts ...Option) Install {
 	o := buildOptions(opts)
-	chartRev := rev
-	if rev == "default" {
-		chartRev = ""
-	}
-	name := "istio-revision-tag-" + tag
-	if o.namespace != IstioNamespace {
-		name += "-" + o.namespace
-	}
-	mwc := webhookConfiguration(name, chartRev, o, map[string]string{"istio.io/tag": tag})
-	svc := serviceName(chartRev)
-	mwc.Webhooks = revisionWebhooks(svc, o.namespace, tag)
-	if tag == "default" {
-		mwc.Webhooks = append(mwc.Webhooks, defaultWebhooks(svc, o.namespace, o.autoInject)...)
-	}
-	o.setCABundle(&mwc)
+	name := suffixed("istio-revision-tag-"+tag, "", o.namespace)
+	mwc := o.webhookConfiguration(name, chartRevision(rev), tag, tag == "default", map[string]string{"istio.io/tag": tag})
 	return Install{WebhookConfigurations: []admissionregistrationv1.MutatingWebhookConfiguration{mwc}}
 }
 
@@ -245,34 +216,38 @@ func Deactivate(in Install) Install {
 	return out
 }
 
-func suffixed(base, rev, namespace string) string {
-	if rev != "" {
-		base += "-" + rev
+// chartRevision is the chart's revision value for rev: "" for the default
+// revision, however it is named.
+func chartRevision(rev string) string {
+	if rev == "default" {
+		return ""
 	}
+	return rev
+}
+
+// withRev is base suffixed with the revision, as the chart names a
+// revision's objects.
+func withRev(base, chartRev string) string {
+	if chartRev != "" {
+		return base + "-" + chartRev
+	}
+	return base
+}
+
+func suffixed(base, chartRev, namespace string) string {
+	base = withRev(base, chartRev)
 	if namespace != IstioNamespace {
 		base += "-" + namespace
 	}
 	return base
 }
 
-func revisionLabel(chartRev string) string {
-	if chartRev == "" {
-		return "default"
-	}
-	return chartRev
-}
-
-func serviceName(chartRev string) string {
-	if chartRev == "" {
-		return "istiod"
-	}
-	return "istiod-" + chartRev
-}
+func revisionLabel(chartRev string) string { return cmp.Or(chartRev, "default") }
 
 // chartMeta is the metadata the chart gives what it renders for a
 // revision, plus extra labels.
 func (o options) chartMeta(name, namespace, chartRev string, extra map[string]string) metav1.ObjectMeta {
-	release := serviceName(chartRev)
+	release := withRev("istiod", chartRev)
 	meta := metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{
 		"app.kubernetes.io/name":                    "istiod",
 		"istio.io/rev":                              revisionLabel(chartRev),
@@ -291,42 +266,36 @@ func (o options) chartMeta(name, namespace, chartRev string, extra map[string]st
 		meta.Labels["helm.toolkit.fluxcd.io/namespace"] = o.namespace
 		meta.Annotations = map[string]string{"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": o.namespace}
 	}
-	for k, v := range extra {
-		meta.Labels[k] = v
-	}
+	maps.Copy(meta.Labels, extra)
 	return meta
 }
 
-func webhookConfiguration(name, chartRev string, o options, extraLabels map[string]string) admissionregistrationv1.MutatingWebhookConfiguration {
+// webhookConfiguration holds the rev.* webhooks selecting istio.io/rev=
+// selectorValue and, withDefault, the default revision's own, all calling
+// chartRev's istiod.
+func (o options) webhookConfiguration(name, chartRev, selectorValue string, withDefault bool, extraLabels map[string]string) admissionregistrationv1.MutatingWebhookConfiguration {
 	extra := map[string]string{"app": "sidecar-injector"}
-	for k, v := range extraLabels {
-		extra[k] = v
+	maps.Copy(extra, extraLabels)
+	svc := withRev("istiod", chartRev)
+	webhooks := revisionWebhooks(svc, o.namespace, selectorValue)
+	if withDefault {
+		webhooks = append(webhooks, defaultWebhooks(svc, o.namespace, o.autoInject)...)
+	}
+	for i := range webhooks {
+		webhooks[i].ClientConfig.CABundle = o.caBundle
 	}
 	return admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: o.chartMeta(name, "", chartRev, extra),
-	}
-}
-
-func (o options) setCABundle(mwc *admissionregistrationv1.MutatingWebhookConfiguration) {
-	for i := range mwc.Webhooks {
-		mwc.Webhooks[i].ClientConfig.CABundle = o.caBundle
+		Webhooks:   webhooks,
 	}
 }
 
 func coreWebhook(prefix, service, namespace string) admissionregistrationv1.MutatingWebhook {
-	path := "/inject"
-	port := int32(443)
-	sideEffects := admissionregistrationv1.SideEffectClassNone
-	failure := admissionregistrationv1.Fail
-	reinvocation := admissionregistrationv1.NeverReinvocationPolicy
-	match := admissionregistrationv1.Equivalent
-	scope := admissionregistrationv1.AllScopes
-	timeout := int32(10)
 	return admissionregistrationv1.MutatingWebhook{
 		Name: prefix + "sidecar-injector.istio.io",
 		ClientConfig: admissionregistrationv1.WebhookClientConfig{
-			Service: &admissionregistrationv1.ServiceReference{Name: service, Namespace: namespace, Path: &path, Port: &port},
+			Service: &admissionregistrationv1.ServiceReference{Name: service, Namespace: namespace, Path: ptr.To("/inject"), Port: ptr.To[int32](443)},
 		},
 		Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
@@ -334,14 +303,14 @@ func coreWebhook(prefix, service, namespace string) admissionregistrationv1.Muta
 				APIGroups:   []string{""},
 				APIVersions: []string{"v1"},
 				Resources:   []string{"pods"},
-				Scope:       &scope,
+				Scope:       ptr.To(admissionregistrationv1.AllScopes),
 			},
 		}},
-		SideEffects:             &sideEffects,
-		FailurePolicy:           &failure,
-		MatchPolicy:             &match,
-		ReinvocationPolicy:      &reinvocation,
-		TimeoutSeconds:          &timeout,
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+		TimeoutSeconds:          ptr.To[int32](10),
 		AdmissionReviewVersions: []string{"v1"},
 	}
 }
@@ -457,49 +426,36 @@ func injectorConfigMap(name, chartRev, image string, o options) corev1.ConfigMap
 		},
 		"pilot": map[string]any{"cni": map[string]any{"enabled": false}},
 	}
+	var config string
 	if o.chart != nil {
 		values = o.chart.completeChartValues(values)
+		config = "defaultTemplates: [sidecar]\npolicy: " + o.policy + "\n" +
+			"alwaysInjectSelector:\n" + indentedYAML(orEmpty(o.always)) +
+			"neverInjectSelector:\n" + indentedYAML(orEmpty(o.never)) + chartTemplates
+	} else {
+		config = mustYAML(map[string]any{
+			"defaultTemplates":     []string{"sidecar"},
+			"policy":               o.policy,
+			"alwaysInjectSelector": orEmpty(o.always),
+			"neverInjectSelector":  orEmpty(o.never),
+			"injectedAnnotations":  map[string]string{},
+			"template":             "{{ Template_Version_And_Istio_Version_Mismatched_Check_Installation }}",
+			"templates": map[string]string{
+				"sidecar": "spec:\n  containers:\n  - name: istio-proxy\n    image: \"{{ .ProxyImage }}\"\n",
+				"gateway": "spec:\n  containers:\n  - name: istio-proxy\n    image: \"{{ .ProxyImage }}\"\n",
+			},
+		})
 	}
 	valuesJSON, err := json.MarshalIndent(values, "", "  ")
 	if err != nil {
 		panic(err)
 	}
-	if o.chart != nil {
-		config := "defaultTemplates: [sidecar]\npolicy: " + o.policy + "\n" +
-			"alwaysInjectSelector:\n" + indentedYAML(orEmpty(o.always)) +
-			"neverInjectSelector:\n" + indentedYAML(orEmpty(o.never)) + chartTemplates
-		return corev1.ConfigMap{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-			ObjectMeta: o.chartMeta(name, o.namespace, chartRev, nil),
-			Data:       map[string]string{"values": string(valuesJSON), "config": config},
-		}
-	}
-	config := map[string]any{
-		"defaultTemplates":     []string{"sidecar"},
-		"policy":               o.policy,
-		"alwaysInjectSelector": orEmpty(o.always),
-		"neverInjectSelector":  orEmpty(o.never),
-		"injectedAnnotations":  map[string]string{},
-		"template":             "{{ Template_Version_And_Istio_Version_Mismatched_Check_Installation }}",
-		"templates": map[string]string{
-			"sidecar": "spec:\n  containers:\n  - name: istio-proxy\n    image: \"{{ .ProxyImage }}\"\n",
-			"gateway": "spec:\n  containers:\n  - name: istio-proxy\n    image: \"{{ .ProxyImage }}\"\n",
-		},
-	}
-	configYAML, err := yaml.Marshal(config)
-	if err != nil {
-		panic(err)
-	}
-	return corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: o.chartMeta(name, o.namespace, chartRev, nil),
-		Data:       map[string]string{"values": string(valuesJSON), "config": string(configYAML)},
-	}
+	return o.configMap(name, chartRev, map[string]string{"values": string(valuesJSON), "config": config})
 }
 
 func meshConfigMap(name, chartRev string, o options) corev1.ConfigMap {
 	defaultConfig := map[string]any{
-		"discoveryAddress": serviceName(chartRev) + "." + o.namespace + ".svc:15012",
+		"discoveryAddress": withRev("istiod", chartRev) + "." + o.namespace + ".svc:15012",
 	}
 	if o.variant != "" {
 		defaultConfig["image"] = map[string]any{"imageType": o.variant}
@@ -514,18 +470,19 @@ func meshConfigMap(name, chartRev string, o options) corev1.ConfigMap {
 		defaultConfig["meshId"], defaultConfig["tracing"] = o.chart.MeshID, map[string]any{}
 		config["defaultProviders"] = map[string]any{"metrics": []string{"prometheus"}}
 	}
-	mesh, err := yaml.Marshal(config)
-	if err != nil {
-		panic(err)
-	}
+	mesh := mustYAML(config)
 	if o.chart != nil {
 		// Helm writes the block without its final newline.
-		mesh = bytes.TrimSuffix(mesh, []byte("\n"))
+		mesh = strings.TrimSuffix(mesh, "\n")
 	}
+	return o.configMap(name, chartRev, map[string]string{"mesh": mesh, "meshNetworks": "networks: {}"})
+}
+
+func (o options) configMap(name, chartRev string, data map[string]string) corev1.ConfigMap {
 	return corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: o.chartMeta(name, o.namespace, chartRev, nil),
-		Data:       map[string]string{"mesh": string(mesh), "meshNetworks": "networks: {}"},
+		Data:       data,
 	}
 }
 
@@ -542,7 +499,7 @@ func (v Values) completeChartValues(values map[string]any) map[string]any {
 	global := values["global"].(map[string]any)
 	proxy := global["proxy"].(map[string]any)
 	delete(proxy, "holdApplicationUntilProxyStarts")
-	for k, val := range map[string]any{
+	maps.Copy(global, map[string]any{
 		"caAddress":                    "",
 		"caName":                       "",
 		"certSigners":                  []any{},
@@ -567,10 +524,8 @@ func (v Values) completeChartValues(values map[string]any) map[string]any {
 		"remotePilotAddress":           "",
 		"sds":                          map[string]any{"token": map[string]any{"aud": "istio-ca"}},
 		"sts":                          map[string]any{"servicePort": 0},
-	} {
-		global[k] = val
-	}
-	for k, val := range map[string]any{
+	})
+	maps.Copy(proxy, map[string]any{
 		"componentLogLevel":            "misc:error",
 		"excludeIPRanges":              "",
 		"excludeInboundPorts":          "",
@@ -590,9 +545,7 @@ func (v Values) completeChartValues(values map[string]any) map[string]any {
 		"startupProbe": map[string]any{"enabled": v.StartupProbe, "failureThreshold": 600},
 		"statusPort":   15020,
 		"tracer":       "none",
-	} {
-		proxy[k] = val
-	}
+	})
 	global["proxy_init"].(map[string]any)["forceApplyIptables"] = false
 	values["gateways"] = map[string]any{"seccompProfile": map[string]any{}, "securityContext": map[string]any{}}
 	values["pilot"] = map[string]any{"cni": map[string]any{"enabled": false, "provider": "default"}, "env": map[string]any{}}
@@ -636,9 +589,13 @@ templates:
 
 // indentedYAML is v as a YAML block nested two spaces under a key.
 func indentedYAML(v any) string {
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(mustYAML(v), "\n"), "\n", "\n  ") + "\n"
+}
+
+func mustYAML(v any) string {
 	data, err := yaml.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
-	return "  " + strings.ReplaceAll(strings.TrimSuffix(string(data), "\n"), "\n", "\n  ") + "\n"
+	return string(data)
 }

@@ -1,6 +1,7 @@
 package meshtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -123,8 +124,8 @@ func Inject(pod *corev1.Pod, s Sidecar, v Values) {
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, injectedVolumes()...)
 
-	setDefault(pod.Labels, "service.istio.io/canonical-name", firstOf(pod.Labels["app.kubernetes.io/name"], pod.Labels["app"], s.Owner.Name))
-	setDefault(pod.Labels, "service.istio.io/canonical-revision", firstOf(pod.Labels["app.kubernetes.io/version"], pod.Labels["version"], "latest"))
+	setDefault(pod.Labels, "service.istio.io/canonical-name", cmp.Or(pod.Labels["app.kubernetes.io/name"], pod.Labels["app"], s.Owner.Name))
+	setDefault(pod.Labels, "service.istio.io/canonical-revision", cmp.Or(pod.Labels["app.kubernetes.io/version"], pod.Labels["version"], "latest"))
 	if v.Network != "" {
 		pod.Labels["topology.istio.io/network"] = v.Network
 	}
@@ -232,7 +233,7 @@ func (v Values) proxyEnv(pod *corev1.Pod, s Sidecar, apps []string) []corev1.Env
 	if len(ports) > 0 {
 		podPorts = "[\n" + strings.Join(ports, "\n    ,") + "\n]"
 	}
-	meshID := firstOf(v.MeshID, "cluster.local")
+	meshID := cmp.Or(v.MeshID, "cluster.local")
 	proxyConfig := "{}\n"
 	if v.ProxyConfigFromMesh {
 		proxyConfig = fmt.Sprintf("{\"discoveryAddress\":\"%s\",\"meshId\":\"%s\",\"tracing\":{}}\n", caAddress(s.Revision), meshID)
@@ -251,7 +252,7 @@ func (v Values) proxyEnv(pod *corev1.Pod, s Sidecar, apps []string) []corev1.Env
 		{Name: "ISTIO_META_APP_CONTAINERS", Value: strings.Join(apps, ",")},
 		resourceEnv("GOMEMLIMIT", "limits.memory"),
 		resourceEnv("GOMAXPROCS", "limits.cpu"),
-		{Name: "ISTIO_META_CLUSTER_ID", Value: firstOf(v.ClusterID, "Kubernetes")},
+		{Name: "ISTIO_META_CLUSTER_ID", Value: cmp.Or(v.ClusterID, "Kubernetes")},
 		fieldEnv("ISTIO_META_NODE_NAME", "spec.nodeName"),
 		{Name: "ISTIO_META_INTERCEPTION_MODE", Value: "REDIRECT"},
 	}
@@ -474,15 +475,6 @@ func setDefault(m map[string]string, key, value string) {
 	if _, ok := m[key]; !ok {
 		m[key] = value
 	}
-}
-
-func firstOf(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func mustJSON(v any) string {

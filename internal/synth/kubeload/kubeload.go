@@ -86,7 +86,7 @@ func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, full Full, o
 		l.workers = 32
 	}
 	steps := []func(context.Context) error{
-		createAll(l, set.Namespaces, func(ctx context.Context, o *corev1.Namespace) (metav1.Object, error) {
+		createAll(l, l.workers, set.Namespaces, func(ctx context.Context, o *corev1.Namespace) (metav1.Object, error) {
 			created, err := l.typed.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
 			if !apierrors.IsAlreadyExists(err) {
 				return created, err
@@ -99,31 +99,31 @@ func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, full Full, o
 			cur.Labels = o.Labels
 			return l.typed.CoreV1().Namespaces().Update(ctx, cur, metav1.UpdateOptions{})
 		}),
-		createAll(l, set.Deployments, func(ctx context.Context, o *appsv1.Deployment) (metav1.Object, error) {
+		createAll(l, l.workers, set.Deployments, func(ctx context.Context, o *appsv1.Deployment) (metav1.Object, error) {
 			return l.typed.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, set.StatefulSets, func(ctx context.Context, o *appsv1.StatefulSet) (metav1.Object, error) {
+		createAll(l, l.workers, set.StatefulSets, func(ctx context.Context, o *appsv1.StatefulSet) (metav1.Object, error) {
 			return l.typed.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, set.DaemonSets, func(ctx context.Context, o *appsv1.DaemonSet) (metav1.Object, error) {
+		createAll(l, l.workers, set.DaemonSets, func(ctx context.Context, o *appsv1.DaemonSet) (metav1.Object, error) {
 			return l.typed.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, set.Rollouts, custom[objects.Rollout](l, rollouts)),
-		createAll(l, full.ReplicaSets, func(ctx context.Context, o *appsv1.ReplicaSet) (metav1.Object, error) {
+		createAll(l, l.workers, set.Rollouts, custom[objects.Rollout](l, rollouts)),
+		createAll(l, l.workers, full.ReplicaSets, func(ctx context.Context, o *appsv1.ReplicaSet) (metav1.Object, error) {
 			return l.typed.AppsV1().ReplicaSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, full.Pods, func(ctx context.Context, o *corev1.Pod) (metav1.Object, error) {
+		createAll(l, l.workers, full.Pods, func(ctx context.Context, o *corev1.Pod) (metav1.Object, error) {
 			// The Priority admission plugin fills these in itself.
 			o.Spec.Priority, o.Spec.PreemptionPolicy = nil, nil
 			return l.typed.CoreV1().Pods(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createInOrder(l, set.GitRepositories, custom[objects.GitRepository](l, gitRepositories)),
-		createAll(l, set.Kustomizations, custom[objects.Kustomization](l, kustomizations)),
-		createAll(l, set.Applications, custom[objects.Application](l, applications)),
-		createInOrder(l, set.ConfigMaps, func(ctx context.Context, o *corev1.ConfigMap) (metav1.Object, error) {
+		createAll(l, 1, set.GitRepositories, custom[objects.GitRepository](l, gitRepositories)),
+		createAll(l, l.workers, set.Kustomizations, custom[objects.Kustomization](l, kustomizations)),
+		createAll(l, l.workers, set.Applications, custom[objects.Application](l, applications)),
+		createAll(l, 1, set.ConfigMaps, func(ctx context.Context, o *corev1.ConfigMap) (metav1.Object, error) {
 			return l.typed.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createInOrder(l, set.MutatingWebhookConfigurations,
+		createAll(l, 1, set.MutatingWebhookConfigurations,
 			func(ctx context.Context, o *admissionregistrationv1.MutatingWebhookConfiguration) (metav1.Object, error) {
 				return l.typed.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, o, metav1.CreateOptions{})
 			}),
@@ -196,12 +196,12 @@ func create[T any, P object[T]](ctx context.Context, l *loader, items []T, i int
 	return nil
 }
 
-// createAll creates the items on l.workers goroutines and returns the first
-// error, naming the object.
-func createAll[T any, P object[T]](l *loader, items []T, fn creator[P]) func(context.Context) error {
+// createAll creates the items on up to workers goroutines (one creates
+// them in order) and returns the first error, naming the object.
+func createAll[T any, P object[T]](l *loader, workers int, items []T, fn creator[P]) func(context.Context) error {
 	return func(parent context.Context) error {
 		g, ctx := errgroup.WithContext(parent)
-		g.SetLimit(l.workers)
+		g.SetLimit(workers)
 		for i := range items {
 			if ctx.Err() != nil {
 				break
@@ -209,7 +209,7 @@ func createAll[T any, P object[T]](l *loader, items []T, fn creator[P]) func(con
 			g.Go(func() error {
 				if err := create(ctx, l, items, i, fn); err != nil {
 					o := P(&items[i]).GetObjectMeta()
-					return fmt.Errorf("%s/%s: %w", o.GetNamespace(), o.GetName(), err)
+					return fmt.Errorf("%s %s/%s: %w", reflect.TypeFor[T]().Name(), o.GetNamespace(), o.GetName(), err)
 				}
 				return nil
 			})
@@ -218,19 +218,5 @@ func createAll[T any, P object[T]](l *loader, items []T, fn creator[P]) func(con
 			return err
 		}
 		return parent.Err()
-	}
-}
-
-// createInOrder creates the items one after the other, stopping at the
-// first error, which names the object.
-func createInOrder[T any, P object[T]](l *loader, items []T, fn creator[P]) func(context.Context) error {
-	return func(ctx context.Context) error {
-		for i := range items {
-			if err := create(ctx, l, items, i, fn); err != nil {
-				o := P(&items[i]).GetObjectMeta()
-				return fmt.Errorf("%s %s/%s: %w", reflect.TypeFor[T]().Name(), o.GetNamespace(), o.GetName(), err)
-			}
-		}
-		return nil
 	}
 }

@@ -32,6 +32,10 @@ type Call struct {
 	repo *Server // the repository that answered; nil for the Hub
 }
 
+// Repo is the lower-case "owner/name" of the repository the call's path
+// names, "" for the App endpoints.
+func (c Call) Repo() string { return repoOfPath(c.Path) }
+
 // DecodeBody unmarshals the request body.
 func (c Call) DecodeBody(v any) error { return json.Unmarshal(c.Body, v) }
 
@@ -68,9 +72,13 @@ func (h *Hub) callsWhere(keep func(Call) bool) []Call {
 // token mints, repositories it does not serve), in order.
 func (h *Hub) Calls() []Call { return h.callsWhere(func(c Call) bool { return c.repo == nil }) }
 
+// AllCalls returns every call the Hub and its repositories received, in
+// order.
+func (h *Hub) AllCalls() []Call { return h.callsWhere(func(Call) bool { return true }) }
+
 // CallsTo returns every call that named repository "owner/name", in order.
 func (h *Hub) CallsTo(fullName string) []Call {
-	return h.callsWhere(func(c Call) bool { return repoOfPath(c.Path) == strings.ToLower(fullName) })
+	return h.callsWhere(func(c Call) bool { return c.Repo() == strings.ToLower(fullName) })
 }
 
 // owns reports whether c is the repository's call; New's repository owns

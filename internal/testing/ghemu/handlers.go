@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/utils/ptr"
 )
 
 // GitHub caps bodies of issues, pull requests and comments at 65,536
@@ -84,13 +87,8 @@ type createPullBody struct {
 }
 
 func handleCreatePull(s *Server, req *request, in *createPullBody) *response {
-	for _, f := range []struct {
-		name  string
-		value *string
-	}{{"title", in.Title}, {"base", in.Base}, {"head", in.Head}} {
-		if f.value == nil || strings.TrimSpace(*f.value) == "" {
-			return req.invalid(f.name, "missing_field")
-		}
+	if r := cmp.Or(req.required("title", in.Title), req.required("base", in.Base), req.required("head", in.Head)); r != nil {
+		return r
 	}
 	head, base := *in.Head, *in.Base
 	if owner, ref, ok := strings.Cut(head, ":"); ok {
@@ -115,7 +113,7 @@ func handleCreatePull(s *Server, req *request, in *createPullBody) *response {
 		return req.refuse("", "No commits between "+base+" and "+head)
 	}
 	it := s.addItem(&item{
-		isPR: true, title: *in.Title, body: deref(in.Body), user: req.actor,
+		isPR: true, title: *in.Title, body: ptr.Deref(in.Body, ""), user: req.actor,
 		head: head, base: base, headSHA: headSHA, draft: in.Draft != nil && *in.Draft,
 		maintainerCanModify: in.MaintainerCanModify == nil || *in.MaintainerCanModify,
 	})
@@ -143,7 +141,7 @@ func handleUpdatePull(s *Server, req *request, in *updatePullBody) *response {
 	if r := s.checkChange(req.errs, it, in.itemChange); r != nil {
 		return r
 	}
-	it.base = cmp.Or(deref(in.Base), it.base)
+	it.base = cmp.Or(ptr.Deref(in.Base, ""), it.base)
 	if in.MaintainerCanModify != nil {
 		it.maintainerCanModify = *in.MaintainerCanModify
 	}
@@ -169,7 +167,7 @@ func (s *Server) checkChange(e errs, it *item, c itemChange) *response {
 	if r := e.checkBody(c.Body); r != nil {
 		return r
 	}
-	if it.isPR && deref(c.State) == "open" && it.state == "closed" {
+	if it.isPR && ptr.Deref(c.State, "") == "open" && it.state == "closed" {
 		if r := s.checkReopen(it); r != nil {
 			return r
 		}
@@ -182,12 +180,12 @@ func (s *Server) checkChange(e errs, it *item, c itemChange) *response {
 
 // applyChange makes a change that checkChange accepted, as actor.
 func (s *Server) applyChange(it *item, c itemChange, actor string) {
-	it.title = cmp.Or(deref(c.Title), it.title)
+	it.title = cmp.Or(ptr.Deref(c.Title, ""), it.title)
 	if c.Body != nil {
 		it.body = *c.Body
 	}
 	if c.State != nil {
-		s.setState(it, *c.State, deref(c.StateReason), actor)
+		s.setState(it, *c.State, ptr.Deref(c.StateReason, ""), actor)
 	}
 	it.updated = s.hub.now()
 }
@@ -261,13 +259,10 @@ type createIssueBody struct {
 }
 
 func handleCreateIssue(s *Server, req *request, in *createIssueBody) *response {
-	if in.Title == nil || strings.TrimSpace(*in.Title) == "" {
-		return req.invalid("title", "missing_field")
-	}
-	if r := req.checkBody(in.Body); r != nil {
+	if r := cmp.Or(req.required("title", in.Title), req.checkBody(in.Body)); r != nil {
 		return r
 	}
-	is := s.renderIssue(req, s.newIssue(req.actor, *in.Title, deref(in.Body), in.Labels))
+	is := s.renderIssue(req, s.newIssue(req.actor, *in.Title, ptr.Deref(in.Body, ""), in.Labels))
 	return created(is, is.GetURL())
 }
 
@@ -316,10 +311,7 @@ type commentBody struct {
 }
 
 func handleCreateComment(s *Server, req *request, in *commentBody) *response {
-	if in.Body == nil || strings.TrimSpace(*in.Body) == "" {
-		return req.invalid("body", "missing_field")
-	}
-	if r := req.checkBody(in.Body); r != nil {
+	if r := cmp.Or(req.required("body", in.Body), req.checkBody(in.Body)); r != nil {
 		return r
 	}
 	c := s.renderComment(req, req.item, s.addComment(req.item, req.actor, *in.Body))
@@ -360,6 +352,14 @@ func handleAddLabels(s *Server, req *request) *response {
 	return answer(http.StatusOK, s.renderLabels(req, it.labels))
 }
 
+// required is the 422 for a string field that is missing or blank.
+func (e errs) required(field string, value *string) *response {
+	if value == nil || strings.TrimSpace(*value) == "" {
+		return e.invalid(field, "missing_field")
+	}
+	return nil
+}
+
 func (e errs) checkBody(body *string) *response {
 	if body != nil && len([]rune(*body)) > maxBodyChars {
 		return e.refuse("body", fmt.Sprintf("body is too long (maximum is %d characters)", maxBodyChars))
@@ -369,12 +369,7 @@ func (e errs) checkBody(body *string) *response {
 
 // hasAll reports whether have holds every name of want, ignoring case.
 func hasAll(have, want []string) bool {
-	for _, w := range want {
-		if !containsFold(have, w) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(want, func(w string) bool { return !containsFold(have, w) })
 }
 
 func containsFold(list []string, s string) bool {
@@ -438,10 +433,7 @@ func paginate(req *request, total int) (from, to int, link http.Header) {
 	last := max((total+perPage-1)/perPage, 1)
 
 	linkTo := func(p int, rel string) string {
-		q := url.Values{}
-		for k, vs := range req.Query {
-			q[k] = vs
-		}
+		q := maps.Clone(req.Query)
 		q.Set("page", strconv.Itoa(p))
 		q.Set("per_page", strconv.Itoa(perPage))
 		return fmt.Sprintf(`<%s%s?%s>; rel="%s"`, req.apiBase, req.Path, q.Encode(), rel)
@@ -467,11 +459,4 @@ func queryDefault(q url.Values, key, def string) string { return cmp.Or(q.Get(ke
 // created is a 201 whose Location names the new object, as GitHub's are.
 func created(body any, location string) *response {
 	return &response{status: http.StatusCreated, body: body, header: http.Header{"Location": {location}}}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -102,14 +102,7 @@ func (rt *route) match(method string, segments []string) (map[string]string, boo
 	return params, true
 }
 
-func isDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
+func isDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)

@@ -274,8 +274,7 @@ func setDefault(h http.Header, key, value string) {
 }
 
 func retryAfterSeconds(d time.Duration) int {
-	secs := int((d + time.Second - 1) / time.Second)
-	return max(secs, 1)
+	return max(int((d+time.Second-1)/time.Second), 1)
 }
 
 // waitCtx sleeps unless the request goes away first.

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -176,12 +177,7 @@ func (s *Server) writeCommit(t testing.TB, repo, branch string, author, committe
 	index := filepath.Join(t.TempDir(), "index")
 	env := append(identityEnv(author, committer), "GIT_INDEX_FILE="+index)
 	s.mustGit(t, env, "", git, "read-tree", parent)
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		blob := s.mustGit(t, env, files[p], git, "hash-object", "-w", "--stdin")
 		s.mustGit(t, env, "", git, "update-index", "--add", "--cacheinfo", "100644,"+blob+","+p)
 	}
