@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -119,26 +118,29 @@ func newElection(cfg *config.Config) (*service.Election, error) {
 }
 
 func printReport(w io.Writer, report *reconcile.Report, dryRun bool) {
-	names := make([]string, 0, len(report.Namespaces))
-	for ns := range report.Namespaces {
-		names = append(names, ns)
+	// The repository is named only where there is more than one: a
+	// namespace applied from two has a pull request in each.
+	repos := map[string]bool{}
+	for _, o := range report.Outcomes {
+		repos[o.Repo] = true
 	}
-	sort.Strings(names)
+	where := func(repo string) string {
+		if len(repos) > 1 {
+			return " in " + repo
+		}
+		return ""
+	}
 	if dryRun {
-		for _, ns := range names {
-			p, ok := report.Previews[ns]
-			if !ok {
-				continue
-			}
-			fmt.Fprintf(w, "──── pull request for namespace %s ────\n%s\n\n%s\n", ns, p.Title, p.Body)
+		for _, p := range report.Previews {
+			fmt.Fprintf(w, "──── pull request for namespace %s%s ────\n%s\n\n%s\n\n", p.Namespace, where(p.Repo), p.Title, p.Body)
 		}
 	}
-	for _, ns := range names {
-		o := report.Namespaces[ns]
-		line := fmt.Sprintf("%-24s %-14s %s", ns, o.Action, o.State)
+	for _, o := range report.Outcomes {
+		line := fmt.Sprintf("%-24s %-14s %s", o.Namespace, o.Action, o.State)
 		if o.PR != 0 {
 			line += fmt.Sprintf(" #%d", o.PR)
 		}
+		line += where(o.Repo)
 		if o.Detail != "" {
 			line += " (" + o.Detail + ")"
 		}

@@ -14,7 +14,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -143,14 +142,8 @@ func run(snapshot string, trees map[string]string, full bool, ambientTeam string
 	}
 	fmt.Printf("\ncycle 2 (nothing changed): %d pushes, %d GitHub calls, %d mutating\n",
 		report.Pushes, calls(gh, false)-before, calls(gh, true)-beforeMutating)
-	names := make([]string, 0, len(report.Namespaces))
-	for ns := range report.Namespaces {
-		names = append(names, ns)
-	}
-	sort.Strings(names)
-	for _, ns := range names {
-		o := report.Namespaces[ns]
-		fmt.Printf("  %-16s %-8s %s #%d\n", ns, o.Action, o.State, o.PR)
+	for _, o := range report.Outcomes {
+		fmt.Printf("  %-16s %-8s %s #%d in %s\n", o.Namespace, o.Action, o.State, o.PR, o.Repo)
 	}
 	return nil
 }

@@ -49,8 +49,8 @@ func (c *capture) afterCycle(svc *assemble.Service, res CycleResult) {
 	fmt.Fprintf(&c.out, "error: %v\n%+v\n", res.Err, res.Err)
 	if res.Report != nil {
 		fmt.Fprintf(&c.out, "report: %+v\n", *res.Report)
-		for ns, o := range res.Report.Namespaces {
-			fmt.Fprintf(&c.out, "%s: %+v\n", ns, o)
+		for _, o := range res.Report.Outcomes {
+			fmt.Fprintf(&c.out, "%s: %+v\n", o.Namespace, o)
 		}
 	}
 	c.mu.Unlock()

@@ -166,7 +166,7 @@ func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err err
 		m.skippedWorkloads.WithLabelValues(s.Namespace, string(s.Reason)).Inc()
 	}
 	m.pullRequests.Reset()
-	for _, o := range report.Namespaces {
+	for _, o := range report.Outcomes {
 		if o.State != "" {
 			m.pullRequests.WithLabelValues(string(o.State)).Inc()
 		}

@@ -35,11 +35,11 @@ func TestObserveCycleExposesTheLastPlan(t *testing.T) {
 			},
 			Skipped: []drift.Skipped{{Namespace: "shop", Kind: "Pod", Name: "debug", Reason: drift.SkipNoOwner}},
 		},
-		Namespaces: map[string]reconcile.Outcome{
-			"shop":     {State: dashboard.PROpen, PR: 1},
-			"payments": {State: dashboard.PROpen, PR: 2},
-			"search":   {State: dashboard.PRRolledOut, PR: 3},
-			"orders":   {},
+		Outcomes: []reconcile.Outcome{
+			{Namespace: "orders"},
+			{Namespace: "payments", State: dashboard.PROpen, PR: 2},
+			{Namespace: "search", State: dashboard.PRRolledOut, PR: 3},
+			{Namespace: "shop", State: dashboard.PROpen, PR: 1},
 		},
 		Refused: []dashboard.RefusedFile{{Namespace: "shop", Path: "apps/shop/odd.yaml", Reason: "anchors"}},
 		Mismatch: dashboard.Mismatch{Configured: "example-org/gitops", Foreign: []dashboard.ForeignRepository{
@@ -49,9 +49,9 @@ func TestObserveCycleExposesTheLastPlan(t *testing.T) {
 	// The next cycle: payments fixed, shop's frontend too.
 	second := &reconcile.Report{
 		Plan: drift.Plan{Workloads: []drift.Workload{workload("shop", "cart", 1, drift.ReasonRevision)}},
-		Namespaces: map[string]reconcile.Outcome{
-			"shop":     {State: dashboard.PROpen, PR: 1},
-			"payments": {State: dashboard.PRMergedRollingOut, PR: 2},
+		Outcomes: []reconcile.Outcome{
+			{Namespace: "payments", State: dashboard.PRMergedRollingOut, PR: 2},
+			{Namespace: "shop", State: dashboard.PROpen, PR: 1},
 		},
 	}
 	cases := []struct {

@@ -219,9 +219,9 @@ func TestSecondCycleChangesNothing(t *testing.T) {
 	assert.Zero(t, report.Pushes)
 	assert.Zero(t, report.PushDuration)
 	assert.Empty(t, callNames(w.gh.MutatingCalls()), "no mutating GitHub call")
-	require.NotEmpty(t, report.Namespaces)
-	for ns, o := range report.Namespaces {
-		assert.Equal(t, reconcile.ActUpToDate, o.Action, "%s: a cycle that sent nothing says so", ns)
+	require.NotEmpty(t, report.Outcomes)
+	for _, o := range report.Outcomes {
+		assert.Equal(t, reconcile.ActUpToDate, o.Action, "%s: a cycle that sent nothing says so", o.Namespace)
 	}
 	t.Logf("second cycle: %d GitHub calls, all reads", len(w.gh.Calls()))
 }
@@ -440,4 +440,13 @@ func TestDashboardFollowsPRStates(t *testing.T) {
 	assert.Contains(t, dashboardRow(body, "search"), "merged, rolling out")
 	assert.Contains(t, dashboardRow(body, "shop"), "edited by someone else")
 	assert.Contains(t, dashboardRow(body, "payments"), "open, awaiting review")
+}
+
+// only is the outcome of a namespace that has a pull request in one
+// repository.
+func only(t *testing.T, report *reconcile.Report, ns string) reconcile.Outcome {
+	t.Helper()
+	outcomes := report.Of(ns)
+	require.Len(t, outcomes, 1, "outcomes of %s", ns)
+	return outcomes[0]
 }

@@ -146,7 +146,7 @@ func TestMergedMigrationIsFollowedUntilRolledOut(t *testing.T) {
 	}
 	require.NotNil(t, search)
 	assert.Equal(t, drift.EditLabelAlreadySet, search.Manifest.Edit)
-	assert.Equal(t, dashboard.PRMergedRollingOut, report.Namespaces["search"].State)
+	assert.Equal(t, dashboard.PRMergedRollingOut, only(t, report, "search").State)
 
 	// Applied: relabelled, pods replaced. kedge says so once.
 	w.mu.Lock()

@@ -53,7 +53,7 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 	st.outcome.Action = d.action
 	if r.settings.DryRun {
 		if d.action == ActOpen || d.action == ActUpdate {
-			report.Previews[st.name] = Preview{Title: st.title, Body: st.body, Files: st.facts.work.files}
+			report.Previews = append(report.Previews, Preview{Namespace: st.name, Repo: st.repo.name, Title: st.title, Body: st.body, Files: st.facts.work.files})
 		}
 		st.outcome.State = stateFor(d.action, st.outcome.State)
 		return nil

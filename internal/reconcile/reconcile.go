@@ -2,12 +2,14 @@ package reconcile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -133,8 +135,12 @@ func New(settings Settings, deps Deps) *Reconciler {
 // repository out of each other's way.
 func BranchPrefix(cluster string) string { return "kedge/" + cluster + "/" }
 
-// Outcome is what a cycle did for one namespace.
+// Outcome is what a cycle did for one namespace in one repository: a
+// namespace applied from two repositories has a pull request in each.
 type Outcome struct {
+	Namespace string
+	// Repo is the repository's owner/name.
+	Repo   string
 	Action Action
 	State  dashboard.PRState
 	PR     int
@@ -144,10 +150,11 @@ type Outcome struct {
 
 // Report summarises a cycle.
 type Report struct {
-	Started    time.Time
-	Duration   time.Duration
-	Plan       drift.Plan
-	Namespaces map[string]Outcome
+	Started  time.Time
+	Duration time.Duration
+	Plan     drift.Plan
+	// Outcomes are sorted by namespace, then repository.
+	Outcomes []Outcome
 	// Pushes is the number of git pushes made: at most one per
 	// repository.
 	Pushes int
@@ -163,8 +170,9 @@ type Report struct {
 	Stragglers []dashboard.Straggler
 	// Rollouts are the wave plans of the targets with PRs to open.
 	Rollouts []waves.Rollout
-	// Previews are the rendered PRs (dry runs only), by namespace.
-	Previews map[string]Preview
+	// Previews are the rendered PRs (dry runs only), in the order of
+	// Outcomes.
+	Previews []Preview
 	Result   *plan.Result
 	// Index says how the cycle's manifest index was made (the first
 	// repository's, with several).
@@ -196,8 +204,9 @@ type IndexUpdate struct {
 
 // Preview is a PR as it would be opened.
 type Preview struct {
-	Title, Body string
-	Files       map[string][]byte
+	Namespace, Repo string
+	Title, Body     string
+	Files           map[string][]byte
 }
 
 // nsState is one namespace's facts, decision and rendered PR in a cycle.
@@ -249,7 +258,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	}
 	watch.lap("listings")
 
-	report := &Report{Started: start, Plan: res.Plan, Namespaces: map[string]Outcome{}, Result: res, Previews: map[string]Preview{}}
+	report := &Report{Started: start, Plan: res.Plan, Result: res}
 	states, err := r.decideAll(ctx, set, res, c, issue)
 	if err != nil {
 		return nil, err
@@ -270,8 +279,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 				st.outcome.State = dashboard.PRRateLimited
 			}
 		}
-		report.Namespaces[st.name] = st.outcome
+		st.outcome.Namespace, st.outcome.Repo = st.name, st.repo.name
+		report.Outcomes = append(report.Outcomes, st.outcome)
 	}
+	sortOutcomes(report)
 	report.Refused = refusedFiles(res)
 	report.Mismatch = r.repositoryMismatch(res)
 	if sentence := report.Mismatch.Sentence(); sentence != "" {
@@ -765,4 +776,25 @@ func (r *Reconciler) reviewersFor(ns *objects.Set, name string) (users, teams []
 		}
 	}
 	return users, teams
+}
+
+// Of returns the outcomes of namespace ns, one per repository it has a
+// pull request in.
+func (r *Report) Of(ns string) []Outcome {
+	var out []Outcome
+	for _, o := range r.Outcomes {
+		if o.Namespace == ns {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func sortOutcomes(r *Report) {
+	slices.SortStableFunc(r.Outcomes, func(a, b Outcome) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Repo, b.Repo))
+	})
+	slices.SortStableFunc(r.Previews, func(a, b Preview) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Repo, b.Repo))
+	})
 }

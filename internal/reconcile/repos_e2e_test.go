@@ -274,9 +274,9 @@ func TestCycleOverSeveralRepositories(t *testing.T) {
 		assert.NoError(t, r.Err)
 	}
 	assert.Empty(t, w.hub.CallsTo(outside.repo))
-	for ns, outcome := range report.Namespaces {
-		if ns != outside.namespace {
-			assert.Equal(t, prURLs[ns], outcome.PRURL, ns)
+	for _, outcome := range report.Outcomes {
+		if outcome.Namespace != outside.namespace {
+			assert.Equal(t, prURLs[outcome.Namespace], outcome.PRURL, outcome.Namespace)
 		}
 	}
 	_ = reconcile.BranchPrefix
@@ -299,8 +299,8 @@ func TestPushFailureInOneRepositoryLeavesTheOthers(t *testing.T) {
 	assert.Len(t, w.hub.Repo("acme/platform").PRs(), 1)
 	assert.Len(t, w.hub.Repo("acme/team-a").PRs(), 1)
 	assert.Empty(t, w.hub.Repo("globex/team-b").PRs())
-	assert.Equal(t, dashboard.PRNotYetOpened, report.Namespaces["billing"].State)
-	assert.Contains(t, report.Namespaces["billing"].Detail, "globex/team-b")
+	assert.Equal(t, dashboard.PRNotYetOpened, only(t, report, "billing").State)
+	assert.Contains(t, only(t, report, "billing").Detail, "globex/team-b")
 
 	report, err = svc.Reconciler.RunOnce(context.Background())
 	require.NoError(t, err)

@@ -444,7 +444,7 @@ func sum(m map[string]int64) int64 {
 // prStates counts namespaces by pull request state, for the log.
 func prStates(report *reconcile.Report) map[string]int {
 	out := map[string]int{}
-	for _, o := range report.Namespaces {
+	for _, o := range report.Outcomes {
 		if o.State != "" {
 			out[string(o.State)]++
 		}

@@ -74,7 +74,7 @@ func TestTwoReplicasOneLeaderNoDuplicatePR(t *testing.T) {
 	first := leader.recorder.all()[0]
 	require.NoError(t, first.err)
 	opened := 0
-	for _, o := range first.report.Namespaces {
+	for _, o := range first.report.Outcomes {
 		if o.PR != 0 {
 			opened++
 		}

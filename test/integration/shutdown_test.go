@@ -59,7 +59,7 @@ func TestShutdownEndsTheCycleInFlightSafely(t *testing.T) {
 			eventually(t, time.Minute, func() bool { return next.recorder.finished() == 1 }, "the restarted service's cycle")
 			require.NoError(t, next.recorder.all()[0].err)
 			opened := 0
-			for _, o := range next.recorder.all()[0].report.Namespaces {
+			for _, o := range next.recorder.all()[0].report.Outcomes {
 				if o.PR != 0 {
 					opened++
 				}

@@ -345,7 +345,7 @@ func TestWavesOpenInOrderGatedOnHealth(t *testing.T) {
 	first := w.opened()
 	require.Equal(t, []string{"canary-a", "canary-b"}, namesOf(first), "only the first wave opens")
 	assert.Equal(t, []waves.State{waves.StateInProgress, waves.StateWaiting, waves.StateWaiting}, waveStates(report))
-	assert.Equal(t, dashboard.PRWaitingForWave, report.Namespaces["orders"].State)
+	assert.Equal(t, dashboard.PRWaitingForWave, onlyOutcome(t, report, "orders").State)
 	_, pushed := w.git.Branch(repoName, "kedge/prod-eu-1/orders")
 	assert.False(t, pushed, "a waiting namespace's branch is not pushed")
 	pr, _ := w.gh.PR(first["canary-a"])
@@ -417,4 +417,13 @@ func TestWavesOpenInOrderGatedOnHealth(t *testing.T) {
 	}, "the informer sees the resume label")
 	w.cycle()
 	assert.Equal(t, []string{"payments", "shop"}, namesOf(w.opened()), "resumed: the third wave opens")
+}
+
+// onlyOutcome is the outcome of a namespace that has a pull request in one
+// repository.
+func onlyOutcome(t *testing.T, report *reconcile.Report, ns string) reconcile.Outcome {
+	t.Helper()
+	outcomes := report.Of(ns)
+	require.Len(t, outcomes, 1, "outcomes of %s", ns)
+	return outcomes[0]
 }
