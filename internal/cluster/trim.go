@@ -286,12 +286,13 @@ func (t *trimmer) internEntries(in map[string]string, keep func(string) bool) ma
 
 // internLabels gives an object's labels and annotations strings shared
 // with the rest of the cache: their keys, and values such as namespace and
-// application names, repeat across the workloads of a fleet. The maps stay
-// the object's own, as few workloads have equal ones.
+// application names, repeat across the workloads of a fleet. Label maps
+// stay the object's own, as they name it; equal annotation maps (a
+// Deployment's revision, a template's scrape settings) are one map.
 func (t *trimmer) internLabels(metas ...*metav1.ObjectMeta) {
 	for _, m := range metas {
 		m.Labels = t.internEntries(m.Labels, nil)
-		m.Annotations = t.internEntries(m.Annotations, nil)
+		m.Annotations = t.internMap(m.Annotations, nil)
 	}
 }
 
