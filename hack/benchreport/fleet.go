@@ -43,8 +43,8 @@ func prepareFleet(opts options) (*fleetData, error) {
 	if err != nil {
 		return nil, err
 	}
-	key = fmt.Sprintf("%s-%g", key, opts.scale)
-	dir := filepath.Join(opts.cache, "fleet-"+key)
+	generator := "fleet-" + key + "-"
+	dir := filepath.Join(opts.cache, fmt.Sprintf("%s%g", generator, opts.scale))
 	meta := filepath.Join(dir, "fleet.json")
 	if data, err := os.ReadFile(meta); err == nil {
 		var f fleetData
@@ -53,7 +53,7 @@ func prepareFleet(opts options) (*fleetData, error) {
 			return &f, nil
 		}
 	}
-	if err := removeStale(opts.cache, "fleet-"+key); err != nil {
+	if err := removeStale(opts.cache, generator); err != nil {
 		return nil, err
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -166,9 +166,9 @@ func scaled(s synth.Spec, f float64) synth.Spec {
 	return s
 }
 
-// removeStale deletes fleets of older generator versions: each is over a
-// gigabyte.
-func removeStale(cache, keep string) error {
+// removeStale deletes fleets of older generator versions (each is over a
+// gigabyte), and keeps those of the current one at any scale.
+func removeStale(cache, current string) error {
 	entries, err := os.ReadDir(cache)
 	if os.IsNotExist(err) {
 		return nil
@@ -177,7 +177,7 @@ func removeStale(cache, keep string) error {
 		return err
 	}
 	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "fleet-") && e.Name() != keep {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "fleet-") && !strings.HasPrefix(e.Name(), current) {
 			logf("removing the stale fleet %s", e.Name())
 			if err := os.RemoveAll(filepath.Join(cache, e.Name())); err != nil {
 				return err
