@@ -10,6 +10,7 @@
 package plan
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -65,6 +66,17 @@ type Options struct {
 	// applies from that is not among Repositories, what lists them:
 	// "repos:" when empty.
 	RepositoriesFrom string
+	// Unavailable are repository branches besides Repositories that are
+	// listed but could not be opened: a workload applied from one is
+	// no-repo, and its detail says why rather than that nothing lists it.
+	Unavailable []UnavailableRepository
+}
+
+// UnavailableRepository is a listed repository branch that could not be
+// checked out, and why.
+type UnavailableRepository struct {
+	Repository
+	Reason string
 }
 
 // Repository is one checkout of one repository branch.
@@ -147,6 +159,12 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	}
 	if opts.RepoRoot == "" {
 		drifted := drift.Compute(migrate.Relabel(set, selected), model, opts.Drift)
+		if len(opts.Unavailable) > 0 {
+			// Every listed repository failed to open: say so of the
+			// workloads applied from one, not that none is configured.
+			r := router{set: set, unavailable: opts.Unavailable, listedBy: cmp.Or(opts.RepositoriesFrom, "repos:")}
+			drifted = drifted.WithManifests(r.unavailableManifest)
+		}
 		drifted.Migrations = migrate.WithoutRepository(selected, drifted)
 		return summarise(set, model, drifted, manifest.EditSet{Namespaces: map[string][]manifest.FileEdit{}}, nil, nil), nil
 	}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -103,9 +104,10 @@ type routing struct {
 
 // router decides, for each workload, which checkout it is planned in.
 type router struct {
-	set       *objects.Set
-	checkouts []checkout
-	listedBy  string
+	set         *objects.Set
+	checkouts   []checkout
+	unavailable []UnavailableRepository
+	listedBy    string
 }
 
 // route reads where the cluster applies w from. A workload nothing
@@ -144,16 +146,32 @@ func (r router) route(w drift.Workload) routing {
 func (r router) why(s route.Source) (drift.Manifest, string) {
 	where := route.NormalizeURL(s.URL)
 	m := drift.Manifest{Status: drift.ManifestNoRepo, Repository: s.Repo}
-	switch {
-	case s.Pinned != "":
+	if s.Pinned != "" {
 		m.Detail = fmt.Sprintf("%s applies it from %s and follows %s, which a pull request cannot move", s.Via, where, s.Pinned)
 		return m, ""
-	case slices.ContainsFunc(r.checkouts, func(c checkout) bool { return c.repo.isRepository(s) }):
+	}
+	if i := slices.IndexFunc(r.unavailable, func(u UnavailableRepository) bool { return u.answers(s) }); i >= 0 {
+		m.Detail = fmt.Sprintf("%s applies it from %s, which could not be checked out this cycle: %s", s.Via, where, r.unavailable[i].Reason)
+		return m, ""
+	}
+	if slices.ContainsFunc(r.checkouts, func(c checkout) bool { return c.repo.isRepository(s) }) {
 		m.Detail = fmt.Sprintf("%s applies it from branch %s of %s, which is not checked out", s.Via, branchName(s.Branch), where)
 		return m, ""
 	}
 	m.Detail = fmt.Sprintf("%s applies it from %s, which %s does not list", s.Via, where, r.listedBy)
 	return m, s.URL
+}
+
+// unavailableManifest is w's no-repo status when the cluster applies it
+// from a listed repository that could not be checked out.
+func (r router) unavailableManifest(w drift.Workload) (drift.Manifest, bool) {
+	for _, s := range route.SourcesOf(r.set, w) {
+		if s.Pinned == "" && slices.ContainsFunc(r.unavailable, func(u UnavailableRepository) bool { return u.answers(s) }) {
+			m, _ := r.why(s)
+			return m, true
+		}
+	}
+	return drift.Manifest{}, false
 }
 
 func branchName(b string) string {
@@ -206,11 +224,7 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 	if err != nil {
 		return nil, err
 	}
-	listedBy := opts.RepositoriesFrom
-	if listedBy == "" {
-		listedBy = "repos:"
-	}
-	r := router{set: set, checkouts: checkouts, listedBy: listedBy}
+	r := router{set: set, checkouts: checkouts, unavailable: opts.Unavailable, listedBy: cmp.Or(opts.RepositoriesFrom, "repos:")}
 
 	migrations, labelEdits, migrationsOf := locateMigrations(r, selected)
 	drifted := drift.Compute(migrate.Relabel(set, migrations), model, opts.Drift)

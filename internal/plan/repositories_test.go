@@ -287,3 +287,34 @@ func TestMigrationsAreRoutedLikeWorkloads(t *testing.T) {
 	assert.Equal(t, drift.ManifestNotFound, got["payments"].Manifest.Status)
 	assert.Equal(t, "no Namespace payments in the repository", got["payments"].Manifest.Detail)
 }
+
+// TestUnavailableRepositoryIsNamedAsSuch: a listed repository that could
+// not be checked out is not "not listed": its workloads say it could not
+// be opened and why, with some repositories open and with none.
+func TestUnavailableRepositoryIsNamedAsSuch(t *testing.T) {
+	set := teamsCluster(t)
+	repos := teamsRepositories(t, set, []route.Rule{{Match: "acme/*"}})
+	require.Equal(t, "acme/team-payments@release", repos[1].Label())
+	down := plan.UnavailableRepository{Repository: repos[1], Reason: "open: clone: authentication required"}
+	down.Root = ""
+	want := placed{"no-repo", "acme/team-payments", "",
+		"Flux Kustomization flux-system/payments applies it from github.com/acme/team-payments, which could not be checked out this cycle: open: clone: authentication required"}
+
+	tests := []struct {
+		name  string
+		repos []plan.Repository
+	}{
+		{name: "the others open", repos: []plan.Repository{repos[0], repos[2]}},
+		{name: "none open"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := plan.Build(set, plan.Options{Repositories: tc.repos, Unavailable: []plan.UnavailableRepository{down}})
+			require.NoError(t, err)
+			got := placements(res)
+			assert.Equal(t, want, got["payments/api"])
+			assert.Empty(t, res.Namespaces["payments"].OtherRepo, "a listed repository is not another repository")
+			assert.NotContains(t, got["addons/agent"].detail, "could not be checked out", "other repositories keep their own reason")
+		})
+	}
+}

@@ -335,3 +335,31 @@ func TestLimitsCountAcrossRepositories(t *testing.T) {
 		assert.Len(t, w.hub.Repo(s.repo).PRs(), 1, "%s, after the next cycle", s.repo)
 	}
 }
+
+// A listed repository that cannot be cloned is reported as such: its
+// workloads are no-repo with the reason, not "not listed", and the other
+// repositories get their PRs.
+func TestUnopenableRepositoryIsReportedAsSuch(t *testing.T) {
+	w := newReposWorld(t)
+	w.cfg.Repos[1].CloneURL = w.git.URL + "/missing/{name}.git"
+	svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
+	require.NoError(t, err)
+
+	report, err := svc.Reconciler.RunOnce(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "globex/team-b")
+	require.NotNil(t, report, "the other repositories' work is reported")
+	var billing []string
+	for _, wl := range report.Plan.Workloads {
+		if wl.Namespace == "billing" {
+			assert.Equal(t, "no-repo", wl.Manifest.Status)
+			billing = append(billing, wl.Manifest.Detail)
+		}
+	}
+	require.Len(t, billing, 1)
+	assert.Contains(t, billing[0], "which could not be checked out this cycle: open: ")
+	assert.NotContains(t, billing[0], "does not list")
+	assert.Empty(t, w.hub.Repo("globex/team-b").PRs())
+	assert.Len(t, w.hub.Repo("acme/team-a").PRs(), 1)
+	assert.Len(t, w.hub.Repo("acme/platform").PRs(), 1)
+}

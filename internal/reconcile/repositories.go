@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -157,6 +158,9 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 	var planned []*repository
 	for _, repo := range c.repos {
 		if repo.err != nil {
+			opts.Unavailable = append(opts.Unavailable, plan.UnavailableRepository{
+				Repository: plan.RepositoryFor(repo.target, "", nil), Reason: errors.Unwrap(repo.err).Error(),
+			})
 			continue
 		}
 		planned = append(planned, repo)
@@ -172,7 +176,7 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 	if !c.several {
 		opts.RepoRoot, opts.Index, opts.PriorEdits = c.repos[0].git.Worktree(), c.repos[0].index, c.repos[0].priorEdits
 	}
-	inputs := planInputsOf(set, c.several, planned)
+	inputs := planInputsOf(set, c.several, planned, opts.Unavailable)
 	res := r.lastPlanFor(inputs, len(opts.Charts) == 0)
 	if res == nil {
 		var err error
@@ -199,9 +203,10 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 
 // planInputs are what a plan is built from besides the settings.
 type planInputs struct {
-	set       *objects.Set
-	several   bool
-	checkouts []plannedCheckout
+	set         *objects.Set
+	several     bool
+	checkouts   []plannedCheckout
+	unavailable []plan.UnavailableRepository
 }
 
 // plannedCheckout is one repository a plan covered: which, where it is
@@ -218,8 +223,8 @@ type lastPlan struct {
 	res    *plan.Result
 }
 
-func planInputsOf(set *objects.Set, several bool, planned []*repository) planInputs {
-	in := planInputs{set: set, several: several}
+func planInputsOf(set *objects.Set, several bool, planned []*repository, unavailable []plan.UnavailableRepository) planInputs {
+	in := planInputs{set: set, several: several, unavailable: unavailable}
 	for _, repo := range planned {
 		in.checkouts = append(in.checkouts, plannedCheckout{target: repo.target, worktree: repo.git.Worktree(), index: repo.index})
 	}
@@ -234,7 +239,8 @@ func (r *Reconciler) lastPlanFor(in planInputs, reusable bool) *plan.Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last := r.lastPlan
-	if !reusable || last == nil || last.inputs.set != in.set || last.inputs.several != in.several || !slices.EqualFunc(last.inputs.checkouts, in.checkouts, sameCheckout) {
+	if !reusable || last == nil || last.inputs.set != in.set || last.inputs.several != in.several || !slices.EqualFunc(last.inputs.checkouts, in.checkouts, sameCheckout) ||
+		!reflect.DeepEqual(last.inputs.unavailable, in.unavailable) {
 		r.lastPlan = nil
 		return nil
 	}
