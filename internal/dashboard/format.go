@@ -135,7 +135,7 @@ var manifestMeaning = map[string]string{
 	drift.ManifestNotFound:  "no manifest in the repository defines it",
 	drift.ManifestHelm:      "rendered by a Helm release: bump a pod annotation through the chart's values",
 	drift.ManifestAmbiguous: "several files could define it",
-	drift.ManifestNoRepo:    "no GitOps repository configured",
+	drift.ManifestNoRepo:    "in no repository kedge can write to",
 }
 
 var editMeaning = map[string]string{

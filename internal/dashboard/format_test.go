@@ -71,6 +71,9 @@ func TestChange(t *testing.T) {
 func TestMeaningShowsUnknownCodes(t *testing.T) {
 	assert.Equal(t, "opted out by annotation", meaning(drift.SkipOptedOut))
 	assert.Equal(t, "several files could define it", meaning(drift.ManifestAmbiguous))
+	// no-repo covers a repository that is not listed, one pinned to a tag
+	// and one that could not be checked out: the detail beside it says which.
+	assert.Equal(t, "in no repository kedge can write to", meaning(drift.ManifestNoRepo))
 	assert.Equal(t, "patch in the namespace's overlay", meaning(drift.EditOverlayPatch))
 	assert.Equal(t, "post-renderer patch in its HelmRelease; helm-controller upgrades the release", meaning(drift.EditHelmPostRenderer))
 	assert.Equal(t, "chart value in its HelmRelease or Argo CD Application; helm-controller upgrades the release, Argo CD syncs the Application", meaning(drift.EditHelmValues))
