@@ -10,7 +10,6 @@
 package plan
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 
@@ -162,8 +161,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 		if len(opts.Unavailable) > 0 {
 			// Every listed repository failed to open: say so of the
 			// workloads applied from one, not that none is configured.
-			r := router{set: set, unavailable: opts.Unavailable, listedBy: cmp.Or(opts.RepositoriesFrom, "repos:")}
-			drifted = drifted.WithManifests(r.unavailableManifest)
+			drifted = drifted.WithManifests(newRouter(set, nil, opts).unavailableManifest)
 		}
 		drifted.Migrations = migrate.WithoutRepository(selected, drifted)
 		return summarise(set, model, drifted, manifest.EditSet{Namespaces: map[string][]manifest.FileEdit{}}, nil, nil), nil

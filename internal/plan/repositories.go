@@ -110,6 +110,12 @@ type router struct {
 	listedBy    string
 }
 
+// newRouter routes over checkouts; messages name what lists the
+// repositories ("repos:" unless opts says).
+func newRouter(set *objects.Set, checkouts []checkout, opts Options) router {
+	return router{set: set, checkouts: checkouts, unavailable: opts.Unavailable, listedBy: cmp.Or(opts.RepositoriesFrom, "repos:")}
+}
+
 // route reads where the cluster applies w from. A workload nothing
 // tracks, or whose source names no repository, is planned in the first
 // checkout; one a Flux HelmRelease renders may be in any checkout (the
@@ -224,7 +230,7 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 	if err != nil {
 		return nil, err
 	}
-	r := router{set: set, checkouts: checkouts, unavailable: opts.Unavailable, listedBy: cmp.Or(opts.RepositoriesFrom, "repos:")}
+	r := newRouter(set, checkouts, opts)
 
 	migrations, labelEdits, migrationsOf := locateMigrations(r, selected)
 	drifted := drift.Compute(migrate.Relabel(set, migrations), model, opts.Drift)
