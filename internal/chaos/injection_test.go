@@ -47,9 +47,9 @@ func TestHostileTextIsEscaped(t *testing.T) {
 
 	w := NewWorld(t, Options{ClusterDir: DemoCluster, RepoDir: repo})
 	w.ChangeCluster(func(set *objects.Set) {
-		pods := make([]objects.Pod, len(set.Pods))
+		pods := make([]*objects.Pod, len(set.Pods))
 		for i := range set.Pods {
-			p := set.Pods[i]
+			p := *set.Pods[i]
 			p.Annotations = maps.Clone(p.Annotations)
 			switch {
 			case p.Namespace == "search":
@@ -61,7 +61,7 @@ func TestHostileTextIsEscaped(t *testing.T) {
 			case p.Namespace == "shop" && p.Name == "debug-shell":
 				p.Name += hostile
 			}
-			pods[i] = p
+			pods[i] = &p
 		}
 		set.Pods = pods
 	})

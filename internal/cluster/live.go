@@ -337,10 +337,10 @@ func (l *Live) WaitForSync(ctx context.Context) error {
 
 // Set copies the cached objects into a new Set, sorted by namespace and
 // name. The objects of an informer that has not changed since the last Set
-// are that Set's slice, shared. The pods' labels, annotations, owners and
-// proxy are the caches' own, shared by the replicas of a workload: copying
-// them for each pod would multiply the largest part of the Set. Like every
-// value of a Set, none of these is ever written.
+// are that Set's slice, shared. The pods are the cache's own values, with
+// their labels, annotations, owners and proxy shared by the replicas of a
+// workload: a copy of each would double the largest part of what kedge
+// holds. Like every value of a Set, none of these is ever written.
 func (l *Live) Set() *objects.Set {
 	l.mu.Lock()
 	custom := maps.Clone(l.customInformers)
@@ -375,10 +375,12 @@ func (l *Live) Set() *objects.Set {
 	return set
 }
 
-// copyPods lists the trimmed pods, sorted by namespace and name.
-func (l *Live) copyPods() []objects.Pod {
-	pods := listed(l.pods, func(p *trimmedPod) objects.Pod { return p.Pod })
-	slices.SortFunc(pods, func(a, b objects.Pod) int {
+// copyPods lists the cached pods, sorted by namespace and name. An update
+// replaces a cached pod rather than changing it, so a Set's pods stay as
+// they were listed.
+func (l *Live) copyPods() []*objects.Pod {
+	pods := listed(l.pods, func(p *trimmedPod) *objects.Pod { return &p.Pod })
+	slices.SortFunc(pods, func(a, b *objects.Pod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	return pods

@@ -344,7 +344,7 @@ func appendTrimmed[T any](slice *[]T, trim func(*T)) func([]byte) error {
 func mergeAll(parts []*objects.Set) *objects.Set {
 	return &objects.Set{
 		Namespaces:   concat(parts, func(s *objects.Set) []corev1.Namespace { return s.Namespaces }),
-		Pods:         concat(parts, func(s *objects.Set) []objects.Pod { return s.Pods }),
+		Pods:         concat(parts, func(s *objects.Set) []*objects.Pod { return s.Pods }),
 		ConfigMaps:   concat(parts, func(s *objects.Set) []corev1.ConfigMap { return s.ConfigMaps }),
 		ReplicaSets:  concat(parts, func(s *objects.Set) []objects.ReplicaSet { return s.ReplicaSets }),
 		Deployments:  concat(parts, func(s *objects.Set) []appsv1.Deployment { return s.Deployments }),

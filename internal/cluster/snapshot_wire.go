@@ -89,10 +89,10 @@ type wireContainerStatus struct {
 
 // decodePod reads a pod straight into what a Set holds, through the same
 // objects.Pod methods objects.PodOf reads a corev1.Pod with.
-func decodePod(raw []byte, trim *trimmer) (objects.Pod, error) {
+func decodePod(raw []byte, trim *trimmer) (*objects.Pod, error) {
 	var w wirePod
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return objects.Pod{}, err
+		return nil, err
 	}
 	m := &w.Metadata
 	pod := objects.Pod{
@@ -121,7 +121,8 @@ func decodePod(raw []byte, trim *trimmer) (objects.Pod, error) {
 			}
 		}
 	}
-	return trim.internPod(pod), nil
+	interned := trim.internPod(pod)
+	return &interned, nil
 }
 
 type wireReplicaSet struct {

@@ -86,7 +86,7 @@ func comparePod(t *testing.T, file string, raw []byte) {
 	}
 	got, err := decodePod(raw, newTrimmer())
 	require.NoError(t, err, file)
-	assert.Equal(t, newTrimmer().trimPod(&full).pod(), got, "%s: pod %s/%s", file, full.Namespace, full.Name)
+	assert.Equal(t, newTrimmer().trimPod(&full).pod(), *got, "%s: pod %s/%s", file, full.Namespace, full.Name)
 }
 
 func compareReplicaSet(t *testing.T, file string, raw []byte) {

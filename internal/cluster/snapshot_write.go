@@ -99,10 +99,10 @@ func sortedItems(out []snapshotItem) []snapshotItem {
 // a large cluster never holds a full corev1.Pod for each of its pods.
 type writtenPod objects.Pod
 
-func writtenPods(pods []objects.Pod) []snapshotItem {
+func writtenPods(pods []*objects.Pod) []snapshotItem {
 	out := make([]snapshotItem, len(pods))
-	for i := range pods {
-		out[i] = (*writtenPod)(&pods[i])
+	for i, p := range pods {
+		out[i] = (*writtenPod)(p)
 	}
 	return sortedItems(out)
 }

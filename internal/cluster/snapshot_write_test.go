@@ -116,7 +116,7 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		out.Namespaces = append(out.Namespaces, o)
 	}
 	sortByKey(out.Namespaces, func(n *corev1.Namespace) *metav1.ObjectMeta { return &n.ObjectMeta })
-	out.Pods = slices.SortedFunc(slices.Values(set.Pods), func(a, b objects.Pod) int {
+	out.Pods = slices.SortedFunc(slices.Values(set.Pods), func(a, b *objects.Pod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	for _, o := range set.ConfigMaps {

@@ -28,8 +28,8 @@ func Compute(set *objects.Set, m *mesh.Model, opts Options) Plan {
 		groups:     map[groupKey]*group{},
 		statuses:   map[string]string{},
 	}
-	for i := range set.Pods {
-		c.addPod(&set.Pods[i])
+	for _, p := range set.Pods {
+		c.addPod(p)
 	}
 	return c.plan(opts.Cluster)
 }

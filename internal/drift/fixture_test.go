@@ -314,7 +314,7 @@ func (c *cluster) pod(ns, name string, o *owned, opts ...podOption) {
 	for _, opt := range opts {
 		opt(&p)
 	}
-	c.set.Pods = append(c.set.Pods, objects.PodOf(&p))
+	c.set.Pods = append(c.set.Pods, objects.Pods(p)...)
 }
 
 // pods creates n pods name-0 … name-(n-1).

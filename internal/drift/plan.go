@@ -149,8 +149,7 @@ func (p Plan) WithManifests(manifestOf func(Workload) (Manifest, bool)) Plan {
 // not counted, as Compute does not count them.
 func ProxyImages(set *objects.Set) map[string]map[string]int {
 	out := map[string]map[string]int{}
-	for i := range set.Pods {
-		p := &set.Pods[i]
+	for _, p := range set.Pods {
 		if !p.Live() {
 			continue
 		}

@@ -268,5 +268,5 @@ func addInjectedDeployment(set *objects.Set, ns, name, rev, image string) {
 	meshtest.InjectPod(&pod, rev, image)
 	set.Deployments = append(set.Deployments, dep)
 	set.ReplicaSets = append(set.ReplicaSets, rs)
-	set.Pods = append(set.Pods, objects.PodOf(&pod))
+	set.Pods = append(set.Pods, objects.Pods(pod)...)
 }

@@ -16,8 +16,10 @@ import (
 
 // Set is every object kedge reads from one cluster.
 type Set struct {
-	Namespaces                    []corev1.Namespace
-	Pods                          []Pod
+	Namespaces []corev1.Namespace
+	// Pods point at values a source may share with its own store (the
+	// live source's cache): like every value of a Set, never written.
+	Pods                          []*Pod
 	ConfigMaps                    []corev1.ConfigMap
 	ReplicaSets                   []ReplicaSet
 	Deployments                   []appsv1.Deployment

@@ -110,13 +110,14 @@ func PodOf(p *corev1.Pod) Pod {
 
 // Pods converts pods with PodOf, for callers holding full pods (tests,
 // generated clusters).
-func Pods(pods ...corev1.Pod) []Pod {
+func Pods(pods ...corev1.Pod) []*Pod {
 	if pods == nil {
 		return nil
 	}
-	out := make([]Pod, len(pods))
+	out := make([]*Pod, len(pods))
 	for i := range pods {
-		out[i] = PodOf(&pods[i])
+		p := PodOf(&pods[i])
+		out[i] = &p
 	}
 	return out
 }

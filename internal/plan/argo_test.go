@@ -196,7 +196,7 @@ func addArgoWorkload(set *objects.Set, w argoWorkload) {
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	meshtest.InjectPod(&pod, "1-24-0", proxy124)
-	set.Pods = append(set.Pods, objects.PodOf(&pod))
+	set.Pods = append(set.Pods, objects.Pods(pod)...)
 }
 
 // TestArgoKustomizeOverridesEndToEnd plans the fixtures whose Applications

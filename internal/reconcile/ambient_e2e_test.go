@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,13 +118,14 @@ func ambientNamespace(namespaces []corev1.Namespace, name string) []corev1.Names
 
 // withoutSidecars replaces the namespace's pods by ones without a sidecar,
 // annotated by istio-cni when captured.
-func withoutSidecars(pods []objects.Pod, namespace string, captured bool) []objects.Pod {
-	out := append([]objects.Pod(nil), pods...)
+func withoutSidecars(pods []*objects.Pod, namespace string, captured bool) []*objects.Pod {
+	out := slices.Clone(pods)
 	for i := range out {
-		p := &out[i]
-		if p.Namespace != namespace {
+		if out[i].Namespace != namespace {
 			continue
 		}
+		p := *out[i]
+		out[i] = &p
 		annotations := map[string]string{}
 		if captured {
 			annotations["ambient.istio.io/redirection"] = "enabled"

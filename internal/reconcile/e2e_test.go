@@ -386,8 +386,8 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-func withoutNamespace(pods []objects.Pod, ns string) []objects.Pod {
-	var out []objects.Pod
+func withoutNamespace(pods []*objects.Pod, ns string) []*objects.Pod {
+	var out []*objects.Pod
 	for _, p := range pods {
 		if p.Namespace != ns {
 			out = append(out, p)

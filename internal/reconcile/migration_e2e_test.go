@@ -186,14 +186,16 @@ func relabelNamespace(namespaces []corev1.Namespace, name, value string) {
 
 // movePods makes the pods look re-injected by rev: status annotation,
 // revision annotation and the proxy image, wherever the proxy runs.
-func movePods(t *testing.T, pods []objects.Pod, namespace, prefix, rev, image string) {
+func movePods(t *testing.T, pods []*objects.Pod, namespace, prefix, rev, image string) {
 	t.Helper()
 	moved := 0
 	for i := range pods {
-		p := &pods[i]
-		if p.Namespace != namespace || !strings.HasPrefix(p.Name, prefix) {
+		if pods[i].Namespace != namespace || !strings.HasPrefix(pods[i].Name, prefix) {
 			continue
 		}
+		moving := *pods[i]
+		p := &moving
+		pods[i] = p
 		var status map[string]any
 		require.NoError(t, json.Unmarshal([]byte(p.Annotations[mesh.AnnotationStatus]), &status))
 		status["revision"] = rev

@@ -364,8 +364,7 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 // leaves out (host network, istio.io/dataplane-mode=none) are not waited for.
 func uncaptured(set *objects.Set, namespace string) []drift.Workload {
 	var out []drift.Workload
-	for i := range set.Pods {
-		p := &set.Pods[i]
+	for _, p := range set.Pods {
 		if p.Namespace != namespace || !p.Live() {
 			continue
 		}

@@ -164,7 +164,7 @@ func (w *manyReposWorld) addDriftedNamespace(ns, kustomization string) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	meshtest.InjectPod(&pod, "1-24-0", oldProxy)
-	w.set.Pods = append(w.set.Pods, objects.PodOf(&pod))
+	w.set.Pods = append(w.set.Pods, objects.Pods(pod)...)
 }
 
 // cycleCalls is what one cycle asked of GitHub and git, per repository.

@@ -160,7 +160,7 @@ func reposCluster(git *gitserver.Server) *objects.Set {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
 		}
 		meshtest.InjectPod(&pod, "1-24-0", oldProxy)
-		set.Pods = append(set.Pods, objects.PodOf(&pod))
+		set.Pods = append(set.Pods, objects.Pods(pod)...)
 	}
 	return set
 }

@@ -55,8 +55,7 @@ func Read(set *objects.Set, namespace, kind, name string, drifted bool) Workload
 		return wl
 	}
 	owners := replicaSetOwners(set, namespace)
-	for i := range set.Pods {
-		p := &set.Pods[i]
+	for _, p := range set.Pods {
 		if p.Namespace != namespace || !p.Live() {
 			continue
 		}

@@ -195,7 +195,7 @@ func assertTrimmed(t *testing.T, set *objects.Set, seed seeded) {
 	}
 }
 
-func findPod(t *testing.T, set *objects.Set, ns, name string) objects.Pod {
+func findPod(t *testing.T, set *objects.Set, ns, name string) *objects.Pod {
 	t.Helper()
 	for _, p := range set.Pods {
 		if p.Namespace == ns && p.Name == name {
@@ -203,7 +203,7 @@ func findPod(t *testing.T, set *objects.Set, ns, name string) objects.Pod {
 		}
 	}
 	t.Fatalf("pod %s/%s not in the set", ns, name)
-	return objects.Pod{}
+	return nil
 }
 
 func TestLiveWaitForSyncSaysWhyCachesDoNotFill(t *testing.T) {
