@@ -193,7 +193,7 @@ func calls(gh *ghemu.Hub, mutating bool) int {
 // with ambient enabled, which kedge checks before it moves a namespace.
 func withAmbientInstalled(set *objects.Set) *objects.Set {
 	out := *set
-	out.DaemonSets = append(slices.Clone(set.DaemonSets), appsv1.DaemonSet{
+	out.DaemonSets = append(slices.Clone(set.DaemonSets), &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "ztunnel"},
 		Status:     appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, NumberReady: 3},
 	})

@@ -65,8 +65,7 @@ func ClusterProblems(set *objects.Set) []Problem {
 // every node (status.numberReady against the Nodes listed).
 func ztunnelProblem(set *objects.Set) (Problem, bool) {
 	var ds *appsv1.DaemonSet
-	for i := range set.DaemonSets {
-		d := &set.DaemonSets[i]
+	for _, d := range set.DaemonSets {
 		if d.Name == ztunnelName || d.Labels["app"] == ztunnelName {
 			if ds != nil {
 				return Problem{Field: "DaemonSet ztunnel", Detail: "several ztunnel DaemonSets (" + ds.Namespace + "/" + ds.Name + ", " + d.Namespace + "/" + d.Name + ")"}, false

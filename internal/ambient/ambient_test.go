@@ -19,8 +19,8 @@ func nodes(n int) []corev1.Node {
 	return out
 }
 
-func ztunnel(desired, ready int32) appsv1.DaemonSet {
-	return appsv1.DaemonSet{
+func ztunnel(desired, ready int32) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "ztunnel"},
 		Status:     appsv1.DaemonSetStatus{DesiredNumberScheduled: desired, NumberReady: ready},
 	}
@@ -39,22 +39,22 @@ func TestClusterProblems(t *testing.T) {
 	tests := []struct {
 		name       string
 		field      string
-		daemonSets []appsv1.DaemonSet
+		daemonSets []*appsv1.DaemonSet
 		configMaps []corev1.ConfigMap
 		want       []string
 	}{
 		{"ready", "DaemonSet ztunnel status.numberReady, ConfigMap istio-cni-config data.AMBIENT_ENABLED",
-			[]appsv1.DaemonSet{ztunnel(3, 3)}, []corev1.ConfigMap{cni("true")}, nil},
+			[]*appsv1.DaemonSet{ztunnel(3, 3)}, []corev1.ConfigMap{cni("true")}, nil},
 		{"no ztunnel", "DaemonSet ztunnel",
 			nil, []corev1.ConfigMap{cni("true")}, []string{"no ztunnel DaemonSet: ambient mode is not installed"}},
 		{"ztunnel not ready everywhere", "DaemonSet ztunnel status.numberReady",
-			[]appsv1.DaemonSet{ztunnel(3, 2)}, []corev1.ConfigMap{cni("true")}, []string{"ztunnel istio-system/ztunnel is ready on 2 of 3 nodes"}},
+			[]*appsv1.DaemonSet{ztunnel(3, 2)}, []corev1.ConfigMap{cni("true")}, []string{"ztunnel istio-system/ztunnel is ready on 2 of 3 nodes"}},
 		{"ztunnel kept off a node", "DaemonSet ztunnel status.desiredNumberScheduled, Nodes",
-			[]appsv1.DaemonSet{ztunnel(2, 2)}, []corev1.ConfigMap{cni("true")}, []string{"ztunnel istio-system/ztunnel is ready on 2 of 3 nodes"}},
+			[]*appsv1.DaemonSet{ztunnel(2, 2)}, []corev1.ConfigMap{cni("true")}, []string{"ztunnel istio-system/ztunnel is ready on 2 of 3 nodes"}},
 		{"istio-cni without ambient", "ConfigMap istio-cni-config data.AMBIENT_ENABLED",
-			[]appsv1.DaemonSet{ztunnel(3, 3)}, []corev1.ConfigMap{cni("false")}, []string{`istio-cni in kube-system runs without ambient (AMBIENT_ENABLED="false")`}},
+			[]*appsv1.DaemonSet{ztunnel(3, 3)}, []corev1.ConfigMap{cni("false")}, []string{`istio-cni in kube-system runs without ambient (AMBIENT_ENABLED="false")`}},
 		{"no istio-cni", "ConfigMap istio-cni-config",
-			[]appsv1.DaemonSet{ztunnel(3, 3)}, nil, []string{"no istio-cni-config ConfigMap: istio-cni is not installed (or not where kedge reads Istio's ConfigMaps)"}},
+			[]*appsv1.DaemonSet{ztunnel(3, 3)}, nil, []string{"no istio-cni-config ConfigMap: istio-cni is not installed (or not where kedge reads Istio's ConfigMaps)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,11 +71,11 @@ func TestClusterProblems(t *testing.T) {
 // Without a Node list (a snapshot that has none), the DaemonSet's own
 // status.desiredNumberScheduled stands for the nodes.
 func TestClusterProblemsWithoutNodes(t *testing.T) {
-	ready := &objects.Set{DaemonSets: []appsv1.DaemonSet{ztunnel(2, 2)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
+	ready := &objects.Set{DaemonSets: []*appsv1.DaemonSet{ztunnel(2, 2)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
 	assert.Empty(t, ClusterProblems(ready))
-	partly := &objects.Set{DaemonSets: []appsv1.DaemonSet{ztunnel(2, 1)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
+	partly := &objects.Set{DaemonSets: []*appsv1.DaemonSet{ztunnel(2, 1)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
 	assert.Equal(t, []Problem{{Field: "DaemonSet ztunnel status.numberReady, Nodes", Detail: "ztunnel istio-system/ztunnel is ready on 1 of 2 nodes"}}, ClusterProblems(partly))
-	nowhere := &objects.Set{DaemonSets: []appsv1.DaemonSet{ztunnel(0, 0)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
+	nowhere := &objects.Set{DaemonSets: []*appsv1.DaemonSet{ztunnel(0, 0)}, ConfigMaps: []corev1.ConfigMap{cni("true")}}
 	assert.Len(t, ClusterProblems(nowhere), 1, "scheduled on no node")
 }
 

@@ -348,13 +348,13 @@ func (l *Live) Set() *objects.Set {
 
 	set := &objects.Set{
 		Namespaces:                    copied(l, l.namespaces, copyTyped[corev1.Namespace](l.namespaces, "v1", "Namespace")),
-		ReplicaSets:                   copied(l, l.replicaSets, l.copyReplicaSets),
-		Deployments:                   copied(l, l.deployments, copyTyped[appsv1.Deployment](l.deployments, "apps/v1", "Deployment")),
-		StatefulSets:                  copied(l, l.statefulSets, copyTyped[appsv1.StatefulSet](l.statefulSets, "apps/v1", "StatefulSet")),
-		DaemonSets:                    copied(l, l.daemonSets, copyTyped[appsv1.DaemonSet](l.daemonSets, "apps/v1", "DaemonSet")),
+		ReplicaSets:                   copied(l, l.replicaSets, l.cachedReplicaSets),
+		Deployments:                   copied(l, l.deployments, cachedTyped[appsv1.Deployment](l.deployments)),
+		StatefulSets:                  copied(l, l.statefulSets, cachedTyped[appsv1.StatefulSet](l.statefulSets)),
+		DaemonSets:                    copied(l, l.daemonSets, cachedTyped[appsv1.DaemonSet](l.daemonSets)),
 		Nodes:                         copied(l, l.nodes, copyTyped[corev1.Node](l.nodes, "v1", "Node")),
-		Jobs:                          copied(l, l.jobs, copyTyped[batchv1.Job](l.jobs, "batch/v1", "Job")),
-		CronJobs:                      copied(l, l.cronJobs, copyTyped[batchv1.CronJob](l.cronJobs, "batch/v1", "CronJob")),
+		Jobs:                          copied(l, l.jobs, cachedTyped[batchv1.Job](l.jobs)),
+		CronJobs:                      copied(l, l.cronJobs, cachedTyped[batchv1.CronJob](l.cronJobs)),
 		MutatingWebhookConfigurations: copied(l, l.webhooks, copyTyped[admissionregistrationv1.MutatingWebhookConfiguration](l.webhooks, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")),
 		Pods:                          copied(l, l.pods, l.copyPods),
 	}
@@ -364,7 +364,7 @@ func (l *Live) Set() *objects.Set {
 		})...)
 	}
 	sortByKey(set.ConfigMaps, func(c *corev1.ConfigMap) *metav1.ObjectMeta { return &c.ObjectMeta })
-	set.Rollouts = copied(l, custom["Rollout"], copyCustom[objects.Rollout](custom["Rollout"]))
+	set.Rollouts = copied(l, custom["Rollout"], cachedCustom[objects.Rollout](custom["Rollout"]))
 	set.Applications = copied(l, custom["Application"], copyCustom[objects.Application](custom["Application"]))
 	set.Kustomizations = copied(l, custom["Kustomization"], copyCustom[objects.Kustomization](custom["Kustomization"]))
 	set.GitRepositories = copied(l, custom["GitRepository"], copyCustom[objects.GitRepository](custom["GitRepository"]))
@@ -537,11 +537,22 @@ func copyTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer, apiVersio
 	}
 }
 
-// copyReplicaSets lists the cached ReplicaSets, sorted by namespace and
+// cachedTyped lists an informer's objects as the cache holds them, sorted
+// by namespace and name; the transform gave them their apiVersion and kind
+// (withKind).
+func cachedTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer) func() []P {
+	return func() []P {
+		out := listed(inf, func(p P) P { return p })
+		sortByName(out)
+		return out
+	}
+}
+
+// cachedReplicaSets lists the cached ReplicaSets, sorted by namespace and
 // name.
-func (l *Live) copyReplicaSets() []objects.ReplicaSet {
-	out := listed(l.replicaSets, func(rs *cachedReplicaSet) objects.ReplicaSet { return rs.ReplicaSet })
-	sortByKey(out, func(r *objects.ReplicaSet) *metav1.ObjectMeta { return &r.ObjectMeta })
+func (l *Live) cachedReplicaSets() []*objects.ReplicaSet {
+	out := listed(l.replicaSets, func(rs *cachedReplicaSet) *objects.ReplicaSet { return &rs.ReplicaSet })
+	sortByName(out)
 	return out
 }
 

@@ -15,24 +15,42 @@ type namedObject[T any] interface {
 	GetName() string
 }
 
-// copyCustom copies the cached custom resources of one kind, as the
-// informer's transform decoded them (decodeCustom). A nil informer (the CRD
-// is not served) yields nothing. The copies are shallow, like copyTyped's.
-func copyCustom[T any, P namedObject[T]](inf cache.SharedIndexInformer) func() []T {
-	return func() []T {
+// cachedCustom lists the cached custom resources of one kind, as the
+// informer's transform decoded them (decodeCustom), sorted by namespace and
+// name. A nil informer (the CRD is not served) yields nothing.
+func cachedCustom[T any, P namedObject[T]](inf cache.SharedIndexInformer) func() []P {
+	return func() []P {
 		if inf == nil {
 			return nil
 		}
-		var out []T
-		for _, obj := range inf.GetStore().List() {
-			if typed, ok := obj.(P); ok {
-				out = append(out, *typed)
-			}
-		}
-		slices.SortFunc(out, func(a, b T) int {
-			pa, pb := P(&a), P(&b)
-			return cmp.Or(cmp.Compare(pa.GetNamespace(), pb.GetNamespace()), cmp.Compare(pa.GetName(), pb.GetName()))
-		})
+		out := listed(inf, func(p P) P { return p })
+		sortByName(out)
 		return out
 	}
+}
+
+// copyCustom is cachedCustom's objects as values. The copies are shallow,
+// like copyTyped's.
+func copyCustom[T any, P namedObject[T]](inf cache.SharedIndexInformer) func() []T {
+	return func() []T {
+		cached := cachedCustom[T, P](inf)()
+		if len(cached) == 0 {
+			return nil
+		}
+		out := make([]T, len(cached))
+		for i, p := range cached {
+			out[i] = *p
+		}
+		return out
+	}
+}
+
+// sortByName sorts objects by namespace, then name.
+func sortByName[P interface {
+	GetNamespace() string
+	GetName() string
+}](items []P) {
+	slices.SortFunc(items, func(a, b P) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
 }

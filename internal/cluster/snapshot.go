@@ -274,19 +274,19 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 	case "apps/ReplicaSet":
 		return appendDecoded(&set.ReplicaSets, trim, decodeReplicaSet)
 	case "apps/Deployment":
-		return appendTrimmed(&set.Deployments, trimDeployment)
+		return appendEach(&set.Deployments, trimDeployment)
 	case "apps/StatefulSet":
-		return appendTrimmed(&set.StatefulSets, trimStatefulSet)
+		return appendEach(&set.StatefulSets, trimStatefulSet)
 	case "apps/DaemonSet":
-		return appendTrimmed(&set.DaemonSets, trimDaemonSet)
+		return appendEach(&set.DaemonSets, trimDaemonSet)
 	case "batch/Job":
-		return appendTrimmed(&set.Jobs, trimJob)
+		return appendEach(&set.Jobs, trimJob)
 	case "batch/CronJob":
-		return appendTrimmed(&set.CronJobs, trimCronJob)
+		return appendEach(&set.CronJobs, trimCronJob)
 	case "admissionregistration.k8s.io/MutatingWebhookConfiguration":
 		return appendTo(&set.MutatingWebhookConfigurations)
 	case "argoproj.io/Rollout":
-		return appendTrimmed(&set.Rollouts, func(r *objects.Rollout) { r.Spec.Template = trimTemplate(r.Spec.Template) })
+		return appendEach(&set.Rollouts, func(r *objects.Rollout) { r.Spec.Template = trimTemplate(r.Spec.Template) })
 	case "argoproj.io/Application":
 		return appendTo(&set.Applications)
 	case "kustomize.toolkit.fluxcd.io/Kustomization":
@@ -324,6 +324,20 @@ func appendTo[T any](slice *[]T) func([]byte) error {
 	return appendTrimmed(slice, func(*T) {})
 }
 
+// appendEach is appendTrimmed for the kinds a Set points at: each object
+// is decoded into a value of its own.
+func appendEach[T any](slice *[]*T, trim func(*T)) func([]byte) error {
+	return func(raw []byte) error {
+		obj := new(T)
+		if err := json.Unmarshal(raw, obj); err != nil {
+			return err
+		}
+		trim(obj)
+		*slice = append(*slice, obj)
+		return nil
+	}
+}
+
 // appendTrimmed decodes the whole object, then keeps what the live
 // source's informers keep of it.
 func appendTrimmed[T any](slice *[]T, trim func(*T)) func([]byte) error {
@@ -346,13 +360,13 @@ func mergeAll(parts []*objects.Set) *objects.Set {
 		Namespaces:   concat(parts, func(s *objects.Set) []corev1.Namespace { return s.Namespaces }),
 		Pods:         concat(parts, func(s *objects.Set) []*objects.Pod { return s.Pods }),
 		ConfigMaps:   concat(parts, func(s *objects.Set) []corev1.ConfigMap { return s.ConfigMaps }),
-		ReplicaSets:  concat(parts, func(s *objects.Set) []objects.ReplicaSet { return s.ReplicaSets }),
-		Deployments:  concat(parts, func(s *objects.Set) []appsv1.Deployment { return s.Deployments }),
-		StatefulSets: concat(parts, func(s *objects.Set) []appsv1.StatefulSet { return s.StatefulSets }),
-		DaemonSets:   concat(parts, func(s *objects.Set) []appsv1.DaemonSet { return s.DaemonSets }),
-		Jobs:         concat(parts, func(s *objects.Set) []batchv1.Job { return s.Jobs }),
-		CronJobs:     concat(parts, func(s *objects.Set) []batchv1.CronJob { return s.CronJobs }),
-		Rollouts:     concat(parts, func(s *objects.Set) []objects.Rollout { return s.Rollouts }),
+		ReplicaSets:  concat(parts, func(s *objects.Set) []*objects.ReplicaSet { return s.ReplicaSets }),
+		Deployments:  concat(parts, func(s *objects.Set) []*appsv1.Deployment { return s.Deployments }),
+		StatefulSets: concat(parts, func(s *objects.Set) []*appsv1.StatefulSet { return s.StatefulSets }),
+		DaemonSets:   concat(parts, func(s *objects.Set) []*appsv1.DaemonSet { return s.DaemonSets }),
+		Jobs:         concat(parts, func(s *objects.Set) []*batchv1.Job { return s.Jobs }),
+		CronJobs:     concat(parts, func(s *objects.Set) []*batchv1.CronJob { return s.CronJobs }),
+		Rollouts:     concat(parts, func(s *objects.Set) []*objects.Rollout { return s.Rollouts }),
 		MutatingWebhookConfigurations: concat(parts, func(s *objects.Set) []admissionregistrationv1.MutatingWebhookConfiguration {
 			return s.MutatingWebhookConfigurations
 		}),

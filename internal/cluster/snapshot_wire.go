@@ -130,13 +130,13 @@ type wireReplicaSet struct {
 	Metadata        wireMeta `json:"metadata"`
 }
 
-func decodeReplicaSet(raw []byte, trim *trimmer) (objects.ReplicaSet, error) {
+func decodeReplicaSet(raw []byte, trim *trimmer) (*objects.ReplicaSet, error) {
 	var w wireReplicaSet
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return objects.ReplicaSet{}, err
+		return nil, err
 	}
 	rs := appsv1.ReplicaSet{ObjectMeta: w.Metadata.objectMeta()}
 	out := trim.trimReplicaSet(&rs)
 	out.TypeMeta = w.TypeMeta
-	return out, nil
+	return &out, nil
 }

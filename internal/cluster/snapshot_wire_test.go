@@ -98,5 +98,5 @@ func compareReplicaSet(t *testing.T, file string, raw []byte) {
 	require.NoError(t, err, file)
 	want := newTrimmer().trimReplicaSet(&full)
 	want.TypeMeta = full.TypeMeta
-	assert.Equal(t, want, got, "%s: ReplicaSet %s/%s", file, full.Namespace, full.Name)
+	assert.Equal(t, want, *got, "%s: ReplicaSet %s/%s", file, full.Namespace, full.Name)
 }

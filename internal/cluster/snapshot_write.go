@@ -50,14 +50,14 @@ func WriteSnapshot(set *objects.Set, dir string) error {
 		{"namespaces.yaml", "v1", "Namespace", items(set.Namespaces)},
 		{"pods.yaml", "v1", "Pod", writtenPods(set.Pods)},
 		{"configmaps.yaml", "v1", "ConfigMap", items(set.ConfigMaps)},
-		{"replicasets.yaml", "apps/v1", "ReplicaSet", items(set.ReplicaSets)},
-		{"deployments.yaml", "apps/v1", "Deployment", items(set.Deployments)},
-		{"statefulsets.yaml", "apps/v1", "StatefulSet", items(set.StatefulSets)},
-		{"daemonsets.yaml", "apps/v1", "DaemonSet", items(set.DaemonSets)},
-		{"jobs.yaml", "batch/v1", "Job", items(set.Jobs)},
-		{"cronjobs.yaml", "batch/v1", "CronJob", items(set.CronJobs)},
+		{"replicasets.yaml", "apps/v1", "ReplicaSet", pointed(set.ReplicaSets)},
+		{"deployments.yaml", "apps/v1", "Deployment", pointed(set.Deployments)},
+		{"statefulsets.yaml", "apps/v1", "StatefulSet", pointed(set.StatefulSets)},
+		{"daemonsets.yaml", "apps/v1", "DaemonSet", pointed(set.DaemonSets)},
+		{"jobs.yaml", "batch/v1", "Job", pointed(set.Jobs)},
+		{"cronjobs.yaml", "batch/v1", "CronJob", pointed(set.CronJobs)},
 		{"mutatingwebhookconfigurations.yaml", "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", items(set.MutatingWebhookConfigurations)},
-		{"rollouts.yaml", "argoproj.io/v1alpha1", "Rollout", items(set.Rollouts)},
+		{"rollouts.yaml", "argoproj.io/v1alpha1", "Rollout", pointed(set.Rollouts)},
 		{"applications.yaml", "argoproj.io/v1alpha1", "Application", items(set.Applications)},
 		{"kustomizations.yaml", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", items(set.Kustomizations)},
 		{"gitrepositories.yaml", "source.toolkit.fluxcd.io/v1", "GitRepository", items(set.GitRepositories)},
@@ -84,6 +84,18 @@ func items[T any, P interface {
 	out := make([]snapshotItem, len(objs))
 	for i := range objs {
 		out[i] = P(&objs[i])
+	}
+	return sortedItems(out)
+}
+
+// pointed is items for the kinds a Set points at.
+func pointed[T any, P interface {
+	*T
+	snapshotItem
+}](objs []*T) []snapshotItem {
+	out := make([]snapshotItem, len(objs))
+	for i, o := range objs {
+		out[i] = P(o)
 	}
 	return sortedItems(out)
 }

@@ -56,12 +56,12 @@ func snapshotWriteSet() *objects.Set {
 				"indented": "  first line indented\n\nlast\n",
 			},
 		}},
-		ReplicaSets:  []objects.ReplicaSet{{ObjectMeta: meta("shop", "cart-7d9c8b6f5d")}},
-		Deployments:  []appsv1.Deployment{{ObjectMeta: meta("shop", "cart"), Spec: appsv1.DeploymentSpec{Template: template}}},
-		StatefulSets: []appsv1.StatefulSet{{ObjectMeta: meta("billing", "payments"), Spec: appsv1.StatefulSetSpec{Template: template}}},
-		DaemonSets:   []appsv1.DaemonSet{{ObjectMeta: meta("monitoring", "node-agent"), Spec: appsv1.DaemonSetSpec{Template: template}}},
-		Jobs:         []batchv1.Job{{ObjectMeta: meta("billing", "nightly-29000000")}},
-		CronJobs:     []batchv1.CronJob{{ObjectMeta: meta("billing", "nightly")}},
+		ReplicaSets:  []*objects.ReplicaSet{{ObjectMeta: meta("shop", "cart-7d9c8b6f5d")}},
+		Deployments:  []*appsv1.Deployment{{ObjectMeta: meta("shop", "cart"), Spec: appsv1.DeploymentSpec{Template: template}}},
+		StatefulSets: []*appsv1.StatefulSet{{ObjectMeta: meta("billing", "payments"), Spec: appsv1.StatefulSetSpec{Template: template}}},
+		DaemonSets:   []*appsv1.DaemonSet{{ObjectMeta: meta("monitoring", "node-agent"), Spec: appsv1.DaemonSetSpec{Template: template}}},
+		Jobs:         []*batchv1.Job{{ObjectMeta: meta("billing", "nightly-29000000")}},
+		CronJobs:     []*batchv1.CronJob{{ObjectMeta: meta("billing", "nightly")}},
 		MutatingWebhookConfigurations: []admissionregistrationv1.MutatingWebhookConfiguration{{
 			ObjectMeta: metav1.ObjectMeta{Name: "istio-sidecar-injector", Labels: map[string]string{"istio.io/rev": "default"}},
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{
@@ -71,7 +71,7 @@ func snapshotWriteSet() *objects.Set {
 				}},
 			}},
 		}},
-		Rollouts: []objects.Rollout{{ObjectMeta: meta("shop", "checkout"), Spec: objects.RolloutSpec{
+		Rollouts: []*objects.Rollout{{ObjectMeta: meta("shop", "checkout"), Spec: objects.RolloutSpec{
 			WorkloadRef: &objects.WorkloadRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "checkout"},
 		}}},
 		Applications: []objects.Application{{ObjectMeta: meta("argocd", "shop"), Spec: objects.ApplicationSpec{
@@ -124,36 +124,43 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		out.ConfigMaps = append(out.ConfigMaps, o)
 	}
 	for _, o := range set.ReplicaSets {
-		o.TypeMeta = tm("apps/v1", "ReplicaSet")
-		out.ReplicaSets = append(out.ReplicaSets, o)
+		c := *o
+		c.TypeMeta = tm("apps/v1", "ReplicaSet")
+		out.ReplicaSets = append(out.ReplicaSets, &c)
 	}
 	for _, o := range set.Deployments {
-		o.TypeMeta = tm("apps/v1", "Deployment")
-		out.Deployments = append(out.Deployments, o)
+		c := *o
+		c.TypeMeta = tm("apps/v1", "Deployment")
+		out.Deployments = append(out.Deployments, &c)
 	}
 	for _, o := range set.StatefulSets {
-		o.TypeMeta = tm("apps/v1", "StatefulSet")
-		out.StatefulSets = append(out.StatefulSets, o)
+		c := *o
+		c.TypeMeta = tm("apps/v1", "StatefulSet")
+		out.StatefulSets = append(out.StatefulSets, &c)
 	}
 	for _, o := range set.DaemonSets {
-		o.TypeMeta = tm("apps/v1", "DaemonSet")
-		out.DaemonSets = append(out.DaemonSets, o)
+		c := *o
+		c.TypeMeta = tm("apps/v1", "DaemonSet")
+		out.DaemonSets = append(out.DaemonSets, &c)
 	}
 	for _, o := range set.Jobs {
-		o.TypeMeta = tm("batch/v1", "Job")
-		out.Jobs = append(out.Jobs, o)
+		c := *o
+		c.TypeMeta = tm("batch/v1", "Job")
+		out.Jobs = append(out.Jobs, &c)
 	}
 	for _, o := range set.CronJobs {
-		o.TypeMeta = tm("batch/v1", "CronJob")
-		out.CronJobs = append(out.CronJobs, o)
+		c := *o
+		c.TypeMeta = tm("batch/v1", "CronJob")
+		out.CronJobs = append(out.CronJobs, &c)
 	}
 	for _, o := range set.MutatingWebhookConfigurations {
 		o.TypeMeta = tm("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
 		out.MutatingWebhookConfigurations = append(out.MutatingWebhookConfigurations, o)
 	}
 	for _, o := range set.Rollouts {
-		o.TypeMeta = tm("argoproj.io/v1alpha1", "Rollout")
-		out.Rollouts = append(out.Rollouts, o)
+		c := *o
+		c.TypeMeta = tm("argoproj.io/v1alpha1", "Rollout")
+		out.Rollouts = append(out.Rollouts, &c)
 	}
 	for _, o := range set.Applications {
 		o.TypeMeta = tm("argoproj.io/v1alpha1", "Application")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kedge-io/kedge/internal/mesh"
@@ -115,29 +116,36 @@ func (t *trimmer) transform(obj any) (any, error) {
 	case *appsv1.Deployment:
 		trimDeployment(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
-		return o, nil
+		return withKind(o, appsv1.SchemeGroupVersion.WithKind("Deployment")), nil
 	case *appsv1.StatefulSet:
 		trimStatefulSet(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
-		return o, nil
+		return withKind(o, appsv1.SchemeGroupVersion.WithKind("StatefulSet")), nil
 	case *appsv1.DaemonSet:
 		trimDaemonSet(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
-		return o, nil
+		return withKind(o, appsv1.SchemeGroupVersion.WithKind("DaemonSet")), nil
 	case *batchv1.Job:
 		trimJob(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
-		return o, nil
+		return withKind(o, batchv1.SchemeGroupVersion.WithKind("Job")), nil
 	case *batchv1.CronJob:
 		trimCronJob(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.JobTemplate.ObjectMeta, &o.Spec.JobTemplate.Spec.Template.ObjectMeta)
-		return o, nil
+		return withKind(o, batchv1.SchemeGroupVersion.WithKind("CronJob")), nil
 	case *unstructured.Unstructured:
 		return decodeCustom(o)
 	}
 	// Tombstones (cache.DeletedFinalStateUnknown) and anything else pass
 	// through: their objects were trimmed when they entered the cache.
 	return obj, nil
+}
+
+// withKind gives a cached workload the apiVersion and kind a snapshot file
+// has (typed clients strip them): a Set points at the cached object itself.
+func withKind[P interface{ SetGroupVersionKind(schema.GroupVersionKind) }](o P, gvk schema.GroupVersionKind) P {
+	o.SetGroupVersionKind(gvk)
+	return o
 }
 
 // The workloads keep their identity, their replica counts and status (the

@@ -99,7 +99,8 @@ func decodeSet(t *testing.T, objs []object) objects.Set {
 		case "ReplicaSet":
 			var full []appsv1.ReplicaSet
 			decodeInto(t, &full, o, true)
-			s.ReplicaSets = append(s.ReplicaSets, objects.ReplicaSetOf(&full[0]))
+			rs := objects.ReplicaSetOf(&full[0])
+			s.ReplicaSets = append(s.ReplicaSets, &rs)
 		case "Deployment":
 			decodeInto(t, &s.Deployments, o, true)
 		case "StatefulSet":

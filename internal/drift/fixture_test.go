@@ -122,7 +122,7 @@ func (c *cluster) replicaSet(ns, owner string, ownerRef *metav1.OwnerReference, 
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: meta(ns, owner+"-"+podHash, c.uid(), ownerRef),
 	}
-	c.set.ReplicaSets = append(c.set.ReplicaSets, rs)
+	c.set.ReplicaSets = append(c.set.ReplicaSets, &rs)
 	return owned{
 		ref:      controllerRef("apps/v1", "ReplicaSet", rs.Name, rs.UID),
 		template: spec,
@@ -140,7 +140,7 @@ func (c *cluster) deployment(ns, name string, t tmpl, annotations ...map[string]
 	if len(annotations) > 0 {
 		d.Annotations = annotations[0]
 	}
-	c.set.Deployments = append(c.set.Deployments, d)
+	c.set.Deployments = append(c.set.Deployments, &d)
 	return c.replicaSet(ns, name, controllerRef("apps/v1", "Deployment", name, d.UID), d.Spec.Template, "pod-template-hash")
 }
 
@@ -150,7 +150,7 @@ func (c *cluster) statefulSet(ns, name string, t tmpl) owned {
 		ObjectMeta: meta(ns, name, c.uid(), nil),
 		Spec:       appsv1.StatefulSetSpec{Template: t.spec(name)},
 	}
-	c.set.StatefulSets = append(c.set.StatefulSets, s)
+	c.set.StatefulSets = append(c.set.StatefulSets, &s)
 	return owned{ref: controllerRef("apps/v1", "StatefulSet", name, s.UID), template: s.Spec.Template,
 		hash: map[string]string{"controller-revision-hash": name + "-6b8d4f7c9"}}
 }
@@ -161,7 +161,7 @@ func (c *cluster) daemonSet(ns, name string, t tmpl) owned {
 		ObjectMeta: meta(ns, name, c.uid(), nil),
 		Spec:       appsv1.DaemonSetSpec{Template: t.spec(name)},
 	}
-	c.set.DaemonSets = append(c.set.DaemonSets, d)
+	c.set.DaemonSets = append(c.set.DaemonSets, &d)
 	return owned{ref: controllerRef("apps/v1", "DaemonSet", name, d.UID), template: d.Spec.Template,
 		hash: map[string]string{"controller-revision-hash": "5c6d7f8b9"}}
 }
@@ -172,7 +172,7 @@ func (c *cluster) rollout(ns, name string, t tmpl) owned {
 		ObjectMeta: meta(ns, name, c.uid(), nil),
 		Spec:       objects.RolloutSpec{Template: t.spec(name)},
 	}
-	c.set.Rollouts = append(c.set.Rollouts, r)
+	c.set.Rollouts = append(c.set.Rollouts, &r)
 	return c.replicaSet(ns, name, controllerRef("argoproj.io/v1alpha1", "Rollout", name, r.UID), r.Spec.Template, "rollouts-pod-template-hash")
 }
 
@@ -184,7 +184,7 @@ func (c *cluster) rolloutWithWorkloadRef(ns, name, deployment string, t tmpl) ow
 		ObjectMeta: meta(ns, deployment, c.uid(), nil),
 		Spec:       appsv1.DeploymentSpec{Template: t.spec(name)},
 	}
-	c.set.Deployments = append(c.set.Deployments, d)
+	c.set.Deployments = append(c.set.Deployments, &d)
 	r := objects.Rollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout"},
 		ObjectMeta: meta(ns, name, c.uid(), nil),
@@ -192,7 +192,7 @@ func (c *cluster) rolloutWithWorkloadRef(ns, name, deployment string, t tmpl) ow
 			APIVersion: "apps/v1", Kind: "Deployment", Name: deployment,
 		}},
 	}
-	c.set.Rollouts = append(c.set.Rollouts, r)
+	c.set.Rollouts = append(c.set.Rollouts, &r)
 	return c.replicaSet(ns, name, controllerRef("argoproj.io/v1alpha1", "Rollout", name, r.UID), d.Spec.Template, "rollouts-pod-template-hash")
 }
 
@@ -205,7 +205,7 @@ func (c *cluster) bareReplicaSet(ns, name string, t tmpl) owned {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: meta(ns, name, c.uid(), nil),
 	}
-	c.set.ReplicaSets = append(c.set.ReplicaSets, rs)
+	c.set.ReplicaSets = append(c.set.ReplicaSets, &rs)
 	return owned{ref: controllerRef("apps/v1", "ReplicaSet", name, rs.UID), template: spec}
 }
 
@@ -217,7 +217,7 @@ func (c *cluster) ownedByReplicaSetOf(ns, name string, top *metav1.OwnerReferenc
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: meta(ns, name+"-"+podHash, c.uid(), top),
 	}
-	c.set.ReplicaSets = append(c.set.ReplicaSets, rs)
+	c.set.ReplicaSets = append(c.set.ReplicaSets, &rs)
 	return owned{ref: controllerRef("apps/v1", "ReplicaSet", rs.Name, rs.UID), template: spec}
 }
 
@@ -234,7 +234,7 @@ func (c *cluster) cronJob(ns, name string, t tmpl) owned {
 			Spec: batchv1.JobSpec{Template: t.spec(name)},
 		}},
 	}
-	c.set.CronJobs = append(c.set.CronJobs, cj)
+	c.set.CronJobs = append(c.set.CronJobs, &cj)
 	return c.job(ns, name+"-29000000", controllerRef("batch/v1", "CronJob", name, cj.UID), cj.Spec.JobTemplate.Spec.Template)
 }
 
@@ -244,7 +244,7 @@ func (c *cluster) job(ns, name string, owner *metav1.OwnerReference, spec corev1
 		ObjectMeta: meta(ns, name, c.uid(), owner),
 		Spec:       batchv1.JobSpec{Template: spec},
 	}
-	c.set.Jobs = append(c.set.Jobs, j)
+	c.set.Jobs = append(c.set.Jobs, &j)
 	return owned{ref: controllerRef("batch/v1", "Job", name, j.UID), template: spec,
 		hash: map[string]string{"batch.kubernetes.io/job-name": name}}
 }

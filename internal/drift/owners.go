@@ -84,26 +84,26 @@ func newIndex(set *objects.Set) *index {
 		namespaces:   make(map[string]*corev1.Namespace, len(set.Namespaces)),
 		owners:       map[ownerRefKey]*owner{},
 	}
-	for i := range set.ReplicaSets {
-		ix.replicaSets[keyOf(&set.ReplicaSets[i].ObjectMeta)] = &set.ReplicaSets[i]
+	for _, o := range set.ReplicaSets {
+		ix.replicaSets[keyOf(&o.ObjectMeta)] = o
 	}
-	for i := range set.Deployments {
-		ix.deployments[keyOf(&set.Deployments[i].ObjectMeta)] = &set.Deployments[i]
+	for _, o := range set.Deployments {
+		ix.deployments[keyOf(&o.ObjectMeta)] = o
 	}
-	for i := range set.StatefulSets {
-		ix.statefulSets[keyOf(&set.StatefulSets[i].ObjectMeta)] = &set.StatefulSets[i]
+	for _, o := range set.StatefulSets {
+		ix.statefulSets[keyOf(&o.ObjectMeta)] = o
 	}
-	for i := range set.DaemonSets {
-		ix.daemonSets[keyOf(&set.DaemonSets[i].ObjectMeta)] = &set.DaemonSets[i]
+	for _, o := range set.DaemonSets {
+		ix.daemonSets[keyOf(&o.ObjectMeta)] = o
 	}
-	for i := range set.Jobs {
-		ix.jobs[keyOf(&set.Jobs[i].ObjectMeta)] = &set.Jobs[i]
+	for _, o := range set.Jobs {
+		ix.jobs[keyOf(&o.ObjectMeta)] = o
 	}
-	for i := range set.CronJobs {
-		ix.cronJobs[keyOf(&set.CronJobs[i].ObjectMeta)] = &set.CronJobs[i]
+	for _, o := range set.CronJobs {
+		ix.cronJobs[keyOf(&o.ObjectMeta)] = o
 	}
-	for i := range set.Rollouts {
-		ix.rollouts[keyOf(&set.Rollouts[i].ObjectMeta)] = &set.Rollouts[i]
+	for _, o := range set.Rollouts {
+		ix.rollouts[keyOf(&o.ObjectMeta)] = o
 	}
 	for i := range set.Namespaces {
 		ix.namespaces[set.Namespaces[i].Name] = &set.Namespaces[i]

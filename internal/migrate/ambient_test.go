@@ -17,7 +17,7 @@ import (
 // the one node, istio-cni with ambient enabled.
 func ambientReady(set *objects.Set) {
 	set.Nodes = []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}}
-	set.DaemonSets = append(set.DaemonSets, appsv1.DaemonSet{
+	set.DaemonSets = append(set.DaemonSets, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "ztunnel"},
 		Status:     appsv1.DaemonSetStatus{DesiredNumberScheduled: 1, NumberReady: 1},
 	})

@@ -188,8 +188,8 @@ spec:
 		meshtest.RevisionTag("prod", "1-24-0"),
 	).AddTo(set)
 	ctrl := true
-	set.Deployments = []appsv1.Deployment{{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "web", UID: "d1"}}}
-	set.ReplicaSets = []objects.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Name: "api-1", Namespace: "web", UID: "r1",
+	set.Deployments = []*appsv1.Deployment{{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "web", UID: "d1"}}}
+	set.ReplicaSets = []*objects.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Name: "api-1", Namespace: "web", UID: "r1",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api", UID: "d1", Controller: &ctrl}}}}}
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "api-1-x", Namespace: "web",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "api-1", UID: "r1", Controller: &ctrl}}},

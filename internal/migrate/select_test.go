@@ -266,7 +266,7 @@ func addInjectedDeployment(set *objects.Set, ns, name, rev, image string) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	meshtest.InjectPod(&pod, rev, image)
-	set.Deployments = append(set.Deployments, dep)
-	set.ReplicaSets = append(set.ReplicaSets, rs)
+	set.Deployments = append(set.Deployments, &dep)
+	set.ReplicaSets = append(set.ReplicaSets, &rs)
 	set.Pods = append(set.Pods, objects.Pods(pod)...)
 }

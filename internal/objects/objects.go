@@ -15,19 +15,21 @@ import (
 )
 
 // Set is every object kedge reads from one cluster.
+//
+// Pods and workloads, the bulk of a cluster, are pointers to values a
+// source may share with its own store (the live source's cache); the rest
+// are values. Like every value of a Set, none is ever written.
 type Set struct {
-	Namespaces []corev1.Namespace
-	// Pods point at values a source may share with its own store (the
-	// live source's cache): like every value of a Set, never written.
+	Namespaces                    []corev1.Namespace
 	Pods                          []*Pod
 	ConfigMaps                    []corev1.ConfigMap
-	ReplicaSets                   []ReplicaSet
-	Deployments                   []appsv1.Deployment
-	StatefulSets                  []appsv1.StatefulSet
-	DaemonSets                    []appsv1.DaemonSet
-	Jobs                          []batchv1.Job
-	CronJobs                      []batchv1.CronJob
-	Rollouts                      []Rollout
+	ReplicaSets                   []*ReplicaSet
+	Deployments                   []*appsv1.Deployment
+	StatefulSets                  []*appsv1.StatefulSet
+	DaemonSets                    []*appsv1.DaemonSet
+	Jobs                          []*batchv1.Job
+	CronJobs                      []*batchv1.CronJob
+	Rollouts                      []*Rollout
 	MutatingWebhookConfigurations []admissionregistrationv1.MutatingWebhookConfiguration
 	Applications                  []Application
 	Kustomizations                []Kustomization
@@ -40,6 +42,20 @@ type Set struct {
 	Nodes                 []corev1.Node
 	AuthorizationPolicies []AuthorizationPolicy
 	Gateways              []Gateway
+}
+
+// Copies returns a pointer to a shallow copy of each item, for a Set
+// built from values.
+func Copies[T any](items []T) []*T {
+	if items == nil {
+		return nil
+	}
+	out := make([]*T, len(items))
+	for i := range items {
+		c := items[i]
+		out[i] = &c
+	}
+	return out
 }
 
 // Rollout is the part of an argoproj.io/v1alpha1 Rollout kedge needs. Only

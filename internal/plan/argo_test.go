@@ -182,13 +182,13 @@ func addArgoWorkload(set *objects.Set, w argoWorkload) {
 	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: w.kind, Name: w.name, UID: meta.UID, Controller: &ctrl}
 	switch w.kind {
 	case "Deployment":
-		set.Deployments = append(set.Deployments, appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
+		set.Deployments = append(set.Deployments, &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
 		rs := objects.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: w.name + "-1", Namespace: w.namespace,
 			UID: types.UID("rs-" + w.namespace + "-" + w.name), OwnerReferences: []metav1.OwnerReference{owner}}}
-		set.ReplicaSets = append(set.ReplicaSets, rs)
+		set.ReplicaSets = append(set.ReplicaSets, &rs)
 		owner = metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &ctrl}
 	case "StatefulSet":
-		set.StatefulSets = append(set.StatefulSets, appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta})
+		set.StatefulSets = append(set.StatefulSets, &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta})
 	}
 	pod := corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: w.name + "-0", Namespace: w.namespace, OwnerReferences: []metav1.OwnerReference{owner}},

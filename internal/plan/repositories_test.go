@@ -35,7 +35,7 @@ func teamsCluster(t *testing.T) *objects.Set {
 		{"ingress", "gateway", "infra"}, {"payments", "api", "payments"}, {"legacy", "old", "legacy"},
 	} {
 		addArgoWorkload(set, argoWorkload{namespace: w.namespace, kind: "Deployment", name: w.name})
-		d := &set.Deployments[len(set.Deployments)-1]
+		d := set.Deployments[len(set.Deployments)-1]
 		d.Annotations = nil
 		d.Labels = map[string]string{}
 		meshtest.FluxLabels(d.Labels, "flux-system", w.kustomization)

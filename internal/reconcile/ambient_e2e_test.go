@@ -26,7 +26,7 @@ func newAmbientWorld(t *testing.T) *world {
 	w := newWorld(t)
 	w.cfg.Migrations = []config.Migration{{From: "1-25-0", To: "ambient", Namespaces: map[string]string{"team": "search"}}}
 	require.NoError(t, w.cfg.Validate(config.ModeRun))
-	w.set.DaemonSets = append(append([]appsv1.DaemonSet(nil), w.set.DaemonSets...), appsv1.DaemonSet{
+	w.set.DaemonSets = append(slices.Clone(w.set.DaemonSets), &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "istio-system", Name: "ztunnel"},
 		Status:     appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, NumberReady: 3},
 	})

@@ -219,13 +219,13 @@ func workloadExists(set *objects.Set, namespace, kind, name string) bool {
 	named := func(m metav1.Object) bool { return m.GetNamespace() == namespace && m.GetName() == name }
 	switch kind {
 	case drift.KindDeployment:
-		return slices.ContainsFunc(set.Deployments, func(o appsv1.Deployment) bool { return named(&o) })
+		return slices.ContainsFunc(set.Deployments, func(o *appsv1.Deployment) bool { return named(o) })
 	case drift.KindStatefulSet:
-		return slices.ContainsFunc(set.StatefulSets, func(o appsv1.StatefulSet) bool { return named(&o) })
+		return slices.ContainsFunc(set.StatefulSets, func(o *appsv1.StatefulSet) bool { return named(o) })
 	case drift.KindDaemonSet:
-		return slices.ContainsFunc(set.DaemonSets, func(o appsv1.DaemonSet) bool { return named(&o) })
+		return slices.ContainsFunc(set.DaemonSets, func(o *appsv1.DaemonSet) bool { return named(o) })
 	case drift.KindRollout:
-		return slices.ContainsFunc(set.Rollouts, func(o objects.Rollout) bool { return named(&o) })
+		return slices.ContainsFunc(set.Rollouts, func(o *objects.Rollout) bool { return named(o) })
 	}
 	return false
 }

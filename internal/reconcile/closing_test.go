@@ -18,8 +18,8 @@ func TestExplainClosing(t *testing.T) {
 	namespace := func(name string, annotations map[string]string) corev1.Namespace {
 		return corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
 	}
-	deployment := func(ns, name string) appsv1.Deployment {
-		return appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	deployment := func(ns, name string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
 	set := &objects.Set{
 		Namespaces: []corev1.Namespace{
@@ -27,7 +27,7 @@ func TestExplainClosing(t *testing.T) {
 			namespace("quiet", map[string]string{"kedge.io/ignore": "true"}),
 			namespace("batch", nil),
 		},
-		Deployments: []appsv1.Deployment{
+		Deployments: []*appsv1.Deployment{
 			deployment("shop", "cart"), deployment("shop", "web"), deployment("shop", "api"),
 			deployment("shop", "legacy"), deployment("quiet", "app"), deployment("batch", "worker"),
 		},
@@ -105,7 +105,7 @@ func TestExplainClosing(t *testing.T) {
 
 func TestExplainClosingSaysWhy(t *testing.T) {
 	set := &objects.Set{Namespaces: []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}},
-		Deployments: []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}}}}
+		Deployments: []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}}}}
 	plan := drift.Plan{Workloads: []drift.Workload{{Namespace: "shop", Kind: "Deployment", Name: "api",
 		Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "apps/shop/api.yaml", Edit: drift.EditAlreadyBumped}}}}
 	refusal := manifest.Refusal{Namespace: "shop", Path: "apps/shop/api.yaml", Reason: "YAML anchors would change",

@@ -153,10 +153,10 @@ func (w *manyReposWorld) addDriftedNamespace(ns, kustomization string) {
 	w.set.Namespaces = append(w.set.Namespaces, meshtest.Namespace(ns, map[string]string{"istio.io/rev": "1-25-0"}))
 	meta := metav1.ObjectMeta{Name: "web", Namespace: ns, UID: types.UID("deploy-" + ns), Labels: map[string]string{}}
 	meshtest.FluxLabels(meta.Labels, "flux-system", kustomization)
-	w.set.Deployments = append(w.set.Deployments, appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
+	w.set.Deployments = append(w.set.Deployments, &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
 	rs := objects.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: ns, UID: types.UID("rs-" + ns),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: meta.UID, Controller: &ctrl}}}}
-	w.set.ReplicaSets = append(w.set.ReplicaSets, rs)
+	w.set.ReplicaSets = append(w.set.ReplicaSets, &rs)
 	pod := corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-1-a", Namespace: ns,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &ctrl}}},

@@ -149,10 +149,10 @@ func reposCluster(git *gitserver.Server) *objects.Set {
 		})
 		meta := metav1.ObjectMeta{Name: s.workload, Namespace: s.namespace, UID: types.UID("deploy-" + s.workload), Labels: map[string]string{}}
 		meshtest.FluxLabels(meta.Labels, "flux-system", s.namespace)
-		set.Deployments = append(set.Deployments, appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
+		set.Deployments = append(set.Deployments, &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta})
 		rs := objects.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: s.workload + "-1", Namespace: s.namespace, UID: types.UID("rs-" + s.workload),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: s.workload, UID: meta.UID, Controller: &ctrl}}}}
-		set.ReplicaSets = append(set.ReplicaSets, rs)
+		set.ReplicaSets = append(set.ReplicaSets, &rs)
 		pod := corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: s.workload + "-1-a", Namespace: s.namespace,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &ctrl}}},

@@ -221,8 +221,8 @@ func optOut(namespace string, workloads bool) func(*objects.Set) {
 
 func deleteWorkloads(namespace string) func(*objects.Set) {
 	return func(set *objects.Set) {
-		set.Deployments = slices.DeleteFunc(set.Deployments, func(d appsv1.Deployment) bool { return d.Namespace == namespace })
-		set.ReplicaSets = slices.DeleteFunc(set.ReplicaSets, func(r objects.ReplicaSet) bool { return r.Namespace == namespace })
+		set.Deployments = slices.DeleteFunc(set.Deployments, func(d *appsv1.Deployment) bool { return d.Namespace == namespace })
+		set.ReplicaSets = slices.DeleteFunc(set.ReplicaSets, func(r *objects.ReplicaSet) bool { return r.Namespace == namespace })
 		set.Pods = withoutNamespace(set.Pods, namespace)
 	}
 }

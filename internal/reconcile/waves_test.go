@@ -90,7 +90,7 @@ func TestGateWaves(t *testing.T) {
 			}
 			cluster := *set
 			if tt.deployed {
-				cluster.Deployments = []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "canary", Name: "api"}}}
+				cluster.Deployments = []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "canary", Name: "api"}}}
 			}
 			rollouts := r.gateWaves(&cluster, plan, []*nsState{tt.canary, tt.shop})
 			assert.Equal(t, tt.want, tt.shop.decision.action, "reads %s", tt.field)

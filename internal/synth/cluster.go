@@ -157,7 +157,7 @@ func (b *clusterBuilder) workload(ns *namespaceModel, w *workloadModel) {
 		r := applied[objects.Rollout](doc, labels, annotations)
 		r.ObjectMeta = b.kube.Stored("Rollout", r.ObjectMeta, st.Created, st.Revision)
 		b.kube.RolloutReplicaSets(r.ObjectMeta, int32(w.pods), &metav1.LabelSelector{MatchLabels: map[string]string{"app": w.name}}, r.Spec.Template, st)
-		b.set.Rollouts = append(b.set.Rollouts, r)
+		b.set.Rollouts = append(b.set.Rollouts, &r)
 	}
 }
 

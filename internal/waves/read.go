@@ -82,7 +82,7 @@ func replicaSetOwners(set *objects.Set, namespace string) map[string]metav1.Owne
 		if rs.Namespace != namespace {
 			continue
 		}
-		if ref := metav1.GetControllerOfNoCopy(&rs); ref != nil {
+		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 			out[rs.Name] = *ref
 		}
 	}

@@ -217,8 +217,8 @@ func TestRead(t *testing.T) {
 		return p
 	}
 	set := &objects.Set{
-		Deployments: []appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}, Spec: appsv1.DeploymentSpec{Replicas: &two}, Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}},
-		ReplicaSets: []objects.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api-5d", OwnerReferences: ref("Deployment", "api")}}},
+		Deployments: []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}, Spec: appsv1.DeploymentSpec{Replicas: &two}, Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}},
+		ReplicaSets: []*objects.ReplicaSet{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api-5d", OwnerReferences: ref("Deployment", "api")}}},
 		Pods:        objects.Pods(pod("api-5d-a", corev1.ConditionTrue, 0, false), pod("api-5d-b", corev1.ConditionFalse, 3, false), pod("api-5d-old", corev1.ConditionTrue, 0, true)),
 	}
 	got := Read(set, "shop", "Deployment", "api", false)

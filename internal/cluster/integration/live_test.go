@@ -36,29 +36,29 @@ func names(set *objects.Set) []string {
 	for i := range set.ConfigMaps {
 		add("ConfigMap", &set.ConfigMaps[i])
 	}
-	for i := range set.ReplicaSets {
-		add("ReplicaSet", &set.ReplicaSets[i])
+	for _, o := range set.ReplicaSets {
+		add("ReplicaSet", o)
 	}
-	for i := range set.Deployments {
-		add("Deployment", &set.Deployments[i])
+	for _, o := range set.Deployments {
+		add("Deployment", o)
 	}
-	for i := range set.StatefulSets {
-		add("StatefulSet", &set.StatefulSets[i])
+	for _, o := range set.StatefulSets {
+		add("StatefulSet", o)
 	}
-	for i := range set.DaemonSets {
-		add("DaemonSet", &set.DaemonSets[i])
+	for _, o := range set.DaemonSets {
+		add("DaemonSet", o)
 	}
-	for i := range set.Jobs {
-		add("Job", &set.Jobs[i])
+	for _, o := range set.Jobs {
+		add("Job", o)
 	}
-	for i := range set.CronJobs {
-		add("CronJob", &set.CronJobs[i])
+	for _, o := range set.CronJobs {
+		add("CronJob", o)
 	}
 	for i := range set.MutatingWebhookConfigurations {
 		add("MutatingWebhookConfiguration", &set.MutatingWebhookConfigurations[i])
 	}
-	for i := range set.Rollouts {
-		add("Rollout", &set.Rollouts[i])
+	for _, o := range set.Rollouts {
+		add("Rollout", o)
 	}
 	for i := range set.Applications {
 		add("Application", &set.Applications[i])

@@ -70,13 +70,14 @@ type Workloads struct {
 // AddTo appends the objects to a set, pods and ReplicaSets as far as a set
 // keeps them.
 func (w Workloads) AddTo(set *objects.Set) {
-	set.Deployments = append(set.Deployments, w.Deployments...)
-	set.StatefulSets = append(set.StatefulSets, w.StatefulSets...)
-	set.DaemonSets = append(set.DaemonSets, w.DaemonSets...)
-	set.CronJobs = append(set.CronJobs, w.CronJobs...)
-	set.Jobs = append(set.Jobs, w.Jobs...)
+	set.Deployments = append(set.Deployments, objects.Copies(w.Deployments)...)
+	set.StatefulSets = append(set.StatefulSets, objects.Copies(w.StatefulSets)...)
+	set.DaemonSets = append(set.DaemonSets, objects.Copies(w.DaemonSets)...)
+	set.CronJobs = append(set.CronJobs, objects.Copies(w.CronJobs)...)
+	set.Jobs = append(set.Jobs, objects.Copies(w.Jobs)...)
 	for i := range w.ReplicaSets {
-		set.ReplicaSets = append(set.ReplicaSets, objects.ReplicaSetOf(&w.ReplicaSets[i]))
+		rs := objects.ReplicaSetOf(&w.ReplicaSets[i])
+		set.ReplicaSets = append(set.ReplicaSets, &rs)
 	}
 	set.Pods = append(set.Pods, objects.Pods(w.Pods...)...)
 }

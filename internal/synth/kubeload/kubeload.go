@@ -99,16 +99,16 @@ func Apply(ctx context.Context, cfg *rest.Config, set *objects.Set, full Full, o
 			cur.Labels = o.Labels
 			return l.typed.CoreV1().Namespaces().Update(ctx, cur, metav1.UpdateOptions{})
 		}),
-		createAll(l, l.workers, set.Deployments, func(ctx context.Context, o *appsv1.Deployment) (metav1.Object, error) {
+		createAll(l, l.workers, values(set.Deployments), func(ctx context.Context, o *appsv1.Deployment) (metav1.Object, error) {
 			return l.typed.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, l.workers, set.StatefulSets, func(ctx context.Context, o *appsv1.StatefulSet) (metav1.Object, error) {
+		createAll(l, l.workers, values(set.StatefulSets), func(ctx context.Context, o *appsv1.StatefulSet) (metav1.Object, error) {
 			return l.typed.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, l.workers, set.DaemonSets, func(ctx context.Context, o *appsv1.DaemonSet) (metav1.Object, error) {
+		createAll(l, l.workers, values(set.DaemonSets), func(ctx context.Context, o *appsv1.DaemonSet) (metav1.Object, error) {
 			return l.typed.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
-		createAll(l, l.workers, set.Rollouts, custom[objects.Rollout](l, rollouts)),
+		createAll(l, l.workers, values(set.Rollouts), custom[objects.Rollout](l, rollouts)),
 		createAll(l, l.workers, full.ReplicaSets, func(ctx context.Context, o *appsv1.ReplicaSet) (metav1.Object, error) {
 			return l.typed.AppsV1().ReplicaSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		}),
@@ -173,6 +173,15 @@ func custom[T any, P object[T]](l *loader, gvr schema.GroupVersionResource) crea
 		namespace := o.GetObjectMeta().GetNamespace()
 		return l.dynamic.Resource(gvr).Namespace(namespace).Create(ctx, &unstructured.Unstructured{Object: content}, metav1.CreateOptions{})
 	}
+}
+
+// values are the objects a Set points at, as createAll takes them.
+func values[T any](pointers []*T) []T {
+	out := make([]T, len(pointers))
+	for i, p := range pointers {
+		out[i] = *p
+	}
+	return out
 }
 
 // create makes items[i] from a copy whose metadata prepare cleared (create
