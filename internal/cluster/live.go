@@ -335,12 +335,13 @@ func (l *Live) WaitForSync(ctx context.Context) error {
 	return fmt.Errorf("live cluster source: caches not synced: %w", ctx.Err())
 }
 
-// Set copies the cached objects into a new Set, sorted by namespace and
+// Set lists the cached objects into a new Set, sorted by namespace and
 // name. The objects of an informer that has not changed since the last Set
-// are that Set's slice, shared. The pods are the cache's own values, with
-// their labels, annotations, owners and proxy shared by the replicas of a
-// workload: a copy of each would double the largest part of what kedge
-// holds. Like every value of a Set, none of these is ever written.
+// are that Set's slice, shared. Pods and workloads are the cache's own
+// values (their labels, annotations and owners shared by the replicas of a
+// workload): a copy of each would double the largest part of what kedge
+// holds. The other kinds are shallow copies. Like every value of a Set,
+// none of these is ever written.
 func (l *Live) Set() *objects.Set {
 	l.mu.Lock()
 	custom := maps.Clone(l.customInformers)

@@ -328,13 +328,11 @@ func appendTo[T any](slice *[]T) func([]byte) error {
 // is decoded into a value of its own.
 func appendEach[T any](slice *[]*T, trim func(*T)) func([]byte) error {
 	return func(raw []byte) error {
-		obj := new(T)
-		if err := json.Unmarshal(raw, obj); err != nil {
-			return err
+		obj, err := decodeTrimmed(raw, trim)
+		if err == nil {
+			*slice = append(*slice, obj)
 		}
-		trim(obj)
-		*slice = append(*slice, obj)
-		return nil
+		return err
 	}
 }
 
@@ -342,14 +340,21 @@ func appendEach[T any](slice *[]*T, trim func(*T)) func([]byte) error {
 // source's informers keep of it.
 func appendTrimmed[T any](slice *[]T, trim func(*T)) func([]byte) error {
 	return func(raw []byte) error {
-		var obj T
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			return err
+		obj, err := decodeTrimmed(raw, trim)
+		if err == nil {
+			*slice = append(*slice, *obj)
 		}
-		trim(&obj)
-		*slice = append(*slice, obj)
-		return nil
+		return err
 	}
+}
+
+func decodeTrimmed[T any](raw []byte, trim func(*T)) (*T, error) {
+	obj := new(T)
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return nil, err
+	}
+	trim(obj)
+	return obj, nil
 }
 
 // mergeAll concatenates the parts' objects in order. A kind held by one
