@@ -49,6 +49,18 @@ type objectKey struct {
 
 func keyOf(m *metav1.ObjectMeta) objectKey { return objectKey{m.Namespace, m.Name} }
 
+// byKey maps objects by namespace and name.
+func byKey[P interface {
+	GetNamespace() string
+	GetName() string
+}](objs []P) map[objectKey]P {
+	out := make(map[objectKey]P, len(objs))
+	for _, o := range objs {
+		out[objectKey{o.GetNamespace(), o.GetName()}] = o
+	}
+	return out
+}
+
 // index finds owners by namespace and name; a UID recorded on both sides
 // must agree, so a recreated object is not mistaken for the old one.
 type index struct {
@@ -74,36 +86,15 @@ type ownerRefKey struct {
 
 func newIndex(set *objects.Set) *index {
 	ix := &index{
-		replicaSets:  make(map[objectKey]*objects.ReplicaSet, len(set.ReplicaSets)),
-		deployments:  make(map[objectKey]*appsv1.Deployment, len(set.Deployments)),
-		statefulSets: make(map[objectKey]*appsv1.StatefulSet, len(set.StatefulSets)),
-		daemonSets:   make(map[objectKey]*appsv1.DaemonSet, len(set.DaemonSets)),
-		jobs:         make(map[objectKey]*batchv1.Job, len(set.Jobs)),
-		cronJobs:     make(map[objectKey]*batchv1.CronJob, len(set.CronJobs)),
-		rollouts:     make(map[objectKey]*objects.Rollout, len(set.Rollouts)),
+		replicaSets:  byKey(set.ReplicaSets),
+		deployments:  byKey(set.Deployments),
+		statefulSets: byKey(set.StatefulSets),
+		daemonSets:   byKey(set.DaemonSets),
+		jobs:         byKey(set.Jobs),
+		cronJobs:     byKey(set.CronJobs),
+		rollouts:     byKey(set.Rollouts),
 		namespaces:   make(map[string]*corev1.Namespace, len(set.Namespaces)),
 		owners:       map[ownerRefKey]*owner{},
-	}
-	for _, o := range set.ReplicaSets {
-		ix.replicaSets[keyOf(&o.ObjectMeta)] = o
-	}
-	for _, o := range set.Deployments {
-		ix.deployments[keyOf(&o.ObjectMeta)] = o
-	}
-	for _, o := range set.StatefulSets {
-		ix.statefulSets[keyOf(&o.ObjectMeta)] = o
-	}
-	for _, o := range set.DaemonSets {
-		ix.daemonSets[keyOf(&o.ObjectMeta)] = o
-	}
-	for _, o := range set.Jobs {
-		ix.jobs[keyOf(&o.ObjectMeta)] = o
-	}
-	for _, o := range set.CronJobs {
-		ix.cronJobs[keyOf(&o.ObjectMeta)] = o
-	}
-	for _, o := range set.Rollouts {
-		ix.rollouts[keyOf(&o.ObjectMeta)] = o
 	}
 	for i := range set.Namespaces {
 		ix.namespaces[set.Namespaces[i].Name] = &set.Namespaces[i]

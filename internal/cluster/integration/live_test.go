@@ -36,30 +36,16 @@ func names(set *objects.Set) []string {
 	for i := range set.ConfigMaps {
 		add("ConfigMap", &set.ConfigMaps[i])
 	}
-	for _, o := range set.ReplicaSets {
-		add("ReplicaSet", o)
-	}
-	for _, o := range set.Deployments {
-		add("Deployment", o)
-	}
-	for _, o := range set.StatefulSets {
-		add("StatefulSet", o)
-	}
-	for _, o := range set.DaemonSets {
-		add("DaemonSet", o)
-	}
-	for _, o := range set.Jobs {
-		add("Job", o)
-	}
-	for _, o := range set.CronJobs {
-		add("CronJob", o)
-	}
+	addAll(add, "ReplicaSet", set.ReplicaSets)
+	addAll(add, "Deployment", set.Deployments)
+	addAll(add, "StatefulSet", set.StatefulSets)
+	addAll(add, "DaemonSet", set.DaemonSets)
+	addAll(add, "Job", set.Jobs)
+	addAll(add, "CronJob", set.CronJobs)
 	for i := range set.MutatingWebhookConfigurations {
 		add("MutatingWebhookConfiguration", &set.MutatingWebhookConfigurations[i])
 	}
-	for _, o := range set.Rollouts {
-		add("Rollout", o)
-	}
+	addAll(add, "Rollout", set.Rollouts)
 	for i := range set.Applications {
 		add("Application", &set.Applications[i])
 	}
@@ -70,6 +56,13 @@ func names(set *objects.Set) []string {
 		add("GitRepository", &set.GitRepositories[i])
 	}
 	return out
+}
+
+// addAll names each of objs, of one kind.
+func addAll[P metav1.Object](add func(string, metav1.Object), kind string, objs []P) {
+	for _, o := range objs {
+		add(kind, o)
+	}
 }
 
 // seededObjects is what every live source sees of seedCluster's objects,
