@@ -88,6 +88,9 @@ func (s *jsonSplitter) nested(dst []byte) ([]byte, error) {
 				inString = true
 			case '{', '[':
 				depth++
+				if depth >= maxItemNesting {
+					return dst, errNotStreamable
+				}
 			case '}', ']':
 				depth--
 				if depth == 0 {

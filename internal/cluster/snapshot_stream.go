@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // streamThreshold is the file size from which a YAML snapshot file is
@@ -240,17 +242,40 @@ const (
 	afterItems        // top-level keys after the items
 )
 
+// maxItemNesting bounds how deeply a streamed item may nest. In its List
+// an item sits two levels deeper than alone, and the YAML and JSON
+// decoders both stop at 10,000 levels: an item near that limit decodes
+// alone but not in its List, so it is left to the whole-file decoder.
+const maxItemNesting = 9000
+
 // docScan collects one document: its header lines (everything but the
 // items) and whether it had an items block.
 type docScan struct {
 	state  int
 	header []byte
-	item   []byte
-	inItem bool
+	// preItems is how much of header came before "items:". It must parse
+	// alone: then no quoted scalar or flow collection it opened runs on
+	// through the items, as one may in the whole document.
+	preItems int
+	// unsplittable says a header line may mean something else once the
+	// items are cut out of its document; the document is then only read
+	// whole if it turns out to be a List.
+	unsplittable bool
+	item         []byte
+	inItem       bool
 	// indent is the column the current item's content starts at; 0 until
 	// known (an item whose first line is a bare "-").
 	indent int
 	items  int
+	// width and brackets of the current item bound how deeply it nests:
+	// block nesting needs a column per level, flow nesting a bracket.
+	width, brackets int
+}
+
+// empty tells whether the document has no line yet: YAMLReader keeps a
+// separator line that opens a document as the document's first line.
+func (doc *docScan) empty() bool {
+	return doc.state == inHeader && len(doc.header) == 0
 }
 
 // contentColumn is where an item's content starts on its "-" line, or 0
@@ -264,6 +289,58 @@ func contentColumn(line []byte) int {
 		return 0
 	}
 	return i
+}
+
+// opensDocument tells whether a separator line that YAMLReader keeps (as
+// the first line of a document) is a YAML document start marker, which
+// means the same as dropping the line: "---" followed by blanks and
+// perhaps a comment. "---#" or "---" and a form feed are plain text.
+func opensDocument(line []byte) bool {
+	rest := line[3:]
+	if rest[0] == '\n' {
+		return true
+	}
+	if rest[0] != ' ' && rest[0] != '\t' {
+		return false
+	}
+	rest = bytes.TrimLeft(rest, " \t")
+	return rest[0] == '\n' || rest[0] == '#'
+}
+
+// scanLine counts a line's flow brackets and tells whether it holds a
+// line break that YAML sees and a line reader does not ('\r' alone, NEL,
+// LS, PS) or a byte order mark, which YAML skips at the start of a line.
+// Either can turn an indented line into one at column 0, which cut out of
+// its document parses otherwise.
+func scanLine(line []byte) (brackets int, hiddenBreak bool) {
+	for i, c := range line {
+		switch {
+		case c == '[' || c == '{':
+			brackets++
+		case c == '\r':
+			hiddenBreak = true
+		case c == 0xc2:
+			hiddenBreak = hiddenBreak || bytes.HasPrefix(line[i+1:], []byte{0x85})
+		case c == 0xe2:
+			hiddenBreak = hiddenBreak || bytes.HasPrefix(line[i+1:], []byte{0x80, 0xa8}) ||
+				bytes.HasPrefix(line[i+1:], []byte{0x80, 0xa9})
+		case c == 0xef:
+			hiddenBreak = hiddenBreak || bytes.HasPrefix(line[i+1:], []byte{0xbb, 0xbf})
+		}
+	}
+	return brackets, hiddenBreak
+}
+
+// splitsBadly tells whether a line keeps its meaning only in its whole
+// document: an alias may name an anchor in another item or redefined in
+// one (and the alias budget holds for the document, not each item); a
+// document end marker or a directive ends or opens documents YAMLReader
+// does not split.
+func splitsBadly(line []byte) bool {
+	if _, hidden := scanLine(line); hidden {
+		return true
+	}
+	return yamlguard.MayHaveAlias(line) || bytes.HasPrefix(line, []byte("...")) || line[0] == '%'
 }
 
 func (d *streamDecoder) run(r io.Reader) error {
@@ -285,6 +362,9 @@ func (d *streamDecoder) run(r io.Reader) error {
 		if bytes.HasPrefix(line, []byte("---")) {
 			trimmed := bytes.TrimSpace(line[3:])
 			if len(trimmed) > 0 && trimmed[0] != '#' {
+				return errNotStreamable
+			}
+			if doc.empty() && !opensDocument(line) {
 				return errNotStreamable
 			}
 			if err := d.endDocument(doc); err != nil {
@@ -344,16 +424,30 @@ func (d *streamDecoder) addLine(doc *docScan, line []byte) error {
 	switch doc.state {
 	case inHeader, afterItems:
 		if bytes.Equal(bytes.TrimRight(line, " \n"), []byte("items:")) {
-			if doc.state == afterItems {
-				return errNotStreamable // a second items key
+			if doc.state == afterItems || doc.unsplittable {
+				return errNotStreamable // a second items key, or a header that cannot be cut
 			}
 			doc.state = inItems
+			doc.preItems = len(doc.header)
 			return nil
+		}
+		if splitsBadly(line) {
+			if doc.state == afterItems {
+				return errNotStreamable
+			}
+			doc.unsplittable = true
 		}
 		doc.header = append(doc.header, line...)
 		return nil
 	}
 	// inItems
+	if yamlguard.MayHaveAlias(line) {
+		return errNotStreamable
+	}
+	brackets, hiddenBreak := scanLine(line)
+	if hiddenBreak {
+		return errNotStreamable
+	}
 	switch {
 	case line[0] == '-' && (line[1] == ' ' || line[1] == '\n'):
 		if err := d.endItem(doc); err != nil {
@@ -396,19 +490,28 @@ func (d *streamDecoder) addLine(doc *docScan, line []byte) error {
 			return err
 		}
 		doc.state = afterItems
-		doc.header = append(doc.header, line...)
+		return d.addLine(doc, line)
 	default:
 		return errNotStreamable
 	}
+	doc.width = max(doc.width, len(line))
+	doc.brackets += brackets
 	return nil
 }
 
+// endItem sends the current item. An item that parses alone is whole: a
+// quoted scalar or flow collection left open would be an error at its end,
+// so none runs on into the next item as it could in the List.
 func (d *streamDecoder) endItem(doc *docScan) error {
 	if !doc.inItem {
 		return nil
 	}
+	if doc.width+doc.brackets >= maxItemNesting {
+		return errNotStreamable
+	}
 	doc.items++
 	doc.inItem = false
+	doc.width, doc.brackets = 0, 0
 	err := d.addItem(doc.item)
 	doc.item = doc.item[:0]
 	return err
@@ -432,18 +535,43 @@ func (d *streamDecoder) endDocument(doc *docScan) error {
 	if doc.items == 0 {
 		return errNotStreamable
 	}
+	if _, err := yamlToJSON(doc.header[:doc.preItems]); err != nil {
+		return errNotStreamable
+	}
 	raw, err := yamlToJSON(doc.header)
 	if err != nil {
 		return errNotStreamable
 	}
-	var head typeHeader
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.TrimSpace(raw)[0] != '{' || json.Unmarshal(raw, &head) != nil {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil || keys == nil {
 		return errNotStreamable
 	}
-	if head.Kind == "" || head.Items != nil || !(head.Kind == "List" || hasListSuffix(head.Kind)) {
+	for key := range keys {
+		if isItemsKey(key) {
+			return errNotStreamable // the List's items, written again
+		}
+	}
+	if !isListHeader(raw) {
 		return errNotStreamable
 	}
 	return d.flush()
+}
+
+// isItemsKey tells whether a key is one encoding/json matches to a List's
+// items: it compares names with Unicode case folding, so "Items" and
+// "ITEMS" (and "iteMſ") set the same field, the last one written winning.
+func isItemsKey(key string) bool {
+	return strings.EqualFold(key, "items")
+}
+
+// isListHeader tells whether the keys of a List besides its items (raw,
+// a JSON object) make it a List to the whole-file decoder.
+func isListHeader(raw []byte) bool {
+	var head typeHeader
+	if json.Unmarshal(raw, &head) != nil || head.Items != nil {
+		return false
+	}
+	return head.Kind == "List" || hasListSuffix(head.Kind)
 }
 
 func hasListSuffix(kind string) bool {
@@ -494,7 +622,9 @@ func (d *streamDecoder) jsonObject(s *jsonSplitter) error {
 	if err := s.expect('{'); err != nil {
 		return err
 	}
-	header := map[string]json.RawMessage{}
+	// The header keeps the other members in their order: encoding/json
+	// lets the last of two keys that fold alike win, as in the whole file.
+	header := []byte{'{'}
 	items := -1
 	var text []byte
 	for member := 0; ; member++ {
@@ -524,10 +654,17 @@ func (d *streamDecoder) jsonObject(s *jsonSplitter) error {
 			return err
 		}
 		if key != "items" {
+			if isItemsKey(key) {
+				return errNotStreamable // the items under another spelling
+			}
+			if len(header) > 1 {
+				header = append(header, ',')
+			}
+			header = append(append(header, text...), ':')
 			if text, err = s.value(text[:0]); err != nil {
 				return err
 			}
-			header[key] = append(json.RawMessage(nil), text...)
+			header = append(header, text...)
 			continue
 		}
 		if items >= 0 {
@@ -537,13 +674,7 @@ func (d *streamDecoder) jsonObject(s *jsonSplitter) error {
 			return err
 		}
 	}
-	raw, err := json.Marshal(header)
-	if err != nil {
-		return errNotStreamable
-	}
-	var head typeHeader
-	if items <= 0 || json.Unmarshal(raw, &head) != nil || head.Kind == "" || head.Items != nil ||
-		!(head.Kind == "List" || hasListSuffix(head.Kind)) {
+	if items <= 0 || !isListHeader(append(header, '}')) {
 		return errNotStreamable
 	}
 	return d.flush()

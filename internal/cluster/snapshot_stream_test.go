@@ -94,6 +94,25 @@ func TestStreamingDecodesLikeTheWholeFile(t *testing.T) {
 		{"broken YAML in an item", "pods.yaml", "apiVersion: v1\nkind: List\nitems:\n" + pods("a") + "- apiVersion: v1\n  kind: [\n", false},
 		{"a list without a kind", "pods.yaml", "apiVersion: v1\nitems:\n" + pods("a"), false},
 		{"a bad separator", "pods.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---x\n", false},
+		{"a separator that is plain text opens the file", "pods.yaml", "---#\napiVersion: v1\nkind: List\nitems:\n" + pods("a"), false},
+		{"a separator with a form feed opens the file", "pods.yaml", "---\f\napiVersion: v1\nkind: List\nitems:\n" + pods("a"), false},
+		{"a separator with a comment opens the file", "pods.yaml", "--- # pods\napiVersion: v1\nkind: List\nitems:\n" + pods("a"), true},
+		{"a quoted scalar open across the items", "pods.yaml",
+			"apiVersion: v1\nkind: List\nnote: \"x\nitems:\n" + pods("a") + "after: y\"\n", false},
+		{"a flow sequence open across the items", "pods.yaml",
+			"apiVersion: v1\nkind: List\nnote: [x,\nitems:\n" + pods("a") + "after: y]\n", false},
+		{"items again under a key that folds alike", "pods.yaml",
+			"apiVersion: v1\nkind: List\nitems:\n" + pods("a") + "itemſ: null\n", false},
+		{"an alias after the items", "pods.yaml",
+			"apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: &k Pod\n  metadata: {name: a}\nnote: *k\n", false},
+		{"a document end marker before the items", "pods.yaml", "apiVersion: v1\nkind: List\n...\nitems:\n" + pods("a"), false},
+		{"a document end marker after the items", "pods.yaml", "apiVersion: v1\nkind: List\nitems:\n" + pods("a") + "...\n", false},
+		{"a NEL line break inside an item", "pods.yaml",
+			"apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a}\u0085- apiVersion: v1\n  kind: Pod\n  metadata: {name: b}\n", false},
+		{"a lone CR inside an item", "pods.yaml",
+			"apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\r- apiVersion: v1\n  kind: Pod\n", false},
+		{"an item nested to the decoders' limit", "pods.yaml",
+			"apiVersion: v1\nkind: List\nitems:\n" + pods("a") + "  x: " + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + "\n", false},
 		{"JSON list", "pods.json",
 			`{"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[` +
 				`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"shop"},"spec":{"containers":[{"name":"istio-proxy","image":"x"}]}},` +
@@ -102,6 +121,12 @@ func TestStreamingDecodesLikeTheWholeFile(t *testing.T) {
 			`{"kind":"PodList","apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}` + "\n" +
 				`{"kind":"List","apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}]}`, true},
 		{"JSON byte order mark", "pods.json", "\xef\xbb\xbf" + `{"kind":"List","apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}`, true},
+		{"JSON items written again under a key that folds alike", "pods.json",
+			`{"kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}],"Items":null}`, false},
+		{"JSON kind written again under a key that folds alike", "pods.json",
+			`{"kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}],"KIND":"Pod"}`, false},
+		{"JSON item nested to the decoder's limit", "pods.json",
+			`{"kind":"List","items":[{"apiVersion":"v1","kind":"Pod","x":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}]}`, false},
 		{"JSON object that is no list", "pod.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}`, false},
 		{"JSON items spelled otherwise", "pods.json", `{"kind":"List","apiVersion":"v1","Items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}`, false},
 		{"JSON malformed item", "pods.json", `{"kind":"List","apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Pod","spec":7}]}`, false},
@@ -152,6 +177,10 @@ func FuzzStreamingDecode(f *testing.F) {
 	f.Add([]byte(`{"kind":"List","apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}]}`), true)
 	// Brackets and quotes inside strings must not end an item early.
 	f.Add([]byte(`{"items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a}\"]["}} , {"kind":"Namespace","apiVersion":"v1"}],"kind":"List"} {"kind":"PodList","items":[]}`), true)
+	// Pieces that parse alone but not in their place: a quoted scalar open
+	// across the items, items and kind written again under folded keys.
+	f.Add([]byte("kind: List\nnote: 'x\nitems:\n"+pods("a")+"after: y'\nitemſ: ~\n"), false)
+	f.Add([]byte(`{"kind":"List","items":[{"apiVersion":"v1","kind":"Pod"}],"KIND":"Pod","Items":null}`), true)
 	f.Fuzz(func(t *testing.T, data []byte, isJSON bool) {
 		var streamed any
 		var err error

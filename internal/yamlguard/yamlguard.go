@@ -83,7 +83,7 @@ func Check(data []byte, l Limits) error {
 	if l.MaxBytes > 0 && int64(len(data)) > l.MaxBytes {
 		return &Error{Budget: "size", Found: int64(len(data)), Limit: l.MaxBytes}
 	}
-	if l.MaxDepth == 0 && !mayHaveAlias(data) {
+	if l.MaxDepth == 0 && !MayHaveAlias(data) {
 		return nil
 	}
 	return checkParsed(data, l)
@@ -126,11 +126,11 @@ func ReadAll(r io.Reader, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// mayHaveAlias reports whether data holds a '*' where an alias could begin:
+// MayHaveAlias reports whether data holds a '*' where an alias could begin:
 // at the start, or after white space, a flow indicator or ':'. A quoted
 // '*' ("*", '*.example.com') never qualifies; a false yes only costs a
 // parse.
-func mayHaveAlias(data []byte) bool {
+func MayHaveAlias(data []byte) bool {
 	for i := bytes.IndexByte(data, '*'); i >= 0; {
 		if i == 0 || aliasMayFollow(data[i-1]) {
 			return true

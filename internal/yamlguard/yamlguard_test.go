@@ -130,7 +130,7 @@ func TestMayHaveAlias(t *testing.T) {
 		{"a: b\n", false},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, mayHaveAlias([]byte(c.data)), "%q", c.data)
+		assert.Equal(t, c.want, MayHaveAlias([]byte(c.data)), "%q", c.data)
 	}
 }
 

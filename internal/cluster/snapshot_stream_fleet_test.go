@@ -1,0 +1,46 @@
+package cluster_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/synth"
+)
+
+// TestFleetSnapshotsStream: every file of a generated fleet's snapshot, in
+// the shapes `kubectl get -o json` and `-o yaml` print, takes the streaming
+// path (a file it declined would be read whole, correct but on one core
+// and all in memory) and decodes to what the whole-file decoder reads.
+func TestFleetSnapshotsStream(t *testing.T) {
+	fleet, err := synth.New(synth.Spec{Seed: 3, Namespaces: 20, Workloads: 60, Pods: 300, Drift: 0.5})
+	require.NoError(t, err)
+	jsonDir, yamlDir := t.TempDir(), t.TempDir()
+	require.NoError(t, fleet.WriteSnapshotJSON(jsonDir))
+	require.NoError(t, fleet.WriteSnapshotYAML(yamlDir))
+	for _, dir := range []string{jsonDir, yamlDir} {
+		files := 0
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			files++
+			isJSON := strings.HasSuffix(path, ".json")
+			streamed, err := cluster.ReadSnapshotStream(path, isJSON)
+			require.NoError(t, err, path)
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			whole, err := cluster.DecodeSnapshot(data, isJSON, path)
+			require.NoError(t, err)
+			assert.Equal(t, whole, streamed, path)
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Positive(t, files)
+	}
+}
