@@ -29,6 +29,11 @@ const (
 	DefaultMaxRetryAfter  = time.Minute
 	DefaultRetryBackoff   = time.Second
 	DefaultRequestTimeout = 30 * time.Second
+	// DefaultInstallationRecheck is how long GitHub's answer that the App
+	// is not installed on a repository is believed: a repository without
+	// the App costs one lookup per this time, not one per cycle, and an
+	// installation made meanwhile is found at the next lookup after it.
+	DefaultInstallationRecheck = 10 * time.Minute
 )
 
 // Config says where GitHub is and how to authenticate. Set Token, or AppID
@@ -66,6 +71,10 @@ type Config struct {
 	RetryBackoff time.Duration
 	// RequestTimeout bounds one attempt. Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// InstallationRecheck is how long a repository the App is not
+	// installed on is not asked about again. Zero means
+	// DefaultInstallationRecheck.
+	InstallationRecheck time.Duration
 
 	// HTTPClient, optional, supplies the transport (proxies, TLS roots).
 	HTTPClient *http.Client
@@ -103,6 +112,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.InstallationRecheck == 0 {
+		c.InstallationRecheck = DefaultInstallationRecheck
 	}
 	c.MinMutationGap = max(c.MinMutationGap, 0)
 	return c
@@ -183,7 +195,18 @@ type Pool struct {
 	mu            sync.Mutex
 	clients       map[string]*Client
 	installations map[string]int64 // by lower-case owner
-	transports    map[string]*installationTransport
+	// notInstalled are GitHub's answers that the App is not installed on
+	// a repository (by lower-case owner/name), each believed until
+	// cfg.InstallationRecheck after it was given.
+	notInstalled map[string]notInstalled
+	transports   map[string]*installationTransport
+}
+
+// notInstalled is a lookup GitHub answered 404: the App has no
+// installation covering the repository.
+type notInstalled struct {
+	err     error
+	recheck time.Time
 }
 
 // NewPool builds a Pool; cfg.Owner and cfg.Repo are not read. It makes no
@@ -194,7 +217,7 @@ func NewPool(_ context.Context, cfg Config) (*Pool, error) {
 	}
 	cfg = cfg.withDefaults()
 	base := http.DefaultTransport
-	p := &Pool{cfg: cfg, clients: map[string]*Client{}, installations: map[string]int64{}, transports: map[string]*installationTransport{}}
+	p := &Pool{cfg: cfg, clients: map[string]*Client{}, installations: map[string]int64{}, notInstalled: map[string]notInstalled{}, transports: map[string]*installationTransport{}}
 	if cfg.HTTPClient != nil {
 		p.httpProto = *cfg.HTTPClient
 		if cfg.HTTPClient.Transport != nil {
@@ -294,26 +317,47 @@ func (p *Pool) transportFor(owner, name string) *installationTransport {
 }
 
 // installationOf looks the installation of owner up through one of its
-// repositories, unless an earlier lookup found it.
+// repositories, unless an earlier lookup found it, or found recently that
+// the App is not installed there.
 func (p *Pool) installationOf(ctx context.Context, owner, name string) (int64, error) {
+	repo := strings.ToLower(owner + "/" + name)
 	p.mu.Lock()
 	id, ok := p.installations[strings.ToLower(owner)]
+	missing, known := p.notInstalled[repo]
 	p.mu.Unlock()
 	if ok {
 		return id, nil
 	}
+	if known && time.Now().Before(missing.recheck) {
+		// The same error as when GitHub gave it: the dashboard shows it,
+		// and a text that changed between cycles would rewrite it.
+		return 0, missing.err
+	}
 	var inst *github.Installation
+	var status int
 	err := p.appClient.call(ctx, op{name: "find installation of " + owner, idempotent: true}, func(ctx context.Context) (*github.Response, error) {
 		var resp *github.Response
 		var err error
 		inst, resp, err = p.appClient.gh.Apps.FindRepositoryInstallation(ctx, owner, name)
+		if resp != nil {
+			status = resp.StatusCode
+		}
 		return resp, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("forge: the GitHub App has no installation for %s/%s: %w", owner, name, err)
+		err = fmt.Errorf("forge: the GitHub App has no installation for %s/%s: %w", owner, name, err)
+		if status == http.StatusNotFound {
+			// Only GitHub's own answer is kept: a timeout or a 5xx says
+			// nothing about the installation and is asked again next time.
+			p.mu.Lock()
+			p.notInstalled[repo] = notInstalled{err: err, recheck: time.Now().Add(p.cfg.InstallationRecheck)}
+			p.mu.Unlock()
+		}
+		return 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.notInstalled, repo)
 	p.installations[strings.ToLower(owner)] = inst.GetID()
 	return inst.GetID(), nil
 }

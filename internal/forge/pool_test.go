@@ -153,3 +153,70 @@ func TestPoolSpacesWritesAcrossRepositories(t *testing.T) {
 		assert.GreaterOrEqual(t, writes[i].Sub(writes[i-1]), gap-10*time.Millisecond, "write %d", i)
 	}
 }
+
+// TestPoolBelievesAMissingInstallationUntilItsRecheck: GitHub's 404 for a
+// repository without the App holds for Config.InstallationRecheck. Until
+// then the clients of that repository get the same error, word for word
+// (the dashboard shows it), and no request is made; after it, an
+// installation made meanwhile is found. A failure that is not GitHub's
+// answer (a 5xx) is asked again at once.
+func TestPoolBelievesAMissingInstallationUntilItsRecheck(t *testing.T) {
+	ctx := context.Background()
+	lookups := func(h *ghemu.Hub) int {
+		n := 0
+		for _, call := range h.Calls() {
+			if call.Path == "/repos/initech/apps/installation" {
+				n++
+			}
+		}
+		return n
+	}
+	findPRs := func(t *testing.T, h *ghemu.Hub, keyFile string, recheck time.Duration) (*forge.Client, func() error) {
+		pool, err := forge.NewPool(ctx, forge.Config{APIURL: h.URL, AppID: 42, PrivateKeyFile: keyFile, HTTPClient: h.Client(),
+			InstallationRecheck: recheck, MaxRetries: -1})
+		require.NoError(t, err)
+		c, err := pool.Client(ctx, "initech", "apps")
+		require.NoError(t, err)
+		return c, func() error { _, err := c.FindPRs(ctx, "kedge/"); return err }
+	}
+
+	t.Run("within the recheck", func(t *testing.T) {
+		h, keyFile := hub(t)
+		_, find := findPRs(t, h, keyFile, time.Hour)
+		first := find()
+		require.Error(t, first)
+		assert.Contains(t, first.Error(), "no installation for initech/apps")
+		assert.Contains(t, first.Error(), "404")
+		h.Install("initech", 11)
+		for range 3 {
+			err := find()
+			require.Error(t, err)
+			assert.Equal(t, first.Error(), err.Error())
+		}
+		assert.Equal(t, 1, lookups(h), "one lookup for four calls")
+		assert.Empty(t, h.Repo("initech/apps").Calls())
+	})
+
+	t.Run("after the recheck", func(t *testing.T) {
+		h, keyFile := hub(t)
+		_, find := findPRs(t, h, keyFile, time.Nanosecond)
+		require.Error(t, find())
+		h.Install("initech", 11)
+		require.NoError(t, find(), "the installation made meanwhile is found")
+		require.NoError(t, find())
+		assert.Equal(t, 2, lookups(h), "a found installation is kept")
+		assert.Equal(t, map[int64]int{11: 1}, h.MintedTokens())
+	})
+
+	t.Run("a server error is not an answer", func(t *testing.T) {
+		h, keyFile := hub(t)
+		h.Install("initech", 11)
+		h.QueueFault(ghemu.ServerError(http.StatusBadGateway).For(http.MethodGet, "/repos/initech/apps/installation"))
+		_, find := findPRs(t, h, keyFile, time.Hour)
+		err := find()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "502")
+		require.NoError(t, find(), "asked again at once")
+		assert.Equal(t, 2, lookups(h))
+	})
+}

@@ -363,3 +363,50 @@ func TestUnopenableRepositoryIsReportedAsSuch(t *testing.T) {
 	assert.Len(t, w.hub.Repo("acme/team-a").PRs(), 1)
 	assert.Len(t, w.hub.Repo("acme/platform").PRs(), 1)
 }
+
+// A listed repository the App is not installed on holds back its
+// namespace with GitHub's answer, and the other repositories get their
+// PRs. The cycles after it neither ask GitHub again (until the answer's
+// recheck) nor write anything: the error reads the same.
+func TestRepositoryWithoutTheAppIsNotAskedAboutEveryCycle(t *testing.T) {
+	w := newReposWorld(t)
+	w.hub.Install("globex", 0)
+	svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
+	require.NoError(t, err)
+	lookups := func() int {
+		n := 0
+		for _, c := range w.hub.Calls() {
+			if c.Path == "/repos/globex/team-b/installation" {
+				n++
+			}
+		}
+		return n
+	}
+
+	_, first := svc.Reconciler.RunOnce(context.Background())
+	require.Error(t, first)
+	assert.Contains(t, first.Error(), "no installation for globex/team-b")
+	assert.Len(t, w.hub.Repo("acme/team-a").PRs(), 1)
+	assert.Empty(t, w.hub.Repo("globex/team-b").PRs())
+	_, err = svc.Reconciler.RunOnce(context.Background())
+	require.Error(t, err)
+
+	mutating := func() int {
+		n := 0
+		for _, c := range w.hub.AllCalls() {
+			if c.Mutating() {
+				n++
+			}
+		}
+		return n
+	}
+	before := mutating()
+	_, err = svc.Reconciler.RunOnce(context.Background())
+	require.Error(t, err)
+	assert.Equal(t, first.Error(), err.Error())
+	assert.Equal(t, 1, lookups(), "one lookup in three cycles")
+	assert.Equal(t, before, mutating(), "an unchanged cycle writes nothing")
+	for _, c := range w.hub.CallsTo("globex/team-b") {
+		assert.Equal(t, "GET /repos/{owner}/{repo}/installation", c.Route, "the repository itself is never called")
+	}
+}

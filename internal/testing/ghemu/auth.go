@@ -208,6 +208,19 @@ func handleRepoInstallation(_ *Server, req *request) *response {
 	})
 }
 
+// Install installs the App on owner's account as installation id, or
+// uninstalls it with id 0, as an organisation's admin may while kedge runs.
+func (h *Hub) Install(owner string, id int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	installations := maps.Clone(h.opts.Installations)
+	if installations == nil {
+		installations = map[string]int64{}
+	}
+	installations[owner] = id
+	h.opts.Installations = installations
+}
+
 // MintedTokens counts the installation tokens minted, by installation.
 func (h *Hub) MintedTokens() map[int64]int {
 	h.mu.Lock()
