@@ -20,17 +20,7 @@ import (
 // streamed and decoded on every core; pods and ReplicaSets are kept
 // trimmed.
 func BenchmarkReadSnapshot(b *testing.B) {
-	fleet, err := synth.New(synth.Spec{Seed: 1, Namespaces: 250, Workloads: 1000, Pods: 5000, Drift: 0.5})
-	if err != nil {
-		b.Fatal(err)
-	}
-	jsonDir, yamlDir := b.TempDir(), b.TempDir()
-	if err := fleet.WriteSnapshotJSON(jsonDir); err != nil {
-		b.Fatal(err)
-	}
-	if err := fleet.WriteSnapshotYAML(yamlDir); err != nil {
-		b.Fatal(err)
-	}
+	fleet, jsonDir, yamlDir := fleetSnapshots(b, synth.Spec{Seed: 1, Namespaces: 250, Workloads: 1000, Pods: 5000, Drift: 0.5})
 	for _, format := range []struct{ name, dir string }{{"json", jsonDir}, {"yaml", yamlDir}} {
 		b.Run(format.name, func(b *testing.B) {
 			b.SetBytes(treeSize(b, format.dir))
@@ -45,6 +35,24 @@ func BenchmarkReadSnapshot(b *testing.B) {
 			}
 		})
 	}
+}
+
+// fleetSnapshots generates a fleet and writes its snapshot twice: as the
+// JSON Lists `kubectl get -o json` prints and as the YAML of `-o yaml`.
+func fleetSnapshots(tb testing.TB, spec synth.Spec) (fleet *synth.Fleet, jsonDir, yamlDir string) {
+	tb.Helper()
+	fleet, err := synth.New(spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	jsonDir, yamlDir = tb.TempDir(), tb.TempDir()
+	if err := fleet.WriteSnapshotJSON(jsonDir); err != nil {
+		tb.Fatal(err)
+	}
+	if err := fleet.WriteSnapshotYAML(yamlDir); err != nil {
+		tb.Fatal(err)
+	}
+	return fleet, jsonDir, yamlDir
 }
 
 // BenchmarkGenericDecodeFloor is the floor ReadSnapshot is held to: the

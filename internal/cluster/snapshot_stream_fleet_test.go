@@ -18,11 +18,7 @@ import (
 // path (a file it declined would be read whole, correct but on one core
 // and all in memory) and decodes to what the whole-file decoder reads.
 func TestFleetSnapshotsStream(t *testing.T) {
-	fleet, err := synth.New(synth.Spec{Seed: 3, Namespaces: 20, Workloads: 60, Pods: 300, Drift: 0.5})
-	require.NoError(t, err)
-	jsonDir, yamlDir := t.TempDir(), t.TempDir()
-	require.NoError(t, fleet.WriteSnapshotJSON(jsonDir))
-	require.NoError(t, fleet.WriteSnapshotYAML(yamlDir))
+	_, jsonDir, yamlDir := fleetSnapshots(t, synth.Spec{Seed: 3, Namespaces: 20, Workloads: 60, Pods: 300, Drift: 0.5})
 	for _, dir := range []string{jsonDir, yamlDir} {
 		files := 0
 		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
