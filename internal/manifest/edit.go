@@ -221,7 +221,7 @@ func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs L
 		}
 		results[i] = ix.editNamespace(items, verifier)
 	})
-	next := PriorEdits{namespaces: make(map[string]*namespaceResult, len(namespaces))}
+	next := PriorEdits{namespaces: make(map[string]*namespaceResult, len(namespaces)), located: locatedOn(ix, workloads, locs)}
 	for i, ns := range namespaces {
 		r := results[i]
 		if !r.reused {

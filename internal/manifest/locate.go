@@ -43,15 +43,7 @@ type Locations map[WorkloadID]Location
 // Locate finds the source of every workload. hints may be nil (no GitOps
 // metadata known). The index is only read.
 func (ix *Index) Locate(workloads []drift.Workload, hints func(drift.Workload) Hints) Locations {
-	out := make(Locations, len(workloads))
-	for _, w := range workloads {
-		var h Hints
-		if hints != nil {
-			h = hints(w)
-		}
-		out[IDOf(w)] = ix.LocateOne(w, h)
-	}
-	return out
+	return ix.LocateAfter(PriorEdits{}, workloads, hints)
 }
 
 // LocateOne finds the source of one workload.
@@ -547,15 +539,18 @@ func (ix *Index) sharedFor(file string, doc int, hints Hints) bool {
 		if doc >= 0 && d != doc {
 			continue
 		}
+		// A render is built on when a root that includes its root renders
+		// the document too. Asked through includedBy, a base under
+		// thousands of overlays costs its renders, not their square.
+		rendering := map[string]bool{}
+		for _, r := range renders {
+			if r.root != "" {
+				rendering[r.root] = true
+			}
+		}
 		independent := map[render]bool{}
 		for _, r := range renders {
-			builtOn := false
-			for _, other := range renders {
-				if other.root != r.root && r.root != "" && other.root != "" && slices.Contains(ix.roots[other.root].includes, r.root) {
-					builtOn = true
-					break
-				}
-			}
+			builtOn := r.root != "" && slices.ContainsFunc(ix.includedBy[r.root], func(outer string) bool { return rendering[outer] })
 			if !builtOn {
 				independent[r] = true
 			}
@@ -596,7 +591,9 @@ func under(p, dir string) bool {
 }
 
 func sameGroup(a, b string) bool {
-	if a == "" || b == "" {
+	// A workload's name is shared by thousands of objects of a fleet
+	// (every team's "api"), nearly all of the same apiVersion.
+	if a == b || a == "" || b == "" {
 		return true
 	}
 	ga, gb := apiGroup(a), apiGroup(b)

@@ -43,10 +43,12 @@ func (ix *Index) fileStamp(rel string) *generation {
 // PriorEdits are the results of an Edits call, per namespace, each with
 // what it was computed from. The next call on the same checkout (its index
 // updated since, or not) takes them back and reuses a namespace's results
-// when its planned restarts and everything its edits read are unchanged.
-// The zero value reuses nothing.
+// when its planned restarts and everything its edits read are unchanged,
+// and LocateAfter reuses the locations they were planned from. The zero
+// value reuses nothing.
 type PriorEdits struct {
 	namespaces map[string]*namespaceResult
+	located    locatedBefore
 }
 
 // Reused is how many namespaces' results the call that returned p took

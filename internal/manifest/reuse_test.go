@@ -96,8 +96,17 @@ func checkReuse(t *testing.T, dir string, opts IndexOptions, seed uint64, sample
 		fresh, err := BuildIndex(dir, opts)
 		require.NoError(t, err, what)
 
-		wantEdits, wantOutcomes := fresh.Edits(workloads, locate(fresh, workloads), Annotations{})
-		gotEdits, gotOutcomes, results := next.EditsAfter(prior, workloads, locate(next, workloads), Annotations{})
+		wantLocations := locate(fresh, workloads)
+		gotLocations := next.LocateAfter(prior, workloads, hintsOf(next))
+		require.Equal(t, wantLocations, gotLocations, "locations after step %d (%s)", step, what)
+		relocated := relocations(next, prior, workloads)
+		if len(changed) == 0 {
+			assert.Equal(t, len(workloads), relocated, "locations reused on the same index after step %d", step)
+		} else if next != ix {
+			assert.Zero(t, relocated, "locations reused on a new index after step %d (%s)", step, what)
+		}
+		wantEdits, wantOutcomes := fresh.Edits(workloads, wantLocations, Annotations{})
+		gotEdits, gotOutcomes, results := next.EditsAfter(prior, workloads, gotLocations, Annotations{})
 		t.Logf("step %d: %s %v; %d of %d namespaces reused", step, what, changed, results.Reused(), len(results.namespaces))
 		require.Equal(t, wantEdits, gotEdits, "edits after step %d (%s)", step, what)
 		require.Equal(t, wantOutcomes, gotOutcomes, "outcomes after step %d (%s)", step, what)
@@ -116,7 +125,23 @@ func checkReuse(t *testing.T, dir string, opts IndexOptions, seed uint64, sample
 }
 
 func locate(ix *Index, workloads []drift.Workload) Locations {
-	return ix.Locate(workloads, HintsFor(WithRepositoryApplications(&objects.Set{}, ix)))
+	return ix.Locate(workloads, hintsOf(ix))
+}
+
+func hintsOf(ix *Index) func(drift.Workload) Hints {
+	return HintsFor(WithRepositoryApplications(&objects.Set{}, ix))
+}
+
+// relocations counts the workloads LocateAfter answers from prior on ix.
+func relocations(ix *Index, prior PriorEdits, workloads []drift.Workload) int {
+	hints, applied := hintsOf(ix), &appliedComparisons{}
+	n := 0
+	for _, w := range workloads {
+		if _, ok := prior.located.answer(ix, w, hints(w), applied); ok {
+			n++
+		}
+	}
+	return n
 }
 
 // retarget moves a few workloads to the other target, as a new control

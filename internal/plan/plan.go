@@ -187,7 +187,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	// namespace will have.
 	migrations, labelEdits := migrate.Locate(index, selected, namespaceHints(set, hints))
 	drifted := drift.Compute(migrate.Relabel(set, migrations), model, opts.Drift)
-	locations := index.Locate(drifted.Workloads, hints)
+	locations := index.LocateAfter(opts.PriorEdits, drifted.Workloads, hints)
 	edits, outcomes, prior := index.EditsAfter(opts.PriorEdits, drifted.Workloads, locations, opts.Annotations)
 	attached := migrate.Attach(migrations, edits, labelEdits)
 	outcomes = outcomes.WithRefusals(attached.Refused)

@@ -255,7 +255,7 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 	perRepo := make([]RepositoryEdits, len(checkouts))
 	attachedMigrations := map[string]drift.Migration{}
 	for i, c := range checkouts {
-		locations := c.index.Locate(groups[i], c.hints)
+		locations := c.index.LocateAfter(c.repo.PriorEdits, groups[i], c.hints)
 		edits, found, prior := c.index.EditsAfter(c.repo.PriorEdits, groups[i], locations, opts.Annotations)
 		attached := migrate.Attach(migrationsOf[i], edits, labelEdits[i])
 		for id, m := range found.WithRefusals(attached.Refused) {
