@@ -240,14 +240,12 @@ func (r *Renderer) CommitMessage(pr NamespacePR) (string, error) {
 // DashboardIssue renders dashboard-issue.tmpl, cutting its lists to fit
 // BodyBudget.
 func (r *Renderer) DashboardIssue(d ClusterDashboard) (string, error) {
-	longest := len(d.Namespaces) + len(d.Skipped) + len(d.Refused)
-	for _, ns := range d.Namespaces {
-		longest += len(ns.Workloads)
-	}
-	for _, s := range d.Stragglers {
-		longest += len(s.Workloads)
-	}
-	build := func(limit int) any { return newDashboardView(d, limit) }
+	whole := newDashboardView(d)
+	build := func(limit int) any { return whole.cut(limit) }
+	// Every listing is cut at the limit: the longest one's length renders
+	// everything.
+	longest := max(len(whole.Rows.Items), len(whole.UnfixableRows.Items), len(whole.SkippedRows.Items),
+		len(whole.RefusedRows.Items), len(whole.StragglerRows.Items))
 	out, err := r.fit(DashboardIssueFile, build, longest, BodyBudget, nil)
 	if err != nil {
 		return "", err
@@ -315,22 +313,51 @@ func (r *Renderer) fit(name string, build func(limit int) any, longest, budget i
 		}
 		return out, err
 	}
+	return largestFitting(render, longest, budget)
+}
+
+// largestFitting renders everything when it fits in budget, else with the
+// largest row limit that does (the rendering only grows with the limit),
+// else with none.
+func largestFitting(render func(limit int) (string, error), longest, budget int) (string, error) {
 	out, err := render(-1)
 	if err != nil || len(out) <= budget {
 		return out, err
 	}
 	best := ""
 	lo, hi := 0, longest
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		cut, err := render(mid)
-		if err != nil {
-			return "", err
+	fits := func(limit int) (bool, error) {
+		cut, err := render(limit)
+		if err != nil || len(cut) > budget {
+			hi = min(hi, limit-1)
+			return false, err
 		}
-		if len(cut) <= budget {
-			best, lo = cut, mid+1
+		best, lo = cut, limit+1
+		return true, nil
+	}
+	// The count that fits is near the budget's share of the whole when
+	// rows are of about one length: the bracket is found from there by
+	// doubling or halving, so a fleet's thousands of rows are not rendered
+	// on the way to a few hundred.
+	probe := longest * budget / len(out)
+	up, err := fits(probe)
+	for err == nil && lo <= hi {
+		if up {
+			probe = min(hi, 2*probe+1)
 		} else {
-			hi = mid - 1
+			probe = max(lo, probe/2)
+		}
+		var fit bool
+		if fit, err = fits(probe); fit != up {
+			break
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	for lo <= hi {
+		if _, err := fits((lo + hi) / 2); err != nil {
+			return "", err
 		}
 	}
 	if best == "" {

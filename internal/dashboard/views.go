@@ -56,15 +56,21 @@ type Totals struct {
 
 func totalsOf(ws []drift.Workload) Totals {
 	t := Totals{Count: len(ws)}
-	revs, vers, reasons := map[string]bool{}, map[string]bool{}, map[drift.Reason]bool{}
+	revs, images, reasons := map[string]bool{}, map[string]bool{}, map[drift.Reason]bool{}
 	for _, w := range ws {
 		t.DriftedPods += w.Pods.Drifted
 		t.TotalPods += w.Pods.Total
 		revs[w.Desired.Revision] = true
-		vers[ProxyVersion(w.Desired.Image)] = true
+		images[w.Desired.Image] = true
 		for _, r := range w.Reasons {
 			reasons[r] = true
 		}
+	}
+	// A fleet's ten thousand workloads want two or three images: each is
+	// parsed once.
+	vers := map[string]bool{}
+	for image := range images {
+		vers[ProxyVersion(image)] = true
 	}
 	t.Targets = sortedKeys(revs)
 	t.TargetVersions = sortedKeys(vers)
@@ -235,7 +241,21 @@ type DashboardView struct {
 // first.
 var stateOrder = []PRState{PREdited, PROtherRepository, PRRefused, PRMergedRollingOut, PROpen, PRRateLimited, PRNotYetOpened, PRWaitingForWave, PRClosedIgnored, PRRolledOut}
 
-func newDashboardView(d ClusterDashboard, limit int) DashboardView {
+// cut returns the view with every listing at most limit long (-1: all).
+func (v DashboardView) cut(limit int) DashboardView {
+	v.Rows = listing(v.Rows.Items, limit)
+	v.UnfixableRows = listing(v.UnfixableRows.Items, limit)
+	v.SkippedRows = listing(v.SkippedRows.Items, limit)
+	v.RefusedRows = listing(v.RefusedRows.Items, limit)
+	v.StragglerRows = listing(v.StragglerRows.Items, limit)
+	return v
+}
+
+// newDashboardView builds the whole view with every listing in full; cut
+// shortens them. The dashboard is fitted to GitHub's limit by rendering it
+// a dozen times with fewer rows, and a fleet's view (its totals parse
+// every workload's proxy image) is built once for all of them.
+func newDashboardView(d ClusterDashboard) DashboardView {
 	v := DashboardView{ClusterDashboard: d, MeshView: newMeshView(d.Mesh), Now: d.LastCycle}
 	v.RepositoryMismatch = sortedMismatch(d.Mismatch).Sentence()
 
@@ -264,9 +284,9 @@ func newDashboardView(d ClusterDashboard, limit int) DashboardView {
 	for _, s := range sortedKeys(counts) {
 		v.StateCounts = append(v.StateCounts, StateCount{State: s, Count: counts[s]})
 	}
-	v.Rows = listing(rows, limit)
-	v.UnfixableRows = listing(unfixable, limit)
-	v.SkippedRows = listing(sortSkipped(d.Skipped), limit)
+	v.Rows = listing(rows, -1)
+	v.UnfixableRows = listing(unfixable, -1)
+	v.SkippedRows = listing(sortSkipped(d.Skipped), -1)
 
 	refused := append([]RefusedFile(nil), d.Refused...)
 	for i := range refused {
@@ -278,7 +298,7 @@ func newDashboardView(d ClusterDashboard, limit int) DashboardView {
 		}
 		return refused[i].Path < refused[j].Path
 	})
-	v.RefusedRows = listing(refused, limit)
+	v.RefusedRows = listing(refused, -1)
 
 	var stragglers []StragglerRow
 	for _, s := range d.Stragglers {
@@ -290,7 +310,7 @@ func newDashboardView(d ClusterDashboard, limit int) DashboardView {
 		}
 	}
 	sort.SliceStable(stragglers, func(i, j int) bool { return lessWorkload(stragglers[i].Workload, stragglers[j].Workload) })
-	v.StragglerRows = listing(stragglers, limit)
+	v.StragglerRows = listing(stragglers, -1)
 	v.Rollouts = rolloutViews(d.Rollouts, d.LastCycle, d.ResumeLabel)
 	return v
 }
