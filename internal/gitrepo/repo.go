@@ -109,7 +109,7 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		}
 	}
 
-	r.repo, err = git.PlainOpen(dir)
+	r.repo, err = openClone(dir)
 	switch {
 	case errors.Is(err, git.ErrRepositoryNotExists):
 		if r.repo, err = r.clone(ctx); err != nil {
@@ -209,7 +209,7 @@ func (r *Repo) clone(ctx context.Context) (*git.Repository, error) {
 		_ = os.RemoveAll(partial)
 		return nil, fmt.Errorf("gitrepo: %w", err)
 	}
-	repo, err := git.PlainOpen(dir)
+	repo, err := openClone(dir)
 	if err != nil {
 		return nil, fmt.Errorf("gitrepo: open %s: %w", dir, err)
 	}
