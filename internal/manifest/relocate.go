@@ -77,9 +77,7 @@ func sameHints(a, b Hints, applied *appliedComparisons) bool {
 	if !applied.same(a.Applied, b.Applied) {
 		return false
 	}
-	a.Applied, a.appliedByPath = nil, nil
-	b.Applied, b.appliedByPath = nil, nil
-	return reflect.DeepEqual(a, b)
+	return reflect.DeepEqual(a.withoutApplied(), b.withoutApplied())
 }
 
 // locatedOn records the locations of workloads for the next plan.

@@ -175,8 +175,13 @@ func sameItems(prev, cur []planned, withApplied bool, applied *appliedComparison
 // withoutApplied leaves out the applied paths and their index, which
 // appliedComparisons compares: the index is made from the list.
 func withoutApplied(p planned) planned {
-	p.loc.hints.Applied, p.loc.hints.appliedByPath = nil, nil
+	p.loc.hints = p.loc.hints.withoutApplied()
 	return p
+}
+
+func (h Hints) withoutApplied() Hints {
+	h.Applied, h.appliedByPath = nil, nil
+	return h
 }
 
 // appliedComparisons compares applied-path lists once per pair: every
