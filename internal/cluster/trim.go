@@ -224,7 +224,20 @@ func trimMeta(meta *metav1.ObjectMeta) {
 // trimPod keeps only what kedge reads of a pod (objects.PodOf), with the
 // identity the cache tracks it by.
 func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
-	return &trimmedPod{Pod: t.internPod(objects.PodOf(in)), uid: in.UID, resourceVersion: in.ResourceVersion}
+	p := &trimmedPod{Pod: t.internPod(objects.PodOf(in))}
+	var uid string
+	p.Name, uid, p.resourceVersion = identity(in.Name, string(in.UID), in.ResourceVersion)
+	p.uid = types.UID(uid)
+	return p
+}
+
+// identity copies an object's name, UID and resourceVersion into one
+// allocation of their own. Decoded, each is a string among the dozens the
+// decoder allocates per object and drops; kept there, a cache of a hundred
+// thousand objects would keep most of those strings' pages in use.
+func identity(name, uid, resourceVersion string) (string, string, string) {
+	all := name + uid + resourceVersion
+	return all[:len(name)], all[len(name) : len(name)+len(uid)], all[len(name)+len(uid):]
 }
 
 // internPod drops the annotations kedge does not read and shares what
@@ -233,6 +246,8 @@ func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
 // as they are.
 func (t *trimmer) internPod(p objects.Pod) objects.Pod {
 	p.Namespace = t.strings.get(p.Namespace)
+	p.Phase = corev1.PodPhase(t.strings.get(string(p.Phase)))
+	p.Ready = corev1.ConditionStatus(t.strings.get(string(p.Ready)))
 	p.Labels = t.internMap(p.Labels, nil)
 	p.Annotations = t.internMap(p.Annotations, keepPodAnnotation)
 	p.OwnerReferences = t.internOwners(p.OwnerReferences)
@@ -257,17 +272,19 @@ func proxyKey(p objects.PodProxy) string {
 	return "container " + p.Image
 }
 
-// internMap copies the entries of in accepted by keep (all when nil) into a
-// map sized for them, sharing keys and values with other pods, and the map
-// itself with every pod whose map is equal (the replicas of a workload).
-// Nothing downstream writes into an object it was handed, so one map can
-// serve them all.
+// internMap returns the entries of in accepted by keep (all when nil) as
+// a map shared with every object whose entries are the same (the replicas
+// of a workload), its keys and values shared with the rest of the cache.
+// The map is built only for entries not seen before: building one per pod
+// to find it was already there would leave a map of garbage per pod among
+// the maps the cache keeps. Nothing downstream writes into an object it
+// was handed, so one map can serve them all.
 func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[string]string {
-	out := t.internEntries(in, keep)
-	if out == nil {
+	key, n := mapKey(in, keep)
+	if n == 0 {
 		return nil
 	}
-	return t.maps.get(out)
+	return t.maps.shareBuilt(key, func() map[string]string { return t.internEntries(in, keep) })
 }
 
 // internEntries copies the entries of in accepted by keep (all when nil)
@@ -381,21 +398,29 @@ func decodeNode(raw []byte, _ *trimmer) (corev1.Node, error) {
 }
 
 // trimReplicaSet keeps identity and ownership: a ReplicaSet is only the
-// link from a pod to its Deployment (or Rollout).
+// link from a pod to its Deployment (or Rollout). Its labels are kept only
+// when no controller owns it: drift then reads them as the labels of the
+// workload its pods belong to. A fleet has a ReplicaSet or more per
+// Deployment, each with labels of its own (its pod-template-hash), that no
+// part of kedge reads.
 func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) objects.ReplicaSet {
-	return objects.ReplicaSet{
+	name, uid, resourceVersion := identity(in.Name, string(in.UID), in.ResourceVersion)
+	rs := objects.ReplicaSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              in.Name,
+			Name:              name,
 			Namespace:         t.strings.get(in.Namespace),
-			UID:               in.UID,
-			ResourceVersion:   in.ResourceVersion,
+			UID:               types.UID(uid),
+			ResourceVersion:   resourceVersion,
 			CreationTimestamp: in.CreationTimestamp,
 			DeletionTimestamp: in.DeletionTimestamp,
-			Labels:            t.internMap(in.Labels, nil),
 			OwnerReferences:   t.internOwners(in.OwnerReferences),
 		},
 	}
+	if metav1.GetControllerOfNoCopy(in) == nil {
+		rs.Labels = t.internMap(in.Labels, nil)
+	}
+	return rs
 }
 
 // cachedReplicaSet is what the ReplicaSet cache holds: the ReplicaSet as a

@@ -60,25 +60,39 @@ func newMapInterner(limit int) *mapInterner {
 	return &mapInterner{sharedTable[map[string]string]{limit: limit, table: make(map[string]map[string]string)}}
 }
 
-func (in *mapInterner) get(m map[string]string) map[string]string {
-	return in.share(mapKey(m), m)
+// shareBuilt returns the map shared under key, calling build for it only
+// when there is none.
+func (in *mapInterner) shareBuilt(key string, build func() map[string]string) map[string]string {
+	in.mu.Lock()
+	shared, ok := in.table[key]
+	in.mu.Unlock()
+	if ok {
+		return shared
+	}
+	return in.share(key, build())
 }
 
-// mapKey spells a map's entries in key order, each string after its
-// length, so that no two different maps spell the same.
-func mapKey(m map[string]string) string {
+// mapKey spells the entries of m accepted by keep (all when nil) in key
+// order, each string after its length, so that no two different maps
+// spell the same, and counts them.
+func mapKey(m map[string]string, keep func(string) bool) (string, int) {
 	keys := make([]string, 0, len(m))
 	size := 0
 	for k, v := range m {
-		keys = append(keys, k)
-		size += len(k) + len(v) + 2*binary.MaxVarintLen64
+		if keep == nil || keep(k) {
+			keys = append(keys, k)
+			size += len(k) + len(v) + 2*binary.MaxVarintLen64
+		}
+	}
+	if len(keys) == 0 {
+		return "", 0
 	}
 	slices.Sort(keys)
 	b := make([]byte, 0, size)
 	for _, k := range keys {
 		b = appendSpelled(b, k, m[k])
 	}
-	return string(b)
+	return string(b), len(keys)
 }
 
 // appendSpelled appends each string after its length, so that no two

@@ -7,9 +7,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,9 +116,9 @@ func renderTrimmed(t *testing.T, obj any) []byte {
 }
 
 func TestInternedMapsAreSharedOnlyWhenEqual(t *testing.T) {
-	in := newMapInterner(8)
-	a := in.get(map[string]string{"app": "cart", "version": "v1"})
-	b := in.get(map[string]string{"version": "v1", "app": "cart"})
+	trim := newTrimmer()
+	a := trim.internMap(map[string]string{"app": "cart", "version": "v1"}, nil)
+	b := trim.internMap(map[string]string{"version": "v1", "app": "cart"}, nil)
 	assert.Equal(t, reflect.ValueOf(a).Pointer(), reflect.ValueOf(b).Pointer(), "equal maps are one map")
 	for _, other := range []map[string]string{
 		{"app": "cart"},
@@ -123,10 +126,18 @@ func TestInternedMapsAreSharedOnlyWhenEqual(t *testing.T) {
 		{"app\x00cart": "", "version": "v1"},
 		{"app": "cart\x00version", "": "v1"},
 	} {
-		got := in.get(other)
+		got := trim.internMap(other, nil)
 		assert.Equal(t, other, got)
 		assert.NotEqual(t, reflect.ValueOf(a).Pointer(), reflect.ValueOf(got).Pointer(), "%v", other)
 	}
+
+	// Entries the filter drops neither reach the map nor tell two maps apart.
+	keepApp := func(k string) bool { return k == "app" }
+	c := trim.internMap(map[string]string{"app": "cart", "pod-template-hash": "7d9c8b6f5d"}, keepApp)
+	d := trim.internMap(map[string]string{"app": "cart", "pod-template-hash": "5f6d7c8b9a"}, keepApp)
+	assert.Equal(t, map[string]string{"app": "cart"}, c)
+	assert.Equal(t, reflect.ValueOf(c).Pointer(), reflect.ValueOf(d).Pointer())
+	assert.Nil(t, trim.internMap(map[string]string{"pod-template-hash": "7d9c8b6f5d"}, keepApp))
 }
 
 // TestOwnerListsAreSharedOnlyWhenEqual: the replicas of a ReplicaSet share
@@ -152,5 +163,34 @@ func TestOwnerListsAreSharedOnlyWhenEqual(t *testing.T) {
 		got := tr.internOwners(other)
 		assert.Equal(t, other, got)
 		assert.NotSame(t, &first[0], &got[0], "%v", other)
+	}
+}
+
+// TestTrimmedIdentityIsItsOwnAllocation: a cached pod's and ReplicaSet's
+// name, UID and resourceVersion are what was decoded, copied together into
+// one allocation, so that none keeps the decoder's strings around it alive.
+func TestTrimmedIdentityIsItsOwnAllocation(t *testing.T) {
+	trim := newTrimmer()
+	pod, ok := decodeTrimInput(t, filepath.Join("testdata", "trim", "pod-native-sidecar")).(*corev1.Pod)
+	require.True(t, ok)
+	rs, ok := decodeTrimInput(t, filepath.Join("testdata", "trim", "replicaset")).(*appsv1.ReplicaSet)
+	require.True(t, ok)
+	cachedPod := trim.trimPod(pod)
+	cachedRS := trim.trimReplicaSet(rs)
+
+	for _, tc := range []struct {
+		name    string
+		in, got [3]string
+	}{
+		{"pod", [3]string{pod.Name, string(pod.UID), pod.ResourceVersion}, [3]string{cachedPod.Name, string(cachedPod.uid), cachedPod.resourceVersion}},
+		{"replicaset", [3]string{rs.Name, string(rs.UID), rs.ResourceVersion}, [3]string{cachedRS.Name, string(cachedRS.UID), cachedRS.ResourceVersion}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.in, tc.got)
+			at := unsafe.StringData(tc.got[0])
+			assert.NotSame(t, unsafe.StringData(tc.in[0]), at, "the name is the decoder's string")
+			assert.Same(t, (*byte)(unsafe.Add(unsafe.Pointer(at), len(tc.got[0]))), unsafe.StringData(tc.got[1]), "the UID is not next to the name")
+			assert.Same(t, (*byte)(unsafe.Add(unsafe.Pointer(at), len(tc.got[0])+len(tc.got[1]))), unsafe.StringData(tc.got[2]), "the resourceVersion is not next to the UID")
+		})
 	}
 }
