@@ -161,8 +161,18 @@ type Outcomes map[WorkloadID]drift.Manifest
 // file kedge cannot read or edit safely stops the others: it is reported in
 // Refused, and its workloads' outcome is "refused".
 func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotations) (EditSet, Outcomes) {
-	set, outcomes, _ := ix.EditsAfter(PriorEdits{}, workloads, locs, ann)
+	set, outcomes, _ := ix.EditsAfter(PriorEdits{}, workloads, locs, EditOptions{Annotations: ann})
 	return set, outcomes
+}
+
+// EditOptions are what edits are computed with.
+type EditOptions struct {
+	Annotations Annotations
+	// OmitBefore leaves every FileEdit's Before out of the results. Before
+	// is read only to show a diff; a caller that keeps the results between
+	// plans and never shows one (the service) then keeps half the file
+	// contents it would.
+	OmitBefore bool
 }
 
 // EditsAfter is Edits given the results of an earlier call on this
@@ -170,8 +180,8 @@ func (ix *Index) Edits(workloads []drift.Workload, locs Locations, ann Annotatio
 // restarts are the same, and none of whose inputs changed since (see
 // editInputs), keeps its earlier edits and refusals: it is neither edited
 // nor verified again, the bulk of an unchanged cycle's work otherwise.
-func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs Locations, ann Annotations) (EditSet, Outcomes, PriorEdits) {
-	ann = ann.withDefaults()
+func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs Locations, opts EditOptions) (EditSet, Outcomes, PriorEdits) {
+	ann := opts.Annotations.withDefaults()
 	set := EditSet{Namespaces: map[string][]FileEdit{}}
 	outcomes := make(Outcomes, len(workloads))
 	byNamespace := map[string][]planned{}
@@ -213,7 +223,7 @@ func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs L
 	applied := &appliedComparisons{}
 	inParallel(len(namespaces), func(i int) {
 		items := byNamespace[namespaces[i]]
-		if prev := prior.reusable(ix, namespaces[i], items, applied); prev != nil {
+		if prev := prior.reusable(ix, namespaces[i], items, applied, opts.OmitBefore); prev != nil {
 			reused := *prev
 			reused.reused = true
 			results[i] = &reused
@@ -221,7 +231,7 @@ func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs L
 		}
 		results[i] = ix.editNamespace(items, verifier)
 	})
-	next := PriorEdits{namespaces: make(map[string]*namespaceResult, len(namespaces)), located: locatedOn(ix, workloads, locs)}
+	next := PriorEdits{namespaces: make(map[string]*namespaceResult, len(namespaces)), located: locatedOn(ix, workloads, locs), omitBefore: opts.OmitBefore}
 	for i, ns := range namespaces {
 		r := results[i]
 		if !r.reused {
@@ -229,7 +239,7 @@ func (ix *Index) EditsAfter(prior PriorEdits, workloads []drift.Workload, locs L
 			// namespace ends: a namespace's contents outlive the cycle, and
 			// allocated amid the verifier's garbage they would each keep a
 			// mostly empty stretch of the heap from being given back.
-			r.edits = withoutSpareCapacity(r.edits)
+			r.edits = withoutSpareCapacity(r.edits, opts.OmitBefore)
 		}
 		next.namespaces[ns] = r
 		for _, refusal := range r.refused {
@@ -262,12 +272,18 @@ func (ix *Index) editNamespace(items []planned, verifier *verifier) *namespaceRe
 }
 
 // withoutSpareCapacity returns the edits with contents copied to their
-// length: a namespace's result is kept for the next cycle, and the buffers
-// its files were read and written into can be twice their length.
-func withoutSpareCapacity(edits []FileEdit) []FileEdit {
+// length, and without Before when omitBefore is set: a namespace's result
+// is kept for the next cycle, and the buffers its files were read and
+// written into can be twice their length.
+func withoutSpareCapacity(edits []FileEdit, omitBefore bool) []FileEdit {
 	out := make([]FileEdit, len(edits))
 	for i, e := range edits {
-		e.Before, e.After = exactly(e.Before), exactly(e.After)
+		if omitBefore {
+			e.Before = nil
+		} else {
+			e.Before = exactly(e.Before)
+		}
+		e.After = exactly(e.After)
 		out[i] = e
 	}
 	return out

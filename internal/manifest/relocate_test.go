@@ -21,7 +21,7 @@ func TestLocateAfterReusesOnlyWhatHolds(t *testing.T) {
 	before := Hints{Via: "Flux Kustomization flux-system/shop"}
 	found := ix.Locate([]drift.Workload{cart}, func(drift.Workload) Hints { return before })
 	require.Equal(t, "apps/shop", found[IDOf(cart)].Root)
-	_, _, prior := ix.EditsAfter(PriorEdits{}, []drift.Workload{cart}, found, Annotations{})
+	_, _, prior := ix.EditsAfter(PriorEdits{}, []drift.Workload{cart}, found, EditOptions{})
 
 	rebuilt, err := BuildIndex(fixtureRepo("kustomize-prefix"), IndexOptions{})
 	require.NoError(t, err)

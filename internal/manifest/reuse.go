@@ -49,6 +49,9 @@ func (ix *Index) fileStamp(rel string) *generation {
 type PriorEdits struct {
 	namespaces map[string]*namespaceResult
 	located    locatedBefore
+	// omitBefore is the EditOptions.OmitBefore the results were computed
+	// with: results without Before do not serve a call that wants it.
+	omitBefore bool
 }
 
 // Reused is how many namespaces' results the call that returned p took
@@ -108,9 +111,9 @@ type rootInput struct {
 
 // reusable returns the prior result of a namespace when it holds for items
 // on ix, or nil.
-func (p PriorEdits) reusable(ix *Index, ns string, items []planned, applied *appliedComparisons) *namespaceResult {
+func (p PriorEdits) reusable(ix *Index, ns string, items []planned, applied *appliedComparisons, omitBefore bool) *namespaceResult {
 	prev := p.namespaces[ns]
-	if prev == nil || prev.inputs.never || !sameItems(prev.items, items, prev.inputs.wholeIndex, applied) {
+	if prev == nil || p.omitBefore != omitBefore || prev.inputs.never || !sameItems(prev.items, items, prev.inputs.wholeIndex, applied) {
 		return nil
 	}
 	if !prev.inputs.holdOn(ix) {

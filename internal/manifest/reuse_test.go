@@ -72,11 +72,11 @@ func checkReuse(t *testing.T, dir string, opts IndexOptions, seed uint64, sample
 		rng.Shuffle(len(workloads), func(i, j int) { workloads[i], workloads[j] = workloads[j], workloads[i] })
 		workloads = workloads[:sample]
 	}
-	_, _, prior := ix.EditsAfter(PriorEdits{}, workloads, locate(ix, workloads), Annotations{})
+	_, _, prior := ix.EditsAfter(PriorEdits{}, workloads, locate(ix, workloads), EditOptions{})
 
 	// Nothing changed: every namespace whose edits read only files and
 	// roots, or whose index is the same, keeps its results.
-	_, _, again := ix.EditsAfter(prior, workloads, locate(ix, workloads), Annotations{})
+	_, _, again := ix.EditsAfter(prior, workloads, locate(ix, workloads), EditOptions{})
 	for ns, r := range again.namespaces {
 		assert.Equal(t, !r.inputs.never, r.reused, "namespace %s on the same index", ns)
 	}
@@ -106,7 +106,7 @@ func checkReuse(t *testing.T, dir string, opts IndexOptions, seed uint64, sample
 			assert.Zero(t, relocated, "locations reused on a new index after step %d (%s)", step, what)
 		}
 		wantEdits, wantOutcomes := fresh.Edits(workloads, wantLocations, Annotations{})
-		gotEdits, gotOutcomes, results := next.EditsAfter(prior, workloads, gotLocations, Annotations{})
+		gotEdits, gotOutcomes, results := next.EditsAfter(prior, workloads, gotLocations, EditOptions{})
 		t.Logf("step %d: %s %v; %d of %d namespaces reused", step, what, changed, results.Reused(), len(results.namespaces))
 		require.Equal(t, wantEdits, gotEdits, "edits after step %d (%s)", step, what)
 		require.Equal(t, wantOutcomes, gotOutcomes, "outcomes after step %d (%s)", step, what)
@@ -198,7 +198,7 @@ func TestKeptEditsHoldNoSpareCapacity(t *testing.T) {
 		{Path: "apps/web.yaml", Before: grown, After: append(make([]byte, 0, 64), "spec: {x: 1}\n"...)},
 		{Path: "apps/patch.yaml", After: []byte("kind: Deployment\n"), Created: true},
 	}
-	kept := withoutSpareCapacity(edits)
+	kept := withoutSpareCapacity(edits, false)
 	require.Len(t, kept, 2)
 	for i, e := range kept {
 		assert.Equal(t, edits[i].Before, e.Before, e.Path)
@@ -209,4 +209,67 @@ func TestKeptEditsHoldNoSpareCapacity(t *testing.T) {
 	}
 	assert.Nil(t, kept[1].Before, "a created file has no Before")
 	assert.Equal(t, 4096, cap(edits[0].Before), "the edits given are left as they were")
+
+	omitted := withoutSpareCapacity(edits, true)
+	for i, e := range omitted {
+		assert.Nil(t, e.Before, e.Path)
+		assert.Equal(t, edits[i].After, e.After, e.Path)
+	}
+	assert.Equal(t, "spec: {}\n", string(edits[0].Before), "the edits given are left as they were")
+}
+
+// TestOmitBeforeKeepsAfterAndIsNotReusedAcross: edits computed with
+// OmitBefore are the full edits without Before; results kept without Before
+// never answer a call that wants it, nor the other way round, while each
+// kind answers its own.
+func TestOmitBeforeKeepsAfterAndIsNotReusedAcross(t *testing.T) {
+	ix, err := BuildIndex(fixtureRepo("kustomize-prefix"), IndexOptions{})
+	require.NoError(t, err)
+	workloads := workloadsOf(ix.Objects())
+	require.NotEmpty(t, workloads)
+	locs := locate(ix, workloads)
+
+	full, fullOutcomes, withBefore := ix.EditsAfter(PriorEdits{}, workloads, locs, EditOptions{})
+	omitted, omittedOutcomes, withoutBefore := ix.EditsAfter(PriorEdits{}, workloads, locs, EditOptions{OmitBefore: true})
+	require.NotEmpty(t, full.Namespaces)
+	assert.Equal(t, fullOutcomes, omittedOutcomes)
+	require.Equal(t, full.NamespaceNames(), omitted.NamespaceNames())
+	hadBefore := false
+	for ns, edits := range full.Namespaces {
+		require.Len(t, omitted.Namespaces[ns], len(edits), ns)
+		for i, e := range edits {
+			hadBefore = hadBefore || e.Before != nil
+			o := omitted.Namespaces[ns][i]
+			assert.Nil(t, o.Before, e.Path)
+			e.Before = nil
+			assert.Equal(t, e, o, e.Path)
+		}
+	}
+	require.True(t, hadBefore, "the fixture edits no existing file")
+
+	for _, tc := range []struct {
+		name   string
+		prior  PriorEdits
+		opts   EditOptions
+		reused bool
+	}{
+		{name: "with Before, then with", prior: withBefore, opts: EditOptions{}, reused: true},
+		{name: "without, then without", prior: withoutBefore, opts: EditOptions{OmitBefore: true}, reused: true},
+		{name: "without, then with", prior: withoutBefore, opts: EditOptions{}},
+		{name: "with, then without", prior: withBefore, opts: EditOptions{OmitBefore: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, next := ix.EditsAfter(tc.prior, workloads, locs, tc.opts)
+			if tc.reused {
+				assert.Equal(t, len(next.namespaces), next.Reused())
+			} else {
+				assert.Zero(t, next.Reused())
+			}
+			want := full
+			if tc.opts.OmitBefore {
+				want = omitted
+			}
+			assert.Equal(t, want, got)
+		})
+	}
 }

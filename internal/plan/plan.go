@@ -43,6 +43,10 @@ type Options struct {
 	// restarts and files are unchanged keep theirs.
 	PriorEdits  manifest.PriorEdits
 	Annotations manifest.Annotations
+	// OmitBefore leaves Before out of the restart edits (see
+	// manifest.EditOptions): for a caller that keeps plans and shows no
+	// diff.
+	OmitBefore bool
 	// HelmValues restarts workloads of Flux HelmReleases through a chart
 	// value in spec.values where the chart has one (config helm.prefer:
 	// values), rather than through a post-renderer.
@@ -188,7 +192,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	migrations, labelEdits := migrate.Locate(index, selected, namespaceHints(set, hints))
 	drifted := drift.Compute(migrate.Relabel(set, migrations), model, opts.Drift)
 	locations := index.LocateAfter(opts.PriorEdits, drifted.Workloads, hints)
-	edits, outcomes, prior := index.EditsAfter(opts.PriorEdits, drifted.Workloads, locations, opts.Annotations)
+	edits, outcomes, prior := index.EditsAfter(opts.PriorEdits, drifted.Workloads, locations, opts.editOptions())
 	attached := migrate.Attach(migrations, edits, labelEdits)
 	outcomes = outcomes.WithRefusals(attached.Refused)
 	planned := drifted.WithManifests(func(w drift.Workload) (drift.Manifest, bool) {
@@ -234,4 +238,8 @@ func preferValues(hints func(drift.Workload) manifest.Hints) func(drift.Workload
 // withCharts gives every workload's hints the pulled charts.
 func withCharts(hints func(drift.Workload) manifest.Hints, charts map[string]manifest.PulledChart) func(drift.Workload) manifest.Hints {
 	return func(w drift.Workload) manifest.Hints { return manifest.WithPulledCharts(hints(w), charts) }
+}
+
+func (o Options) editOptions() manifest.EditOptions {
+	return manifest.EditOptions{Annotations: o.Annotations, OmitBefore: o.OmitBefore}
 }

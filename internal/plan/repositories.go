@@ -256,7 +256,7 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 	attachedMigrations := map[string]drift.Migration{}
 	for i, c := range checkouts {
 		locations := c.index.LocateAfter(c.repo.PriorEdits, groups[i], c.hints)
-		edits, found, prior := c.index.EditsAfter(c.repo.PriorEdits, groups[i], locations, opts.Annotations)
+		edits, found, prior := c.index.EditsAfter(c.repo.PriorEdits, groups[i], locations, opts.editOptions())
 		attached := migrate.Attach(migrationsOf[i], edits, labelEdits[i])
 		for id, m := range found.WithRefusals(attached.Refused) {
 			m.Repository = c.repo.Label()
