@@ -1,7 +1,8 @@
-// Package memlimit gives the Go runtime a soft memory limit once per
-// process: as the heap nears the memory kedge may use, the collector works
-// harder, wherever in the program the memory goes. This replaces tuning the
-// collector's pace phase by phase.
+// Package memlimit sets how the Go runtime spends memory. Apply gives it a
+// soft memory limit once per process: as the heap nears the memory kedge
+// may use, the collector works harder, wherever in the program the memory
+// goes; peaks need no tuning phase by phase. Packed paces the phases that
+// build what kedge keeps between cycles.
 package memlimit
 
 import (

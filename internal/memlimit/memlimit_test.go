@@ -83,3 +83,41 @@ func TestApply(t *testing.T) {
 		})
 	}
 }
+
+func TestPacked(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+
+	t.Run("paces until done, then sets the pace back", func(t *testing.T) {
+		t.Setenv("GOGC", "")
+		require.NoError(t, os.Unsetenv("GOGC"))
+		debug.SetGCPercent(80)
+		done := Packed()
+		assert.Equal(t, packedGCPercent, debug.SetGCPercent(packedGCPercent))
+		done()
+		assert.Equal(t, 80, debug.SetGCPercent(80))
+		// A second call does not set the pace again.
+		debug.SetGCPercent(60)
+		done()
+		assert.Equal(t, 60, debug.SetGCPercent(60))
+	})
+	t.Run("overlapping calls set the pace back after the last", func(t *testing.T) {
+		t.Setenv("GOGC", "")
+		require.NoError(t, os.Unsetenv("GOGC"))
+		debug.SetGCPercent(100)
+		first := Packed()
+		second := Packed()
+		first()
+		assert.Equal(t, packedGCPercent, debug.SetGCPercent(packedGCPercent), "paced while the second is not done")
+		second()
+		assert.Equal(t, 100, debug.SetGCPercent(100))
+	})
+	t.Run("GOGC is left to the runtime", func(t *testing.T) {
+		t.Setenv("GOGC", "200")
+		debug.SetGCPercent(200)
+		done := Packed()
+		assert.Equal(t, 200, debug.SetGCPercent(200))
+		done()
+		assert.Equal(t, 200, debug.SetGCPercent(200))
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
 	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/memlimit"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/route"
@@ -155,6 +156,10 @@ func (r *Reconciler) webURLOf(name string) string {
 // the answer again. Pulled charts are not stamped: a plan with any is built.
 func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) (*plan.Result, error) {
 	opts := r.settings.Plan
+	// A cycle commits each edit's After and never shows a diff, while the
+	// plan is kept until the next one: its edits' Before would be half the
+	// file contents kedge holds between cycles.
+	opts.OmitBefore = true
 	var planned []*repository
 	for _, repo := range c.repos {
 		if repo.err != nil {
@@ -179,8 +184,14 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 	inputs := planInputsOf(set, c.several, planned, opts.Unavailable)
 	res := r.lastPlanFor(inputs, len(opts.Charts) == 0)
 	if res == nil {
+		// The plan is kept until the next one is built, and built amid
+		// the garbage of editing and verifying every drifted namespace
+		// (memlimit.Packed says why that is paced).
+		packed := memlimit.Packed()
 		var err error
-		if res, err = plan.Build(set, opts); err != nil {
+		res, err = plan.Build(set, opts)
+		packed()
+		if err != nil {
 			return nil, err
 		}
 		r.keepPlan(inputs, res)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/memlimit"
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/server"
@@ -384,6 +385,11 @@ func (s *Service) runCycle(ctx context.Context, c Cycle) {
 		attrs = append(attrs, "changes", c.Changes, "reasons", c.Reasons, "sinceFirstChange", waited.String())
 	}
 	log.Info("cycle started", attrs...)
+	if id == 1 {
+		// The first cycle builds the index, plan and listings the next
+		// ones update and keep (memlimit.Packed says why that is paced).
+		defer memlimit.Packed()()
+	}
 	before := s.cfg.GitHub.Stats()
 
 	report, err := s.cfg.Reconciler.RunOnce(ctx)
