@@ -127,7 +127,10 @@ func run(ctx context.Context, opts options) error {
 
 	logf("building kedge")
 	kedge := filepath.Join(work, "kedge")
-	if _, err := measure(ctx, opts.root, nil, "go", "build", "-trimpath", "-o", kedge, "./cmd/kedge"); err != nil {
+	// Built as deploy/Dockerfile builds the binary that ships: with cgo, an
+	// import of package plugin (kustomize's) makes a dynamically linked
+	// binary exporting every symbol, whose tables the loader reads at start.
+	if _, err := measure(ctx, opts.root, []string{"CGO_ENABLED=0"}, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", kedge, "./cmd/kedge"); err != nil {
 		return err
 	}
 	self, err := os.Executable()

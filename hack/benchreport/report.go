@@ -246,7 +246,7 @@ func (r *report) markdown() string {
 		"Flux overlays per namespace (some on bases shared by hundreds of namespaces), Argo CD directories and plain files.\n\n",
 		f.Spec.Seed, f.Spec.Pods, f.Spec.Namespaces, f.Spec.Workloads, len(f.Expect.DriftedNamespaces), f.Expect.DriftedWorkloads,
 		f.SnapshotBytes>>20, f.RepoFiles)
-	b.WriteString("**`kedge plan`** is the real binary run as a child process (`--output json`); its output is checked to hold " +
+	b.WriteString("**`kedge plan`** is the real binary, built as deploy/Dockerfile builds it (`CGO_ENABLED=0`, `-trimpath`, `-ldflags \"-s -w\"`), run as a child process (`--output json`); its output is checked to hold " +
 		"every drifted workload, and with `--repo` every one found in a file. The floor *generic decode* is a child process " +
 		"that knows nothing of Kubernetes: it decodes every object of the same JSON files into `any` with `encoding/json` " +
 		"on one core (GOMAXPROCS=1), List items one by one; *index* is one that indexes the same repository with `manifest.BuildIndex`. " +
@@ -313,7 +313,8 @@ func (r *report) liveMarkdown(b *strings.Builder, l *liveResult) {
 		"\"cycle finished\" log line, the third cycle on (the second reads the listings the first changed); each pushed nothing and made no mutating call. "+
 		"Its floor is the CPU (user and system, every core) of a full index build of the same repository in a process of its own, "+
 		"run after each measured cycle while the service waits for the next. The service collects its garbage and returns it to the system after each cycle "+
-		"(after the \"cycle finished\" line, so outside the window measured). "+
+		"(after the \"cycle finished\" line, so outside the window measured), and runs its first cycle, and builds each new plan, with the "+
+		"collector paced at GOGC=25 (`memlimit.Packed`; GOGC is not set in its environment), at the default pace otherwise. "+
 		"Runs: cycles %s (wall %s); full index builds %s. "+
 		"**Change → PR**: right after a cycle ends, a namespace with the default revision and no drift is moved to revision 1-25-1 "+
 		"(its label written through the API server), and the time is taken until its PR is open on the emulated GitHub, through the "+
