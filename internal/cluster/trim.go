@@ -233,8 +233,8 @@ func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
 
 // identity copies an object's name, UID and resourceVersion into one
 // allocation of their own. Decoded, each is a string among the dozens the
-// decoder allocates per object and drops; kept there, a cache of a hundred
-// thousand objects would keep most of those strings' pages in use.
+// decoder allocates per object and drops; kept there, each would hold in
+// use the span it shares with them.
 func identity(name, uid, resourceVersion string) (string, string, string) {
 	all := name + uid + resourceVersion
 	return all[:len(name)], all[len(name) : len(name)+len(uid)], all[len(name)+len(uid):]
