@@ -4,7 +4,7 @@ BIN           := bin/kedge
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS       := -s -w -X main.version=$(VERSION)
 # The integration tests run a real kube-apiserver + etcd built from the Go
-# module proxy (hack/testbin.sh) and cached outside the repository.
+# module proxy (internal/testing/testbin/testbin.sh) and cached outside the repository.
 TESTBIN_CACHE ?= $(HOME)/.cache/kedge-testbin
 # Fuzz budgets are counts of executions, not durations: Go 1.26's fuzz
 # coordinator can report a duration's own deadline as a failure
@@ -31,13 +31,13 @@ lint:
 	$(GO) vet ./...
 
 testbin:
-	@bash hack/testbin.sh >/dev/null
+	@bash internal/testing/testbin/testbin.sh >/dev/null
 
 # Everything: lint, unit and integration tests against the real control
 # plane, the fault matrix with one kill per kind of step (`make chaos` kills
 # at every step), and short fuzz runs of the parsers and the editor.
 test: lint testbin
-	KUBEBUILDER_ASSETS=$$(bash hack/testbin.sh | tail -n1) KEDGE_REQUIRE_TESTBIN=$${KEDGE_REQUIRE_TESTBIN:-1} \
+	KUBEBUILDER_ASSETS=$$(bash internal/testing/testbin/testbin.sh | tail -n1) KEDGE_REQUIRE_TESTBIN=$${KEDGE_REQUIRE_TESTBIN:-1} \
 		$(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) fuzz
 
@@ -62,16 +62,16 @@ demo: build
 	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) $(DEMO_REPOS) --output table
 	@echo
 	@echo "== kedge run --once, offline: GitHub emulated, each repository as a local bare clone =="
-	@$(GO) run ./hack/demo
+	@$(GO) run ./internal/testing/demo
 	@echo
 	@echo "== the same drift as a dashboard (kedge plan --output markdown) =="
 	@KEDGE_CLUSTER=prod-eu-1 $(BIN) plan --snapshot $(DEMO_CLUSTER) $(DEMO_REPOS) --output markdown
 	@echo
 	@echo "== sidecar -> ambient: with ambient mode installed, a migration policy moves the search team out of sidecars =="
-	@$(GO) run ./hack/demo -ambient search
+	@$(GO) run ./internal/testing/demo -ambient search
 
 bench:
-	$(GO) run ./hack/benchreport -out docs/benchmarks.md
+	$(GO) run ./internal/testing/benchreport -out docs/benchmarks.md
 
 # The fault matrix, with the process killed at every step of every PR, and
 # the API server restarted under the service's watches: prints fault,
@@ -79,11 +79,11 @@ bench:
 chaos: testbin
 	@mkdir -p bin && rm -f bin/chaos-table.txt bin/chaos-live.txt
 	@KEDGE_CHAOS_FULL=1 KEDGE_CHAOS_TABLE=$(CURDIR)/bin/chaos-table.txt \
-		$(GO) test -count=1 -timeout 20m -run '^TestFaultMatrix$$' ./internal/chaos/; \
+		$(GO) test -count=1 -timeout 20m -run '^TestFaultMatrix$$' ./internal/testing/chaos/; \
 		matrix=$$?; \
-		KUBEBUILDER_ASSETS=$$(bash hack/testbin.sh | tail -n1) KEDGE_REQUIRE_TESTBIN=1 \
+		KUBEBUILDER_ASSETS=$$(bash internal/testing/testbin/testbin.sh | tail -n1) KEDGE_REQUIRE_TESTBIN=1 \
 		KEDGE_CHAOS_LIVE_TABLE=$(CURDIR)/bin/chaos-live.txt \
-		$(GO) test -count=1 -timeout 10m -run '^TestAPIServerRestartMidWatch$$' ./test/integration/ >/dev/null; \
+		$(GO) test -count=1 -timeout 10m -run '^TestAPIServerRestartMidWatch$$' ./internal/testing/integration/ >/dev/null; \
 		live=$$?; cat bin/chaos-table.txt bin/chaos-live.txt 2>/dev/null; \
 		[ $$matrix -eq 0 ] && [ $$live -eq 0 ]
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
-	"github.com/kedge-io/kedge/internal/manifest/editcheck"
+	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
 

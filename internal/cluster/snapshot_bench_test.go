@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/kedge-io/kedge/internal/cluster"
-	"github.com/kedge-io/kedge/internal/synth"
+	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
 // BenchmarkReadSnapshot decodes a synthetic fleet of 5,000 full pods (as

@@ -13,7 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/kedge-io/kedge/internal/synth"
+	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
 // TestWireDecodeEqualsFullDecode holds the trimmed decoders to the full API

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
-	"github.com/kedge-io/kedge/internal/mesh/meshtest"
+	"github.com/kedge-io/kedge/internal/testing/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 

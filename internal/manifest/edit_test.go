@@ -12,7 +12,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest/editcheck"
+	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
-	"github.com/kedge-io/kedge/internal/synth"
+	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
 // istio126 is a second target a workload's desired state moves to.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kedge-io/kedge/internal/synth"
+	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
 // BenchmarkIndexUpdate compares, on the repository of the fleet kedge is

@@ -9,7 +9,7 @@ import (
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
-	"github.com/kedge-io/kedge/internal/synth"
+	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
 // BenchmarkBuild plans a synthetic fleet of 10,000 pods against its GitOps
