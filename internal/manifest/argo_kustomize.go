@@ -3,7 +3,6 @@ package manifest
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/repofs"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
@@ -390,22 +390,18 @@ func argoSourceAt(data []byte, doc int, at string) (objects.ApplicationSource, e
 // components added.
 func (ix *Index) renderArgo(src objects.ApplicationSource, compact bool) renderResult {
 	dir := ix.abs(cleanRepoPath(src.Path))
-	name, data, err := argoKustomizationFile(dir, src.Kustomize)
+	name, data, err := argoKustomizationFile(ix.fs, dir, src.Kustomize)
 	if err != nil {
 		return renderResult{err: err}
 	}
-	rm, err := kustomizeBuild(newGuardFS(ix.root, map[string][]byte{filepath.Join(dir, name): data}), dir)
-	if err != nil {
-		return renderResult{err: err}
-	}
-	return collectRender(rm.Resources(), compact)
+	return builtObjects(buildRoot(ix.fs, dir, map[string][]byte{filepath.Join(dir, name): data}), compact)
 }
 
-func argoKustomizationFile(dir string, opts *objects.ApplicationSourceKustomize) (string, []byte, error) {
+func argoKustomizationFile(fsys *repofs.FS, dir string, opts *objects.ApplicationSourceKustomize) (string, []byte, error) {
 	var k types.Kustomization
 	name := ""
 	for _, n := range kustomizationFileNames {
-		data, err := readRegular(filepath.Join(dir, n))
+		data, err := readRegular(fsys, filepath.Join(dir, n))
 		if err != nil {
 			continue
 		}
@@ -463,7 +459,7 @@ func argoKustomizationFile(dir string, opts *objects.ApplicationSourceKustomize)
 		k.Patches = append(k.Patches, patch)
 	}
 	for _, c := range opts.Components {
-		if info, err := os.Stat(filepath.Join(dir, c)); opts.IgnoreMissingComponents && (err != nil || !info.IsDir()) {
+		if info, err := statIn(fsys, filepath.Join(dir, c)); opts.IgnoreMissingComponents && (err != nil || !info.IsDir()) {
 			continue
 		}
 		if !slices.Contains(k.Components, c) {

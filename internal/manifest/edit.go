@@ -5,11 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -479,14 +477,7 @@ func (ix *Index) applyFile(f *pendingFile) ([]FileEdit, *Refusal) {
 // readInside reads a repo-relative file, refusing one that a symlink
 // places outside the checkout.
 func (ix *Index) readInside(rel string) ([]byte, error) {
-	resolved, err := filepath.EvalSymlinks(ix.abs(rel))
-	if err != nil {
-		return nil, err
-	}
-	if !within(ix.root, resolved) {
-		return nil, fmt.Errorf("%s: %w", rel, errOutsideRepo)
-	}
-	return readRegular(resolved)
+	return ix.fs.ReadFile(rel)
 }
 
 // refusal is the file's refusal, naming every workload its edits restart.

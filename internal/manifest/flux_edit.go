@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/repofs"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
@@ -268,23 +268,19 @@ func fluxSpecAt(data []byte, doc int) (fluxSpec, error) {
 // patches and components written into it.
 func (ix *Index) renderFlux(spec fluxSpec, compact bool) renderResult {
 	dir := ix.abs(cleanRepoPath(spec.Path))
-	name, data, err := fluxKustomizationFile(dir, spec)
+	name, data, err := fluxKustomizationFile(ix.fs, dir, spec)
 	if err != nil {
 		return renderResult{err: err}
 	}
-	rm, err := kustomizeBuild(newGuardFS(ix.root, map[string][]byte{filepath.Join(dir, name): data}), dir)
-	if err != nil {
-		return renderResult{err: err}
-	}
-	return collectRender(rm.Resources(), compact)
+	return builtObjects(buildRoot(ix.fs, dir, map[string][]byte{filepath.Join(dir, name): data}), compact)
 }
 
-func fluxKustomizationFile(dir string, spec fluxSpec) (string, []byte, error) {
+func fluxKustomizationFile(fsys *repofs.FS, dir string, spec fluxSpec) (string, []byte, error) {
 	var k types.Kustomization
 	name := kustomizationFileNames[0]
 	found := false
 	for _, n := range kustomizationFileNames {
-		data, err := readRegular(filepath.Join(dir, n))
+		data, err := readRegular(fsys, filepath.Join(dir, n))
 		if err != nil {
 			continue
 		}
@@ -295,7 +291,7 @@ func fluxKustomizationFile(dir string, spec fluxSpec) (string, []byte, error) {
 		break
 	}
 	if !found {
-		resources, err := fluxResources(dir)
+		resources, err := fluxResources(fsys, dir)
 		if err != nil {
 			return "", nil, err
 		}
@@ -333,9 +329,14 @@ func fluxKustomizationFile(dir string, spec fluxSpec) (string, []byte, error) {
 // fluxResources lists what kustomize-controller puts in the kustomization
 // it generates for a directory without one: each directory holding a
 // kustomization as a whole, and every other manifest below it.
-func fluxResources(dir string) ([]string, error) {
+func fluxResources(fsys *repofs.FS, dir string) ([]string, error) {
 	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	start, ok := fsys.Rel(dir)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", dir, errOutsideRepo)
+	}
+	err := fsys.WalkDir(start, func(rel string, d fs.DirEntry, err error) error {
+		p := fsys.Abs(rel)
 		if err != nil {
 			return err
 		}
@@ -343,7 +344,7 @@ func fluxResources(dir string) ([]string, error) {
 			if p != dir && strings.HasPrefix(d.Name(), ".") {
 				return fs.SkipDir
 			}
-			if p != dir && hasKustomization(p) {
+			if p != dir && hasKustomization(fsys, p) {
 				rel, _ := filepath.Rel(dir, p)
 				out = append(out, filepath.ToSlash(rel))
 				return fs.SkipDir
@@ -353,7 +354,7 @@ func fluxResources(dir string) ([]string, error) {
 		if !isYAMLName(d.Name()) || !d.Type().IsRegular() {
 			return nil
 		}
-		data, err := readRegular(p)
+		data, err := readRegular(fsys, p)
 		if err != nil {
 			return err
 		}
@@ -366,9 +367,9 @@ func fluxResources(dir string) ([]string, error) {
 	return out, err
 }
 
-func hasKustomization(dir string) bool {
+func hasKustomization(fsys *repofs.FS, dir string) bool {
 	for _, n := range kustomizationFileNames {
-		if info, err := os.Stat(filepath.Join(dir, n)); err == nil && !info.IsDir() {
+		if info, err := statIn(fsys, filepath.Join(dir, n)); err == nil && !info.IsDir() {
 			return true
 		}
 	}

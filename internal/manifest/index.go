@@ -2,11 +2,11 @@ package manifest
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -19,6 +19,9 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/repofs"
+	"github.com/kedge-io/kedge/internal/sandbox"
+	"github.com/kedge-io/kedge/internal/untrusted"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -27,6 +30,9 @@ type IndexOptions struct {
 	// Paths are repo-relative sub-trees (repo.paths); empty means the whole
 	// repository.
 	Paths []string
+	// MaxChartBytes bounds a chart kedge renders, uncompressed with its
+	// subcharts; 0 is render.DefaultMaxChartBytes.
+	MaxChartBytes int64
 }
 
 // ProblemKind classifies why a path was skipped.
@@ -119,9 +125,13 @@ type Root struct {
 
 // Index maps a checkout's deployed workloads to their sources.
 type Index struct {
-	root     string // absolute, symlinks resolved
-	paths    []string
-	Problems []Problem
+	// fs reads the checkout, and nothing outside it.
+	fs   *repofs.FS
+	root string // absolute, symlinks resolved
+	// maxChartBytes bounds a chart the index renders.
+	maxChartBytes int64
+	paths         []string
+	Problems      []Problem
 
 	roots      map[string]*Root
 	objects    []Object
@@ -210,20 +220,18 @@ func BuildIndex(root string, opts IndexOptions) (*Index, error) {
 // buildIndex indexes the checkout at root, reusing what prior read of the
 // files that did not change since; a nil prior reads everything.
 func buildIndex(root string, opts IndexOptions, prior *priorBuild) (*Index, error) {
-	abs, err := filepath.Abs(root)
+	fsys, err := repofs.Open(root)
 	if err != nil {
 		return nil, err
 	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("repository root: %w", err)
-	}
 	ix := &Index{
-		root:       resolved,
-		paths:      opts.Paths,
-		roots:      map[string]*Root{},
-		byKindName: map[string][]int{},
-		byPath:     map[string][]int{},
+		fs:            fsys,
+		root:          fsys.Dir(),
+		maxChartBytes: opts.MaxChartBytes,
+		paths:         opts.Paths,
+		roots:         map[string]*Root{},
+		byKindName:    map[string][]int{},
+		byPath:        map[string][]int{},
 
 		kustomizationLabels: map[string]map[string][]string{},
 		inlineNamespaces:    map[string][]Namespace{},
@@ -285,7 +293,7 @@ func buildIndex(root string, opts IndexOptions, prior *priorBuild) (*Index, erro
 			}
 		}
 	}
-	for i, rendered := range renderRoots(builds, remote, ix.root, prior.reusable(ix)) {
+	for i, rendered := range renderRoots(builds, remote, ix.fs, prior.reusable(ix)) {
 		ix.cache.rendered[ix.rel(builds[i].dir)] = rendered
 		for r := range ix.addRendered(builds[i], rendered) {
 			reached[r] = true
@@ -339,7 +347,7 @@ func (ix *Index) scanCheckout(paths []string, prior *priorBuild) (*scanResult, e
 
 func (ix *Index) startDirs(paths []string) ([]string, error) {
 	if len(paths) == 0 {
-		return []string{ix.root}, nil
+		return []string{"."}, nil
 	}
 	var out []string
 	for _, p := range paths {
@@ -347,12 +355,9 @@ func (ix *Index) startDirs(paths []string) ([]string, error) {
 		if filepath.IsAbs(clean) {
 			return nil, fmt.Errorf("index path %q must be relative to the repository", p)
 		}
-		r, err := filepath.EvalSymlinks(filepath.Join(ix.root, clean))
+		r, err := ix.fs.Resolve(filepath.ToSlash(clean))
 		if err != nil {
 			return nil, fmt.Errorf("index path %q: %w", p, err)
-		}
-		if !within(ix.root, r) {
-			return nil, fmt.Errorf("index path %q: %w", p, errOutsideRepo)
 		}
 		out = append(out, r)
 	}
@@ -369,7 +374,8 @@ type scanResult struct {
 }
 
 func (ix *Index) walk(start string, scan *scanResult) error {
-	return filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+	return ix.fs.WalkDir(start, func(rel string, d fs.DirEntry, err error) error {
+		p := ix.abs(rel)
 		if err != nil {
 			ix.problem(p, ProblemUnparsable, err)
 			if d != nil && d.IsDir() {
@@ -378,7 +384,7 @@ func (ix *Index) walk(start string, scan *scanResult) error {
 			return nil
 		}
 		name := d.Name()
-		if p != start && strings.HasPrefix(name, ".") {
+		if rel != start && strings.HasPrefix(name, ".") {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
@@ -388,7 +394,7 @@ func (ix *Index) walk(start string, scan *scanResult) error {
 			scan.symlinks = append(scan.symlinks, ix.rel(p))
 			// Symlinks are not followed: a target inside the checkout is
 			// indexed where it lives; one outside is refused.
-			if target, err := filepath.EvalSymlinks(p); err != nil || !within(ix.root, target) {
+			if _, err := ix.fs.Stat(rel); err != nil {
 				ix.problem(p, ProblemOutsideRepo, errOutsideRepo)
 			}
 			return nil
@@ -482,10 +488,10 @@ func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, see
 
 // loadKustomizationIn reads the kustomization of dir, or returns nil when
 // dir is not a kustomization directory (a file, or missing).
-func loadKustomizationIn(dir string) *kustomizationFile {
+func loadKustomizationIn(fsys *repofs.FS, dir string) *kustomizationFile {
 	for _, name := range kustomizationFileNames {
-		if info, err := os.Stat(filepath.Join(dir, name)); err == nil && !info.IsDir() {
-			kf, err := readKustomizationFile(dir, name)
+		if info, err := statIn(fsys, filepath.Join(dir, name)); err == nil && !info.IsDir() {
+			kf, err := readKustomizationFile(fsys, dir, name)
 			if err != nil {
 				return nil
 			}
@@ -505,8 +511,8 @@ type renderedRoot struct {
 	applications []objects.Application
 	unparsable   []string
 	restartPatch map[string]bool
-	// refused are the files over budget the build tried to read.
-	refused map[string]error
+	// refused are the files over budget the build tried to read, with why.
+	refused map[string]string
 	// listed are the absolute directories the build listed; true when it
 	// walked the whole tree below.
 	listed map[string]bool
@@ -516,7 +522,7 @@ type renderedRoot struct {
 // concurrent builds since kyaml guards its OpenAPI schema with a lock
 // (kubernetes-sigs/kustomize#3659); each build has its own file system.
 // A root that reuse returns (not nil) is not rendered again.
-func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot string, reuse func(*kustomizationFile) *renderedRoot) []*renderedRoot {
+func renderRoots(kfs []*kustomizationFile, remote map[string]string, fsys *repofs.FS, reuse func(*kustomizationFile) *renderedRoot) []*renderedRoot {
 	out := make([]*renderedRoot, len(kfs))
 	var dirty []int
 	for i, kf := range kfs {
@@ -524,10 +530,10 @@ func renderRoots(kfs []*kustomizationFile, remote map[string]string, repoRoot st
 			dirty = append(dirty, i)
 		}
 	}
-	docs := &docCache{entries: map[string]*cachedDocs{}}
+	docs := newDocCache(fsys)
 	inParallel(len(dirty), func(j int) {
 		i := dirty[j]
-		out[i] = renderRoot(kfs[i], remote[kfs[i].dir], repoRoot, docs)
+		out[i] = renderRoot(kfs[i], remote[kfs[i].dir], fsys, docs)
 	})
 	return out
 }
@@ -556,8 +562,13 @@ func inParallel(n int, fn func(i int)) {
 // docCache holds the parsed documents of the files origins point at: a
 // base shared by hundreds of overlays is parsed once, not once per render.
 type docCache struct {
+	fs      *repofs.FS
 	mu      sync.Mutex
 	entries map[string]*cachedDocs
+}
+
+func newDocCache(fsys *repofs.FS) *docCache {
+	return &docCache{fs: fsys, entries: map[string]*cachedDocs{}}
 }
 
 type cachedDocs struct {
@@ -566,9 +577,8 @@ type cachedDocs struct {
 	err  error
 }
 
-// get returns the documents of the file at absolute path p (rel to the
-// checkout).
-func (c *docCache) get(p, rel string) ([]document, error) {
+// get returns the documents of the file at repo-relative path rel.
+func (c *docCache) get(rel string) ([]document, error) {
 	c.mu.Lock()
 	e, ok := c.entries[rel]
 	if !ok {
@@ -577,7 +587,7 @@ func (c *docCache) get(p, rel string) ([]document, error) {
 	}
 	c.mu.Unlock()
 	e.once.Do(func() {
-		data, err := readRegular(p)
+		data, err := c.fs.ReadFile(rel)
 		if err == nil {
 			e.docs, err = parseDocuments(data)
 		}
@@ -588,96 +598,90 @@ func (c *docCache) get(p, rel string) ([]document, error) {
 	return e.docs, e.err
 }
 
-// budget judges a file a build reads by the parse the cache keeps anyway:
-// a file over budget is refused, any other fault is left to kustomize to
-// report.
-func (c *docCache) budget(repoRoot string) func(p string, data []byte) error {
-	return func(p string, _ []byte) error {
-		_, err := c.get(p, relTo(repoRoot, p))
-		if yamlguard.IsOverBudget(err) {
-			var over *yamlguard.Error
-			errors.As(err, &over)
-			return over
-		}
-		return nil
-	}
-}
-
-func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCache) *renderedRoot {
+func renderRoot(kf *kustomizationFile, remoteRef string, fsys *repofs.FS, docs *docCache) *renderedRoot {
 	if remoteRef != "" {
-		return &renderedRoot{problem: &Problem{Kind: ProblemRemoteBase, Err: "remote base " + remoteRef + " is not fetched"}}
+		return &renderedRoot{problem: &Problem{Kind: ProblemRemoteBase, Err: "remote base " + untrusted.Excerpt(remoteRef, 0) + " is not fetched"}}
 	}
 	if renderPlainKustomizations {
-		if r, ok := renderPlain(kf, repoRoot, docs); ok {
+		if r, ok := renderPlain(kf, fsys, docs); ok {
 			return r
 		}
 	}
 	kpath := filepath.Join(kf.dir, kf.name)
-	data, err := readRegular(kpath)
+	data, err := readRegular(fsys, kpath)
 	if err == nil {
 		data, err = withOriginAnnotations(data)
 	}
 	if err != nil {
-		return &renderedRoot{problem: &Problem{Kind: ProblemBuildFailed, Err: err.Error()}}
+		return &renderedRoot{problem: &Problem{Kind: ProblemBuildFailed, Err: untrusted.Error(err)}}
 	}
-	gfs := newGuardFS(repoRoot, map[string][]byte{kpath: data})
-	gfs.budget = docs.budget(repoRoot)
-	rm, err := kustomizeBuild(gfs, kf.dir)
-	if err != nil {
-		kind := ProblemBuildFailed
-		if errors.Is(err, errOutsideRepo) || strings.Contains(err.Error(), errOutsideRepo.Error()) {
-			kind = ProblemOutsideRepo
-		}
-		return &renderedRoot{problem: &Problem{Kind: kind, Err: err.Error()}, reads: gfs.reads, refused: gfs.refused, listed: gfs.listed}
+	res := buildRoot(fsys, kf.dir, map[string][]byte{kpath: data})
+	reads := make(map[string]struct{}, len(res.Reads))
+	for _, rel := range res.Reads {
+		reads[fsys.Abs(rel)] = struct{}{}
 	}
-	out := &renderedRoot{reads: gfs.reads, listed: gfs.listed, restartPatch: readRestartPatch(kf)}
-	rootDir := relTo(repoRoot, kf.dir)
-	for _, res := range rm.Resources() {
-		if isNamespaceKind(res.GetApiVersion(), res.GetKind()) {
-			out.namespaces = append(out.namespaces, renderedNamespace(res.GetName(), res.GetLabels(), rootDir, originFile(repoRoot, kf.dir, res)))
+	listed := make(map[string]bool, len(res.Listed))
+	for rel, tree := range res.Listed {
+		listed[fsys.Abs(rel)] = tree
+	}
+	refused := make(map[string]string, len(res.Refused))
+	for rel, why := range res.Refused {
+		refused[fsys.Abs(rel)] = why
+	}
+	if res.Failure != nil {
+		return &renderedRoot{problem: buildProblem(kf, res.Failure, len(refused) > 0), reads: reads, refused: refused, listed: listed}
+	}
+	out := &renderedRoot{reads: reads, listed: listed, restartPatch: readRestartPatch(fsys, kf)}
+	rootDir := relTo(fsys.Dir(), kf.dir)
+	for _, raw := range res.Objects {
+		var body map[string]any
+		if err := json.Unmarshal(raw, &body); err != nil {
+			out.unparsable = append(out.unparsable, err.Error())
 			continue
 		}
-		if isApplicationKind(res.GetApiVersion(), res.GetKind()) {
-			if m, err := res.Map(); err == nil {
-				if app, ok := applicationFrom(m); ok {
-					out.applications = append(out.applications, app)
-				}
+		apiVersion, kind := nestedString(body, "apiVersion"), nestedString(body, "kind")
+		name, namespace := nestedString(body, "metadata", "name"), nestedString(body, "metadata", "namespace")
+		labels, annotations := stringMap(body, "metadata", "labels"), stringMap(body, "metadata", "annotations")
+		origin, originErr := originOf(annotations)
+		if isNamespaceKind(apiVersion, kind) {
+			out.namespaces = append(out.namespaces, renderedNamespace(name, labels, rootDir, originFile(fsys, kf.dir, origin)))
+			continue
+		}
+		if isApplicationKind(apiVersion, kind) {
+			if app, ok := applicationFrom(body); ok {
+				out.applications = append(out.applications, app)
 			}
 			continue
 		}
-		if !isIndexedKind(res.GetApiVersion(), res.GetKind()) {
+		if !isIndexedKind(apiVersion, kind) {
 			continue
 		}
 		obj := Object{
-			APIVersion:         res.GetApiVersion(),
-			Kind:               res.GetKind(),
-			Name:               res.GetName(),
-			Namespace:          res.GetNamespace(),
+			APIVersion:         apiVersion,
+			Kind:               kind,
+			Name:               name,
+			Namespace:          namespace,
 			Root:               rootDir,
-			SubstituteDisabled: substituteDisabled(res.GetLabels(), res.GetAnnotations()),
+			SubstituteDisabled: substituteDisabled(labels, annotations),
 		}
 		if isHelmReleaseKind(obj.APIVersion, obj.Kind) {
-			pr, _ := res.GetFieldValue("spec.postRenderers")
-			obj.Release = releaseRender(pr)
+			spec, _ := body["spec"].(map[string]any)
+			obj.Release = releaseRender(spec["postRenderers"])
 		}
-		if m, err := res.GetFieldValue("spec.template.metadata.annotations"); err == nil {
-			if mm, ok := m.(map[string]interface{}); ok {
-				obj.TemplateAnnotations = map[string]string{}
-				for k, v := range mm {
-					obj.TemplateAnnotations[k] = fmt.Sprint(v)
-				}
+		if tmpl := templateMetadata(body); tmpl != nil {
+			if _, ok := tmpl["annotations"].(map[string]any); ok {
+				obj.TemplateAnnotations = templateAnnotations(body)
 			}
 		}
-		origin, err := res.GetOrigin()
 		switch {
-		case err != nil || origin == nil:
+		case originErr != nil || origin == nil:
 			obj.GeneratedBy = "unknown origin"
 		case origin.Repo != "":
 			obj.GeneratedBy = "remote " + origin.Repo
 		case origin.Path == "":
 			obj.GeneratedBy = origin.ConfiguredIn
 		default:
-			src, err := sourceFor(repoRoot, kf.dir, origin.Path, &obj, docs)
+			src, err := sourceFor(fsys, kf.dir, origin.Path, &obj, docs)
 			if err != nil {
 				out.unparsable = append(out.unparsable, err.Error())
 				continue
@@ -689,11 +693,30 @@ func renderRoot(kf *kustomizationFile, remoteRef, repoRoot string, docs *docCach
 	return out
 }
 
+// buildProblem is the problem of a root whose build failed: over budget
+// (time or memory, or a file the build read, then reported on its own),
+// outside the repository, a remote base or URL, or any other failure.
+func buildProblem(kf *kustomizationFile, f *sandbox.Failure, refusedFiles bool) *Problem {
+	kind := ProblemBuildFailed
+	msg := f.Message
+	switch f.Kind {
+	case sandbox.FailOutside:
+		kind = ProblemOutsideRepo
+	case sandbox.FailRemote:
+		kind, msg = ProblemRemoteBase, "remote bases and URLs are not fetched: "+msg
+	case sandbox.FailOverBudget:
+		if !refusedFiles {
+			kind, msg = ProblemOverBudget, fmt.Sprintf("building %s: %s", kf.name, msg)
+		}
+	}
+	return &Problem{Kind: kind, Err: msg}
+}
+
 // addRendered indexes a rendered root; it returns the absolute paths the
 // build read.
 func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]struct{} {
 	for _, p := range sortedKeys(r.refused) {
-		ix.overBudget(p, r.refused[p])
+		ix.overBudgetMessage(p, r.refused[p])
 	}
 	if r.problem != nil {
 		ix.addRoot(kf.dir, kf.name, r.problem)
@@ -726,36 +749,30 @@ func renderedNamespace(name string, labels map[string]string, root, origin strin
 }
 
 // originFile is the repo-relative file a rendered object's origin
-// annotation names; "" for a generated or remote object, or a file a
-// symlink places outside the checkout.
-func originFile(repoRoot, rootDir string, res interface {
-	GetOrigin() (*resource.Origin, error)
-}) string {
-	origin, err := res.GetOrigin()
-	if err != nil || origin == nil || origin.Repo != "" || origin.Path == "" {
+// names; "" for a generated or remote object, or a file a symlink places
+// outside the checkout.
+func originFile(fsys *repofs.FS, rootDir string, origin *resource.Origin) string {
+	if origin == nil || origin.Repo != "" || origin.Path == "" {
 		return ""
 	}
-	p, err := filepath.EvalSymlinks(filepath.Join(rootDir, filepath.FromSlash(origin.Path)))
-	if err != nil || !within(repoRoot, p) {
+	p, err := resolveIn(fsys, filepath.Join(rootDir, filepath.FromSlash(origin.Path)))
+	if err != nil {
 		return ""
 	}
-	return relTo(repoRoot, p)
+	return relTo(fsys.Dir(), p)
 }
 
 // sourceFor finds the document of the origin file that a rendered object
 // comes from. Origins name the file only; within a multi-document file the
 // document is the one of the same kind whose written name the rendered name
 // was built from (namePrefix/nameSuffix only add around it).
-func sourceFor(repoRoot, rootDir, originPath string, obj *Object, cache *docCache) (Source, error) {
-	p, err := filepath.EvalSymlinks(filepath.Join(rootDir, filepath.FromSlash(originPath)))
+func sourceFor(fsys *repofs.FS, rootDir, originPath string, obj *Object, cache *docCache) (Source, error) {
+	p, err := resolveIn(fsys, filepath.Join(rootDir, filepath.FromSlash(originPath)))
 	if err != nil {
-		return Source{}, err
+		return Source{}, fmt.Errorf("%s: %w", originPath, err)
 	}
-	if !within(repoRoot, p) {
-		return Source{}, fmt.Errorf("%s: %w", originPath, errOutsideRepo)
-	}
-	rel := relTo(repoRoot, p)
-	docs, err := cache.get(p, rel)
+	rel := relTo(fsys.Dir(), p)
+	docs, err := cache.get(rel)
 	if err != nil {
 		return Source{}, err
 	}
@@ -801,13 +818,13 @@ func restartPatchFile(kustomization string) string {
 	return "kedge-restart-patch.yaml"
 }
 
-func readRestartPatch(kf *kustomizationFile) map[string]bool {
+func readRestartPatch(fsys *repofs.FS, kf *kustomizationFile) map[string]bool {
 	out := listedReleasePatches(kf)
 	name := restartPatchFile(kf.name)
 	if !slices.Contains(kf.files, name) {
 		return out
 	}
-	data, err := readRegular(filepath.Join(kf.dir, name))
+	data, err := readRegular(fsys, filepath.Join(kf.dir, name))
 	if err != nil {
 		return out
 	}
@@ -834,8 +851,8 @@ type plainFile struct {
 	problem      error
 }
 
-func readPlainFile(p string) plainFile {
-	data, err := readRegular(p)
+func readPlainFile(fsys *repofs.FS, p string) plainFile {
+	data, err := readRegular(fsys, p)
 	if yamlguard.IsOverBudget(err) {
 		return plainFile{kind: ProblemOverBudget, problem: err}
 	}

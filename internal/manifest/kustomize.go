@@ -1,25 +1,21 @@
 package manifest
 
 import (
-	"bufio"
-	"errors"
+	"context"
+	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
-	"sync"
 
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/kedge-io/kedge/internal/repofs"
+	"github.com/kedge-io/kedge/internal/sandbox"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -27,7 +23,7 @@ import (
 var kustomizationFileNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // errOutsideRepo is returned for any path that resolves outside the checkout.
-var errOutsideRepo = errors.New("path resolves outside the repository")
+var errOutsideRepo = repofs.ErrOutside
 
 // kustomizationFile is what kedge reads from a kustomization before building
 // it: enough to refuse remote bases (kustomize would shell out to git) and to
@@ -53,8 +49,8 @@ type kustomizationFile struct {
 	namePrefix, nameSuffix string
 }
 
-func readKustomizationFile(dir, name string) (*kustomizationFile, error) {
-	data, err := readRegular(filepath.Join(dir, name))
+func readKustomizationFile(fsys *repofs.FS, dir, name string) (*kustomizationFile, error) {
+	data, err := readRegular(fsys, filepath.Join(dir, name))
 	if err == nil {
 		err = yamlguard.Check(data, yamlguard.Repository)
 	}
@@ -167,329 +163,139 @@ func withOriginAnnotations(data []byte) ([]byte, error) {
 	return []byte(out), err
 }
 
-// guardFS is the file system a kustomize build sees: the disk, read-only,
-// confined to the checkout (symlinks resolved), with optional replaced or
-// added files, and a record of every file read. A file over the
-// repository budget (yamlguard) reads as an error: kustomize expands every
-// alias of every file it reads, so this is the last place to refuse one.
-type guardFS struct {
-	root string // absolute, symlinks resolved
-	// replace maps absolute resolved paths to the bytes a build must see.
-	replace map[string][]byte
-	reads   map[string]struct{}
-	// budget judges a file read from disk (absolute resolved path); builds
-	// of one index share its verdicts.
-	budget func(path string, data []byte) error
-	// refused maps the absolute resolved paths of files over budget to why.
-	refused map[string]error
-	// listed records the directories listed (false) or walked (true): a
-	// file added there can change the build without any read file changing.
-	listed map[string]bool
-}
-
-var _ filesys.FileSystem = (*guardFS)(nil)
-
-func newGuardFS(root string, replace map[string][]byte) *guardFS {
-	return &guardFS{
-		root: root, replace: replace, reads: map[string]struct{}{}, refused: map[string]error{}, listed: map[string]bool{},
-		budget: func(_ string, data []byte) error { return yamlguard.Check(data, yamlguard.Repository) },
-	}
-}
-
-// within reports whether the resolved path p lies inside root.
-func within(root, p string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-func (g *guardFS) resolve(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	if _, ok := g.replace[abs]; ok {
-		return abs, nil
-	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", err
-	}
-	if !within(g.root, resolved) {
-		return "", fmt.Errorf("%s: %w", p, errOutsideRepo)
-	}
-	return resolved, nil
-}
-
-func (g *guardFS) Create(string) (filesys.File, error) { return nil, errors.New("read-only") }
-func (g *guardFS) Mkdir(string) error                  { return errors.New("read-only") }
-func (g *guardFS) MkdirAll(string) error               { return errors.New("read-only") }
-func (g *guardFS) RemoveAll(string) error              { return errors.New("read-only") }
-func (g *guardFS) WriteFile(string, []byte) error      { return errors.New("read-only") }
-
-func (g *guardFS) Open(p string) (filesys.File, error) {
-	r, err := g.resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := g.replace[r]; ok {
-		return nil, errors.New("open is not supported for replaced files")
-	}
-	if err := regular(r); err != nil {
-		return nil, err
-	}
-	return os.Open(r)
-}
-
-func (g *guardFS) IsDir(p string) bool {
-	r, err := g.resolve(p)
-	if err != nil {
-		return false
-	}
-	if _, ok := g.replace[r]; ok {
-		return false
-	}
-	info, err := os.Stat(r)
-	return err == nil && info.IsDir()
-}
-
-func (g *guardFS) Exists(p string) bool {
-	_, err := g.resolve(p)
-	return err == nil
-}
-
-func (g *guardFS) ReadDir(p string) ([]string, error) {
-	r, err := g.resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	g.list(r, false)
-	entries, err := os.ReadDir(r)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(entries))
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names, nil
-}
-
-func (g *guardFS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
-	r, err := g.resolve(p)
-	if err != nil {
-		return "", "", err
-	}
-	if g.IsDir(r) {
-		return filesys.ConfirmedDir(r), "", nil
-	}
-	return filesys.ConfirmedDir(filepath.Dir(r)), filepath.Base(r), nil
-}
-
-func (g *guardFS) Glob(pattern string) ([]string, error) {
-	g.listGlob(pattern)
-	matches, err := filepath.Glob(pattern)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, m := range filesys.RemoveHiddenFiles(matches) {
-		if _, err := g.resolve(m); err == nil {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
-func (g *guardFS) ReadFile(p string) ([]byte, error) {
-	r, err := g.resolve(p)
-	if err != nil {
-		return nil, err
-	}
-	data, replaced := g.replace[r]
-	if replaced {
-		err = yamlguard.Check(data, yamlguard.Repository)
-	} else if data, err = readRegular(r); err == nil {
-		err = g.budget(r, data)
-	}
-	if yamlguard.IsOverBudget(err) {
-		g.reads[r] = struct{}{}
-		g.refused[r] = err
-		return nil, fmt.Errorf("%s: %w", relTo(g.root, r), err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	g.reads[r] = struct{}{}
-	return data, nil
-}
-
-func (g *guardFS) Walk(p string, fn filepath.WalkFunc) error {
-	r, err := g.resolve(p)
-	if err != nil {
-		return err
-	}
-	g.list(r, true)
-	return filepath.Walk(r, fn)
-}
-
-// list records that the build listed dir, or the whole tree below it.
-func (g *guardFS) list(dir string, tree bool) {
-	g.listed[dir] = g.listed[dir] || tree
-}
-
-// listGlob records what a glob lists: the directory of its pattern, or the
-// tree below the part before the first wildcard when a directory is one.
-func (g *guardFS) listGlob(pattern string) {
-	dir := filepath.Dir(pattern)
-	if i := strings.IndexAny(dir, "*?[\\"); i >= 0 {
-		g.list(filepath.Dir(dir[:i]+"x"), true)
-		return
-	}
-	g.list(dir, false)
-}
-
 // errNotRegular is returned for a path that is a device, socket or named
 // pipe: reading one could block forever or never end.
-var errNotRegular = errors.New("not a regular file")
+var errNotRegular = repofs.ErrNotRegular
 
-func regular(p string) error {
-	info, err := os.Stat(p)
-	if err != nil {
-		return err
+// readRegular reads a file of the checkout by its absolute path: a regular
+// file inside it, within the repository's size budget.
+func readRegular(fsys *repofs.FS, p string) ([]byte, error) {
+	rel, ok := fsys.Rel(p)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", p, errOutsideRepo)
 	}
-	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%s: %w", p, errNotRegular)
-	}
-	return nil
+	return fsys.ReadFile(rel)
 }
 
-// readRegular reads a file, refusing anything but a regular file and
-// anything beyond the repository's size budget (without reading it).
-func readRegular(p string) ([]byte, error) {
-	if err := regular(p); err != nil {
+// statIn describes the file at an absolute path of the checkout, symbolic
+// links followed inside it.
+func statIn(fsys *repofs.FS, p string) (fs.FileInfo, error) {
+	rel, ok := fsys.Rel(p)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", p, errOutsideRepo)
+	}
+	return fsys.Stat(rel)
+}
+
+// resolveIn resolves the symbolic links of an absolute path of the
+// checkout, refusing one that leaves it.
+func resolveIn(fsys *repofs.FS, p string) (string, error) {
+	rel, ok := fsys.Rel(p)
+	if !ok {
+		return "", fmt.Errorf("%s: %w", p, errOutsideRepo)
+	}
+	r, err := fsys.Resolve(rel)
+	if err != nil {
+		return "", err
+	}
+	return fsys.Abs(r), nil
+}
+
+// buildRoot builds the kustomize root at the absolute directory dir of the
+// checkout in a render worker (internal/sandbox), with replace (absolute
+// paths) standing in for the content of files. Plugins are off and any
+// file inside the checkout may be read, as Flux builds; nothing outside
+// it, no remote base and no URL.
+func buildRoot(fsys *repofs.FS, dir string, replace map[string][]byte) *sandbox.KustomizeResult {
+	rel, ok := fsys.Rel(dir)
+	if !ok {
+		return &sandbox.KustomizeResult{Failure: &sandbox.Failure{Kind: sandbox.FailOutside, Message: fmt.Sprintf("%s: %v", dir, errOutsideRepo)}}
+	}
+	job := sandbox.KustomizeJob{Root: fsys.Dir(), Dir: rel}
+	if len(replace) > 0 {
+		job.Replace = make(map[string][]byte, len(replace))
+		for p, data := range replace {
+			if r, ok := fsys.Rel(p); ok {
+				job.Replace[r] = data
+			}
+		}
+	}
+	return sandbox.Kustomize(context.Background(), job)
+}
+
+// builtObjects decodes the objects of a build; compact keeps each as JSON
+// only.
+func builtObjects(res *sandbox.KustomizeResult, compact bool) renderResult {
+	if res.Failure != nil {
+		return renderResult{err: res.Failure}
+	}
+	out := renderResult{objects: make([]renderedObject, 0, len(res.Objects))}
+	for _, data := range res.Objects {
+		var body map[string]any
+		if err := json.Unmarshal(data, &body); err != nil {
+			return renderResult{err: err}
+		}
+		o := renderedObject{id: WorkloadID{Namespace: nestedString(body, "metadata", "namespace"), Kind: nestedString(body, "kind"), Name: nestedString(body, "metadata", "name")}, body: body}
+		if compact {
+			o.json, o.body = data, nil
+		}
+		out.objects = append(out.objects, o)
+	}
+	return out
+}
+
+// nestedString reads a string field of a decoded object.
+func nestedString(body map[string]any, fields ...string) string {
+	var v any = body
+	for _, f := range fields {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		v = m[f]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+// stringMap reads a map of strings of a decoded object, as kustomize reads
+// labels and annotations.
+func stringMap(body map[string]any, fields ...string) map[string]string {
+	var v any = body
+	for _, f := range fields {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[f]
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// originAnnotation is where kustomize's buildMetadata originAnnotations
+// writes the file an object comes from.
+const originAnnotation = "config.kubernetes.io/origin"
+
+// originOf reads an object's origin annotation; nil without one.
+func originOf(annotations map[string]string) (*resource.Origin, error) {
+	text, ok := annotations[originAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	var o resource.Origin
+	if err := sigsyaml.Unmarshal([]byte(text), &o); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return yamlguard.ReadAll(f, yamlguard.MaxFileBytes)
+	return &o, nil
 }
-
-// kustomizeBuild renders one kustomize root. Plugins are off (no exec, no Go
-// plugins) and load restrictions are the ones Flux uses: any file inside the
-// checkout, which guardFS enforces.
-func kustomizeBuild(fs *guardFS, dir string) (_ resmap.ResMap, err error) {
-	// Malformed input has made kustomize panic before; a bad root must not
-	// take the whole index down with it.
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kustomize build panicked: %v", r)
-		}
-	}()
-	kustomizeStderr.acquire()
-	defer kustomizeStderr.release()
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = types.LoadRestrictionsNone
-	opts.PluginConfig = types.DisabledPluginConfig()
-	return krusty.MakeKustomizer(opts).Run(fs, dir)
-}
-
-// kustomizeStderr keeps kustomize's warnings off kedge's output. kustomize
-// prints "# Warning: 'commonLabels' is deprecated…" to os.Stderr on every
-// build of a kustomization using a deprecated field, with no option to
-// stop it; the index reports those fields as problems instead. While any
-// build runs, os.Stderr is a pipe: its warning lines go to the debug log,
-// every other line to the real standard error. The Go runtime writes its
-// own crash reports to the file descriptor, not through os.Stderr, so
-// those are never caught.
-var kustomizeStderr stderrCapture
-
-type stderrCapture struct {
-	mu     sync.Mutex
-	builds int
-	real   *os.File
-	pipe   *os.File // nil when no pipe could be made: builds print as they would
-	// routed is closed when everything written to the pipe has been routed.
-	routed chan struct{}
-}
-
-func (c *stderrCapture) acquire() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.builds++
-	if c.builds > 1 {
-		return
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return
-	}
-	c.real, c.pipe, c.routed = os.Stderr, w, make(chan struct{})
-	os.Stderr = w
-	go routeStderr(r, c.real, c.routed)
-}
-
-func (c *stderrCapture) release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.builds--
-	if c.builds > 0 || c.pipe == nil {
-		return
-	}
-	os.Stderr = c.real
-	_ = c.pipe.Close()
-	c.pipe = nil
-	// A build's output is routed by the time the build returns.
-	<-c.routed
-}
-
-// kustomizeWarning starts every warning kustomize prints about a
-// kustomization.
-const kustomizeWarning = "# Warning: "
-
-// routeStderr reads the captured standard error until every build has
-// released it.
-func routeStderr(r, real *os.File, routed chan<- struct{}) {
-	defer close(routed)
-	defer r.Close()
-	lines := bufio.NewReader(r)
-	for {
-		line, err := lines.ReadString('\n')
-		if strings.HasPrefix(line, kustomizeWarning) {
-			slog.Debug("kustomize warning", "warning", strings.TrimSpace(strings.TrimPrefix(line, kustomizeWarning)))
-		} else if line != "" {
-			_, _ = io.WriteString(real, line)
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// Render renders the kustomize root dir of the checkout at root exactly as
-// the index does (no plugins, any file inside the checkout and nothing
-// outside it), with replace standing in for the content of files (absolute
-// paths). It also returns the absolute paths of the files the build read,
-// so a caller editing one of them knows which roots to render again.
-func Render(root, dir string, replace map[string][]byte) (resmap.ResMap, []string, error) {
-	fs := newGuardFS(root, replace)
-	rm, err := kustomizeBuild(fs, dir)
-	reads := make([]string, 0, len(fs.reads))
-	for p := range fs.reads {
-		reads = append(reads, p)
-	}
-	sort.Strings(reads)
-	return rm, reads, err
-}
-
-// WithOriginAnnotations switches on buildMetadata originAnnotations in a
-// top kustomization's content, so every rendered object names its source.
-func WithOriginAnnotations(data []byte) ([]byte, error) { return withOriginAnnotations(data) }
-
-// Within reports whether the resolved path p lies inside root.
-func Within(root, p string) bool { return within(root, p) }
 
 // namespaceDocuments are the Namespace documents of an inline patch; a
 // patch kedge cannot parse has none it could name.

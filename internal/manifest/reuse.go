@@ -3,7 +3,6 @@ package manifest
 import (
 	"maps"
 	"path"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
@@ -241,7 +240,7 @@ func (ix *Index) recordInputs(items []planned, pending []string, overridden bool
 		}
 		in.files[rel] = ix.fileStamp(rel)
 		// A file read through a symlink is stamped where it lives too.
-		if resolved, err := filepath.EvalSymlinks(ix.abs(rel)); err == nil && within(ix.root, resolved) {
+		if resolved, err := resolveIn(ix.fs, ix.abs(rel)); err == nil {
 			if r := ix.rel(resolved); r != rel {
 				in.files[r] = ix.fileStamp(r)
 			}

@@ -1,12 +1,12 @@
 package manifest
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/kedge-io/kedge/internal/repofs"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -26,24 +26,25 @@ var plainKustomizationKeys = []string{"apiVersion", "kind", "namespace", "resour
 
 // renderPlain renders the kustomization kf as kustomize would, or returns
 // false when it is not plain.
-func renderPlain(kf *kustomizationFile, repoRoot string, docs *docCache) (*renderedRoot, bool) {
-	return renderPlainWith(kf, repoRoot, docs, nil)
+func renderPlain(kf *kustomizationFile, fsys *repofs.FS, docs *docCache) (*renderedRoot, bool) {
+	return renderPlainWith(kf, fsys, docs, nil)
 }
 
 // renderPlainWith is renderPlain with some files' contents replaced (by
 // absolute path), as an edit would leave them.
-func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, replace map[string][]byte) (*renderedRoot, bool) {
+func renderPlainWith(kf *kustomizationFile, fsys *repofs.FS, docs *docCache, replace map[string][]byte) (*renderedRoot, bool) {
+	repoRoot := fsys.Dir()
 	read := func(p string) ([]byte, error) {
 		if data, ok := replace[p]; ok {
 			return data, nil
 		}
-		return readRegular(p)
+		return readRegular(fsys, p)
 	}
 	parse := func(p, rel string) ([]document, error) {
 		if data, ok := replace[p]; ok {
 			return parseDocuments(data)
 		}
-		return docs.get(p, rel)
+		return docs.get(rel)
 	}
 	out := &renderedRoot{reads: map[string]struct{}{}}
 	rootDir := relTo(repoRoot, kf.dir)
@@ -95,16 +96,16 @@ func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, rep
 			if !ok || ref == "" || isRemoteRef(ref) {
 				return false
 			}
-			p, err := filepath.EvalSymlinks(filepath.Join(dir, filepath.FromSlash(ref)))
-			if err != nil || !within(repoRoot, p) {
+			p, err := resolveIn(fsys, filepath.Join(dir, filepath.FromSlash(ref)))
+			if err != nil {
 				return false
 			}
-			info, err := os.Stat(p)
+			info, err := statIn(fsys, p)
 			if err != nil {
 				return false
 			}
 			if info.IsDir() {
-				name := kustomizationIn(p)
+				name := kustomizationIn(fsys, p)
 				if name == "" || !walk(p, name, namespace) {
 					return false
 				}
@@ -162,19 +163,19 @@ func renderPlainWith(kf *kustomizationFile, repoRoot string, docs *docCache, rep
 		}
 		return true
 	}
-	if kustomizationIn(kf.dir) != kf.name || !walk(kf.dir, kf.name, "") {
+	if kustomizationIn(fsys, kf.dir) != kf.name || !walk(kf.dir, kf.name, "") {
 		return nil, false
 	}
-	out.restartPatch = readRestartPatch(kf)
+	out.restartPatch = readRestartPatch(fsys, kf)
 	return out, true
 }
 
 // kustomizationIn returns the name of dir's kustomization file, or "" when
 // it has none or several (which kustomize refuses).
-func kustomizationIn(dir string) string {
+func kustomizationIn(fsys *repofs.FS, dir string) string {
 	found := ""
 	for _, name := range kustomizationFileNames {
-		if info, err := os.Stat(filepath.Join(dir, name)); err == nil {
+		if info, err := statIn(fsys, filepath.Join(dir, name)); err == nil {
 			if found != "" || !info.Mode().IsRegular() {
 				return ""
 			}

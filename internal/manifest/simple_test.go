@@ -53,8 +53,8 @@ func TestPlainKustomizationsIndexAsKustomizeRendersThem(t *testing.T) {
 				assert.Equal(t, want.Problem, got.Problem, dir)
 			}
 			for dir := range fast.roots {
-				if kf := loadKustomizationIn(fast.abs(dir)); kf != nil {
-					if _, ok := renderPlain(kf, fast.root, &docCache{entries: map[string]*cachedDocs{}}); ok {
+				if kf := loadKustomizationIn(fast.fs, fast.abs(dir)); kf != nil {
+					if _, ok := renderPlain(kf, fast.fs, newDocCache(fast.fs)); ok {
 						plainRoots++
 					}
 				}

@@ -225,10 +225,14 @@ const ProblemDeprecated ProblemKind = "deprecated"
 // refusal, once however many roots read the file.
 func (ix *Index) overBudget(p string, err error) {
 	var over *yamlguard.Error
-	if !errors.As(err, &over) {
-		return
+	if errors.As(err, &over) {
+		ix.overBudgetMessage(p, over.Error())
 	}
-	pr := Problem{Path: ix.rel(p), Kind: ProblemOverBudget, Err: over.Error()}
+}
+
+// overBudgetMessage reports the file at p over budget, once.
+func (ix *Index) overBudgetMessage(p, why string) {
+	pr := Problem{Path: ix.rel(p), Kind: ProblemOverBudget, Err: why}
 	if !slices.Contains(ix.Problems, pr) {
 		ix.Problems = append(ix.Problems, pr)
 	}

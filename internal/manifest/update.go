@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kedge-io/kedge/internal/repofs"
 )
 
 // buildCache is what one build read, per file and per root, kept with the
@@ -87,11 +89,11 @@ func (ix *Index) Update(changed []string) (*Index, error) {
 func (p *priorBuild) rebuildReason() string {
 	known := p.knownKustomizations()
 	for _, rel := range sortedKeys(p.changed) {
-		if p.ix.cache.symlinks[rel] || isSymlink(p.ix.abs(rel)) {
+		if p.ix.cache.symlinks[rel] || isSymlink(p.ix.fs, rel) {
 			// Builds record the files symlinks resolve to, not the links.
 			return "symlink " + rel + " changed"
 		}
-		if slices.Contains(kustomizationFileNames, path.Base(rel)) && known[rel] != exists(p.ix.abs(rel)) {
+		if slices.Contains(kustomizationFileNames, path.Base(rel)) && known[rel] != p.ix.fs.Exists(rel) {
 			// A kustomization file that appears or goes away changes what
 			// a directory entry of any build means, listed or not.
 			return "kustomization " + rel + " added or removed"
@@ -171,7 +173,7 @@ func (p *priorBuild) rescan(ix *Index, paths []string) (*scanResult, []Problem, 
 		if hiddenPath(rel) {
 			continue
 		}
-		info, err := os.Lstat(ix.abs(rel))
+		info, err := ix.fs.Lstat(rel)
 		kustomization := slices.Contains(kustomizationFileNames, path.Base(rel))
 		switch {
 		case err != nil || info.IsDir():
@@ -244,7 +246,7 @@ func (ix *Index) readKustomization(dir, name string, prior *priorBuild) (*kustom
 	rel := ix.rel(filepath.Join(dir, name))
 	res, ok := prior.cachedKustomization(rel)
 	if !ok {
-		res.kf, res.err = readKustomizationFile(dir, name)
+		res.kf, res.err = readKustomizationFile(ix.fs, dir, name)
 	}
 	ix.cache.kustomizations[rel] = res
 	return res.kf, res.err
@@ -307,7 +309,7 @@ func (p *priorBuild) plainFile(ix *Index, f string) plainFile {
 			return cached
 		}
 	}
-	return readPlainFile(f)
+	return readPlainFile(ix.fs, f)
 }
 
 // fileSources are the Flux and Argo CD objects of one file.
@@ -325,7 +327,7 @@ func (ix *Index) readSources(files []string, prior *priorBuild) {
 		rel := ix.rel(f)
 		src, ok := prior.cachedSources(rel)
 		if !ok {
-			src = readFileSources(f, rel)
+			src = readFileSources(ix.fs, f, rel)
 		}
 		ix.cache.sources[rel] = src
 		if src == nil {
@@ -343,8 +345,8 @@ func newFluxSources() *fluxSources {
 	return &fluxSources{configMaps: map[string]map[string]string{}, secretKeys: map[string][]string{}}
 }
 
-func readFileSources(f, rel string) *fileSources {
-	data, err := readRegular(f)
+func readFileSources(fsys *repofs.FS, f, rel string) *fileSources {
+	data, err := readRegular(fsys, f)
 	if err != nil {
 		return nil
 	}
@@ -386,8 +388,8 @@ type dirKustomization struct {
 func (ix *Index) kustomizationAt(dir string, prior *priorBuild) *kustomizationFile {
 	at, ok := prior.cachedKustomizationAt(ix, dir)
 	if !ok {
-		if resolved, err := filepath.EvalSymlinks(dir); err == nil && within(ix.root, resolved) {
-			at = dirKustomization{resolved: resolved, kf: loadKustomizationIn(resolved)}
+		if resolved, err := resolveIn(ix.fs, dir); err == nil {
+			at = dirKustomization{resolved: resolved, kf: loadKustomizationIn(ix.fs, resolved)}
 		}
 	}
 	ix.cache.kustomizationsAt[dir] = at
@@ -413,12 +415,7 @@ func (p *priorBuild) cachedKustomizationAt(ix *Index, dir string) (dirKustomizat
 	return at, true
 }
 
-func isSymlink(p string) bool {
-	info, err := os.Lstat(p)
+func isSymlink(fsys *repofs.FS, rel string) bool {
+	info, err := fsys.Lstat(rel)
 	return err == nil && info.Mode()&os.ModeSymlink != 0
-}
-
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
 }

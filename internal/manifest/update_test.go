@@ -126,10 +126,10 @@ func assertSameIndex(t *testing.T, want, got *Index, rng *rand.Rand, sample int)
 
 // withoutCache is the index without what it keeps for the next update,
 // which holds the same facts in another shape, and without the stamps
-// that tell its builds apart.
+// that tell its builds apart, and without its handle on the checkout.
 func withoutCache(ix *Index) Index {
 	c := *ix
-	c.cache = nil
+	c.cache, c.fs = nil, nil
 	c.generation, c.base, c.changedIn = nil, nil, nil
 	return c
 }

@@ -1,17 +1,16 @@
 package manifest
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"path"
+	"os"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
-	sigsyaml "sigs.k8s.io/yaml"
+	"github.com/kedge-io/kedge/internal/sandbox"
+	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
 // A chart exposes a value that reaches a workload's pod template
@@ -33,38 +32,83 @@ const (
 // chartRender is one render of a chart: its objects by "Kind/name".
 type chartRender map[string]map[string]any
 
-// renderChart renders a loaded chart with values, as `helm template` does
-// for a release of that name and namespace. Nothing is read but the chart.
-func renderChart(chrt *chart.Chart, values map[string]any, release, namespace string) (chartRender, error) {
-	opts := chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}
-	top, err := chartutil.ToRenderValues(chrt, copyValues(values), opts, chartutil.DefaultCapabilities)
-	if err != nil {
-		return nil, err
+// chartSite names a chart kedge renders: a directory of the checkout, or
+// a chart pulled from a chart repository into kedge's cache.
+type chartSite struct {
+	dir     string
+	archive string
+	// release and namespace are those the chart renders as.
+	release, namespace string
+}
+
+// maxPulledArchive bounds the pulled archive read back from the cache.
+const maxPulledArchive = 64 << 20
+
+// renderChart renders the chart with each set of values, as `helm template`
+// does for the release, in a render worker: the chart and its templates
+// are the repository's (or a chart repository's), and may be hostile. It
+// returns the chart's own values and a render (or why none) per set.
+func (ix *Index) renderChart(c chartSite, values ...map[string]any) (map[string]any, []chartRender, []error, error) {
+	job := sandbox.ChartJob{Release: c.release, Namespace: c.namespace, MaxBytes: ix.maxChartBytes}
+	switch info, err := os.Stat(c.archive); {
+	case c.archive == "":
+		job.Root, job.Dir = ix.fs.Dir(), c.dir
+	case err != nil:
+		return nil, nil, nil, err
+	case info.IsDir():
+		// A chart unpacked in kedge's cache is confined to its directory.
+		job.Root, job.Dir = c.archive, "."
+	default:
+		f, err := os.Open(c.archive)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		job.Archive, err = yamlguard.ReadAll(f, maxPulledArchive)
+		f.Close()
+		if err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	files, err := engine.Render(chrt, top)
-	if err != nil {
-		return nil, err
+	for _, v := range values {
+		job.Values = append(job.Values, copyValues(v))
 	}
-	out := chartRender{}
-	for _, name := range sortedKeys(files) {
-		if path.Ext(name) != ".yaml" && path.Ext(name) != ".yml" || strings.HasPrefix(path.Base(name), "_") {
+	res := sandbox.Chart(context.Background(), job)
+	if res.Failure != nil {
+		return nil, nil, nil, chartFailure(res.Failure)
+	}
+	renders := make([]chartRender, len(res.Renders))
+	errs := make([]error, len(res.Renders))
+	for i, r := range res.Renders {
+		if r.Failure != nil {
+			errs[i] = chartFailure(r.Failure)
 			continue
 		}
-		for _, doc := range releaseutil.SplitManifests(files[name]) {
-			var obj map[string]any
-			if err := sigsyaml.Unmarshal([]byte(doc), &obj); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+		renders[i] = chartRender{}
+		for id, data := range r.Objects {
+			var body map[string]any
+			if err := json.Unmarshal(data, &body); err != nil {
+				errs[i] = err
+				break
 			}
-			if len(obj) == 0 {
-				continue
-			}
-			kind, _ := obj["kind"].(string)
-			meta, _ := obj["metadata"].(map[string]any)
-			objName, _ := meta["name"].(string)
-			out[kind+"/"+objName] = obj
+			renders[i][id] = body
 		}
 	}
-	return out, nil
+	return res.Defaults, renders, errs, nil
+}
+
+// chartFailure says why a chart could not be loaded or rendered, in the
+// words a plan's detail carries.
+func chartFailure(f *sandbox.Failure) error {
+	switch f.Kind {
+	case sandbox.FailOverBudget:
+		if f.File != "" {
+			return fmt.Errorf("over budget: %s (%s)", f.Message, f.File)
+		}
+		return fmt.Errorf("over budget: %s", f.Message)
+	case sandbox.FailOutside:
+		return fmt.Errorf("kedge reads nothing outside the repository: %s", f.Message)
+	}
+	return f
 }
 
 // podAnnotationCandidates are the keys tried, in order: the chart-wide
@@ -89,24 +133,33 @@ var errNoValue = errors.New(noPodAnnotationValue)
 // annotation on the pod template of workload ("Kind/name") and changes
 // nothing else, and the render without it; errNoValue when no candidate
 // does.
-func findPodAnnotationValue(chrt *chart.Chart, values map[string]any, release, namespace, workload string) ([]string, chartRender, error) {
-	before, err := renderChart(chrt, values, release, namespace)
+func (ix *Index) findPodAnnotationValue(c chartSite, values map[string]any, workload string) ([]string, chartRender, error) {
+	defaults, renders, errs, err := ix.renderChart(c, values)
+	if err == nil {
+		err = errs[0]
+	}
 	if err != nil {
 		return nil, nil, err
 	}
+	before := renders[0]
 	if _, ok := before[workload]; !ok {
 		return nil, before, fmt.Errorf("the chart renders no %s", workload)
 	}
-	for _, key := range podAnnotationCandidates(chrt.Values) {
-		probed, ok := withValue(values, key, probeKey, probeValue)
-		if !ok {
-			continue
+	var keys [][]string
+	var probes []map[string]any
+	for _, key := range podAnnotationCandidates(defaults) {
+		if probed, ok := withValue(values, key, probeKey, probeValue); ok {
+			keys = append(keys, key)
+			probes = append(probes, probed)
 		}
-		after, err := renderChart(chrt, probed, release, namespace)
-		if err != nil {
-			continue // a value of the wrong shape for this chart
-		}
-		if onlyProbed(before, after, workload) {
+	}
+	_, renders, errs, err = ix.renderChart(c, probes...)
+	if err != nil {
+		return nil, before, err
+	}
+	for i, key := range keys {
+		// A value of the wrong shape for this chart fails to render.
+		if errs[i] == nil && onlyProbed(before, renders[i], workload) {
 			return key, before, nil
 		}
 	}

@@ -5,14 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/strvals"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -67,10 +63,6 @@ func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) (loc Loc
 	if m == nil {
 		return helm(via + "; its Application is not in the repository")
 	}
-	chrt, err := loader.Load(ix.abs(dir))
-	if err != nil {
-		return helm(fmt.Sprintf("%s; loading the chart: %v", via, err))
-	}
 	values, err := ix.argoChartValues(dir, src.Helm)
 	if err != nil {
 		return helm(fmt.Sprintf("%s; reading its values: %v", via, err))
@@ -80,7 +72,7 @@ func (ix *Index) locateChart(w drift.Workload, hints Hints, dir string) (loc Loc
 	if site.namespace == "" {
 		site.namespace = w.Namespace
 	}
-	key, before, err := findPodAnnotationValue(chrt, values, site.release, site.namespace, site.workload)
+	key, before, err := ix.findPodAnnotationValue(site.chart(), values, site.workload)
 	if before != nil && before[site.workload] == nil {
 		return Location{}, false
 	}
@@ -175,12 +167,9 @@ func (s *valuesSite) valuesIn(ix *Index, data []byte) (map[string]any, error) {
 	return ix.argoChartValues(s.chartDir, src.Helm)
 }
 
-// loadChart loads the site's chart, from the checkout or as pulled.
-func (s *valuesSite) loadChart(ix *Index) (*chart.Chart, error) {
-	if s.chartArchive != "" {
-		return loader.Load(s.chartArchive)
-	}
-	return loader.Load(ix.abs(s.chartDir))
+// chart is the site's chart, in the checkout or as pulled.
+func (s *valuesSite) chart() chartSite {
+	return chartSite{dir: s.chartDir, archive: s.chartArchive, release: s.release, namespace: s.namespace}
 }
 
 // valuesEdit is one restart that goes in an Application source's values.
@@ -287,26 +276,22 @@ func (v *verifier) checkValues(edits []FileEdit, intended []intent, failed map[i
 // annotations, and nothing else of the render changes.
 func (v *verifier) compareValues(e FileEdit, in intent) error {
 	site := in.values
-	chrt, err := site.loadChart(v.ix)
+	beforeValues, err := site.valuesIn(v.ix, e.Before)
 	if err != nil {
 		return err
 	}
-	render := func(data []byte) (chartRender, error) {
-		values, err := site.valuesIn(v.ix, data)
-		if err != nil {
-			return nil, err
-		}
-		return renderChart(chrt, values, site.release, site.namespace)
-	}
-	before, err := render(e.Before)
+	afterValues, err := site.valuesIn(v.ix, e.After)
 	if err != nil {
 		return err
 	}
-	after, err := render(e.After)
+	_, renders, errs, err := v.ix.renderChart(site.chart(), beforeValues, afterValues)
+	if err == nil {
+		err = errors.Join(errs...)
+	}
 	if err != nil {
 		return err
 	}
-	return onlyAnnotated(before, after, site.workload, in.set)
+	return onlyAnnotated(renders[0], renders[1], site.workload, in.set)
 }
 
 // onlyAnnotated reports how after differs from before beyond the given
@@ -340,8 +325,7 @@ func onlyAnnotated(before, after chartRender, workload string, set map[string]st
 
 // chartIn reports whether dir of the repository holds a chart.
 func (ix *Index) chartIn(dir string) bool {
-	_, err := os.Stat(filepath.Join(ix.abs(dir), "Chart.yaml"))
-	return err == nil
+	return ix.fs.IsRegular(path.Join(dir, "Chart.yaml"))
 }
 
 // argoSetValue is a parameter's value as Argo CD hands it to --set: every

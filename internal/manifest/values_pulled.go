@@ -3,8 +3,6 @@ package manifest
 import (
 	"fmt"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -98,10 +96,6 @@ func (ix *Index) locatePulledChart(w drift.Workload, hints Hints) (Location, boo
 		if m == nil {
 			return helm(via + "; its Application is not in the repository")
 		}
-		chrt, err := loader.Load(c.Archive)
-		if err != nil {
-			return helm(fmt.Sprintf("%s; loading the chart: %v", via, err))
-		}
 		if src.Helm != nil && len(src.Helm.ValueFiles) > 0 {
 			return helm(via + "; its values files are read from the chart repository, which kedge does not")
 		}
@@ -114,7 +108,7 @@ func (ix *Index) locatePulledChart(w drift.Workload, hints Hints) (Location, boo
 		if site.namespace == "" {
 			site.namespace = w.Namespace
 		}
-		key, before, err := findPodAnnotationValue(chrt, values, site.release, site.namespace, site.workload)
+		key, before, err := ix.findPodAnnotationValue(site.chart(), values, site.workload)
 		if before != nil && before[site.workload] == nil {
 			continue
 		}

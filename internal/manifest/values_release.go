@@ -60,14 +60,10 @@ func (ix *Index) releaseValues(w drift.Workload, loc Location, hints Hints) (Loc
 	if !ix.releaseChart(hr, loc.release.ref.Namespace, hints, site) {
 		return loc, false
 	}
-	chrt, err := site.loadChart(ix)
-	if err != nil {
-		return loc, false
-	}
 	if hr.Spec.TargetNamespace != "" {
 		site.namespace = hr.Spec.TargetNamespace
 	}
-	key, before, err := findPodAnnotationValue(chrt, hr.Spec.Values, site.release, site.namespace, site.workload)
+	key, before, err := ix.findPodAnnotationValue(site.chart(), hr.Spec.Values, site.workload)
 	if err != nil {
 		return loc, false
 	}

@@ -1,11 +1,15 @@
 package manifest
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/chart/loader"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -62,9 +66,9 @@ func TestFindPodAnnotationValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			chrt, err := loader.Load(writeTree(t, valueCharts[tt.chart]))
+			ix, err := BuildIndex(writeTree(t, valueCharts[tt.chart]), IndexOptions{})
 			require.NoError(t, err)
-			got, before, err := findPodAnnotationValue(chrt, tt.values, "rel", "shop", tt.workload)
+			got, before, err := ix.findPodAnnotationValue(chartSite{dir: ".", release: "rel", namespace: "shop"}, tt.values, tt.workload)
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Equal(t, tt.wantErr, err.Error())
@@ -101,7 +105,7 @@ func TestChartSourceBesidePaths(t *testing.T) {
 		"argocd/shop.yaml":  app,
 		"apps/web/web.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers: []\n",
 	})
-	chartDir := writeTree(t, valueCharts["podAnnotations"])
+	chartDir := packChart(t, "app", valueCharts["podAnnotations"])
 	ix, err := BuildIndex(repo, IndexOptions{})
 	require.NoError(t, err)
 	set := WithRepositoryApplications(&objects.Set{}, ix)
@@ -128,4 +132,24 @@ func TestChartSourceBesidePaths(t *testing.T) {
 			assert.Equal(t, drift.EditInPlace, ix.LocateOne(web, WithPulledCharts(hints(web), tt.pulled)).Manifest.Edit, "the path's own workload")
 		})
 	}
+}
+
+// packChart packages chart files as `helm package` does, into a .tgz whose
+// entries sit under the chart's name.
+func packChart(t *testing.T, name string, files map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, p := range sortedKeys(files) {
+		data := []byte(files[p])
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: name + "/" + p, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}))
+		_, err := tw.Write(data)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
+	out := filepath.Join(t.TempDir(), name+".tgz")
+	require.NoError(t, os.WriteFile(out, buf.Bytes(), 0o644))
+	return out
 }

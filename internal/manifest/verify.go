@@ -11,8 +11,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-
-	"sigs.k8s.io/kustomize/api/resource"
 )
 
 // verifier renders every kustomize root an edit reaches, before and after,
@@ -53,38 +51,12 @@ type renderedObject struct {
 }
 
 func newVerifier(ix *Index) *verifier {
-	return &verifier{ix: ix, before: map[string]*beforeRender{}, docs: &docCache{entries: map[string]*cachedDocs{}}}
+	return &verifier{ix: ix, before: map[string]*beforeRender{}, docs: newDocCache(ix.fs)}
 }
 
 func (v *verifier) render(root string, replace map[string][]byte, compact bool) renderResult {
 	r := v.ix.roots[root]
-	fs := newGuardFS(v.ix.root, replace)
-	rm, err := kustomizeBuild(fs, v.ix.abs(r.Dir))
-	if err != nil {
-		return renderResult{err: err}
-	}
-	return collectRender(rm.Resources(), compact)
-}
-
-// collectRender keeps the objects of a build, compacted to JSON when the
-// render is kept for comparing against later.
-func collectRender(resources []*resource.Resource, compact bool) renderResult {
-	var out renderResult
-	for _, res := range resources {
-		body, err := res.Map()
-		if err != nil {
-			return renderResult{err: err}
-		}
-		o := renderedObject{id: WorkloadID{Namespace: res.GetNamespace(), Kind: res.GetKind(), Name: res.GetName()}, body: body}
-		if compact {
-			if o.json, err = json.Marshal(body); err != nil {
-				return renderResult{err: err}
-			}
-			o.body = nil
-		}
-		out.objects = append(out.objects, o)
-	}
-	return out
+	return builtObjects(buildRoot(v.ix.fs, v.ix.abs(r.Dir), replace), compact)
 }
 
 // checkPlain verifies the edits a plain kustomization reads (one the index
@@ -103,11 +75,11 @@ func (v *verifier) checkPlain(root string, replace map[string][]byte, intended m
 	}
 	r := v.ix.roots[root]
 	kf := &kustomizationFile{dir: v.ix.abs(r.Dir), name: r.File}
-	before, ok := renderPlainWith(kf, v.ix.root, v.docs, nil)
+	before, ok := renderPlainWith(kf, v.ix.fs, v.docs, nil)
 	if !ok {
 		return false, nil
 	}
-	after, ok := renderPlainWith(kf, v.ix.root, v.docs, replace)
+	after, ok := renderPlainWith(kf, v.ix.fs, v.docs, replace)
 	if !ok {
 		return false, nil
 	}
@@ -433,17 +405,13 @@ func (ix *Index) RenderRoot(root string, replace map[string][]byte) ([]RenderedO
 	for rel, data := range replace {
 		abs[ix.abs(rel)] = data
 	}
-	rm, err := kustomizeBuild(newGuardFS(ix.root, abs), ix.abs(r.Dir))
-	if err != nil {
-		return nil, err
+	built := builtObjects(buildRoot(ix.fs, ix.abs(r.Dir), abs), false)
+	if built.err != nil {
+		return nil, built.err
 	}
-	out := make([]RenderedObject, 0, rm.Size())
-	for _, res := range rm.Resources() {
-		body, err := res.Map()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, RenderedObject{APIVersion: res.GetApiVersion(), Kind: res.GetKind(), Namespace: res.GetNamespace(), Name: res.GetName(), Body: body})
+	out := make([]RenderedObject, 0, len(built.objects))
+	for _, o := range built.objects {
+		out = append(out, RenderedObject{APIVersion: nestedString(o.body, "apiVersion"), Kind: o.id.Kind, Namespace: o.id.Namespace, Name: o.id.Name, Body: o.body})
 	}
 	return out, nil
 }

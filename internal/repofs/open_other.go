@@ -1,0 +1,7 @@
+//go:build !unix
+
+package repofs
+
+import "os"
+
+const openFlags = os.O_RDONLY
