@@ -14,8 +14,8 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
-	"github.com/kedge-io/kedge/internal/testing/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/meshtest"
 )
 
 const (

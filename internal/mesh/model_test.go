@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/mesh"
-	"github.com/kedge-io/kedge/internal/testing/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/meshtest"
 )
 
 func TestImage(t *testing.T) {

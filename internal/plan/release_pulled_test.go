@@ -16,9 +16,9 @@ import (
 	"github.com/kedge-io/kedge/internal/chartpull"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/manifest"
-	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/testing/helmcluster"
 )
 

@@ -13,11 +13,11 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/testing/meshtest"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/route"
+	"github.com/kedge-io/kedge/internal/testing/meshtest"
 )
 
 const repoFixtures = "../../testdata/repos"

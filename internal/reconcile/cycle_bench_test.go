@@ -14,9 +14,9 @@ import (
 	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
-	"github.com/kedge-io/kedge/internal/testing/synth"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
+	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
 const (

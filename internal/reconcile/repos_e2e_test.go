@@ -23,11 +23,11 @@ import (
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
-	"github.com/kedge-io/kedge/internal/testing/meshtest"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
+	"github.com/kedge-io/kedge/internal/testing/meshtest"
 )
 
 const (

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/cluster"
-	"github.com/kedge-io/kedge/internal/testing/controlplane"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/controlplane"
 )
 
 // customObjects are Argo and Flux resources as their controllers leave

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kedge-io/kedge/internal/cluster"
-	"github.com/kedge-io/kedge/internal/testing/controlplane"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/testing/controlplane"
 )
 
 // names lists a set's objects as "Kind namespace/name", the shape cases

@@ -13,15 +13,15 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
-	"github.com/kedge-io/kedge/internal/testing/controlplane"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/service"
-	"github.com/kedge-io/kedge/internal/testing/synth"
-	"github.com/kedge-io/kedge/internal/testing/synth/kubeload"
+	"github.com/kedge-io/kedge/internal/testing/controlplane"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
+	"github.com/kedge-io/kedge/internal/testing/synth"
+	"github.com/kedge-io/kedge/internal/testing/synth/kubeload"
 )
 
 const (

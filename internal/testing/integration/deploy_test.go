@@ -28,9 +28,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kedge-io/kedge/internal/testing/controlplane"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/service"
+	"github.com/kedge-io/kedge/internal/testing/controlplane"
 )
 
 const (

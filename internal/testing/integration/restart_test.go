@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kedge-io/kedge/internal/testing/chaos"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/service"
+	"github.com/kedge-io/kedge/internal/testing/chaos"
 )
 
 // The API server goes away under kedge's watches and comes back: the
