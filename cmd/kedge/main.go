@@ -22,7 +22,7 @@ import (
 // version is set at build time (-X main.version=…).
 var version = "dev"
 
-// Exit codes (DESIGN §5). A command cut short by SIGINT or SIGTERM exits
+// Exit codes (docs/design.md, "Contracts"). A command cut short by SIGINT or SIGTERM exits
 // 128 + the signal's number, as shells report it: 130 after Ctrl-C, 143
 // after SIGTERM. `kedge run` as a service gives the cycle in flight
 // service.DefaultShutdownGrace, then exits 0; a second signal exits at once.

@@ -172,7 +172,7 @@ func unchangedOrCopy(l *cluster.Live) assemble.Source {
 	}
 }
 
-// serve runs kedge as a service (DESIGN §5 `kedge run`): live informers,
+// serve runs kedge as a service (docs/design.md, "Contracts"): live informers,
 // debounced cycles led by one replica, and /healthz, /readyz, /metrics.
 func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logger) error {
 	var (

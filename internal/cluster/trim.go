@@ -19,7 +19,7 @@ import (
 )
 
 // Names kedge reads on pods and injector objects. They are Istio's, not
-// kedge's choice (DESIGN §2).
+// kedge's choice (docs/design.md, "Istio injection").
 const (
 	annotationSidecarStatus      = "sidecar.istio.io/status"
 	annotationProxyImage         = "sidecar.istio.io/proxyImage"

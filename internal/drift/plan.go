@@ -29,7 +29,7 @@ const (
 	SkipOptedOut       SkipReason = "opted-out"
 )
 
-// Manifest statuses and edit kinds (DESIGN §5).
+// Manifest statuses and edit kinds (docs/design.md, "Contracts").
 const (
 	ManifestFound     = "found"
 	ManifestRefused   = "refused"

@@ -1,5 +1,5 @@
 // Package forge is kedge's GitHub client. It speaks REST v3 only, within the
-// surface of DESIGN §5, under a configurable API URL so GitHub Enterprise
+// surface of docs/design.md ("The REST surface kedge uses"), under a configurable API URL so GitHub Enterprise
 // Server works. It authenticates as a GitHub App installation or with a
 // plain token, spaces its writes to stay under GitHub's secondary limits,
 // answers unchanged listings from an ETag cache (a 304 costs no rate limit),

@@ -18,7 +18,7 @@ import (
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
-// Default annotation keys (DESIGN §3: kedge's own key, not kubectl's, so a
+// Default annotation keys (docs/design.md, "The restart annotation": kedge's own key, not kubectl's, so a
 // manual rollout restart is not reverted by the GitOps controller).
 const (
 	DefaultRestartAnnotation = "kedge.io/restartedAt"

@@ -9,7 +9,7 @@ import (
 	"github.com/kedge-io/kedge/internal/route"
 )
 
-// GitOps tracking metadata (DESIGN §3); internal/route reads it too.
+// GitOps tracking metadata (docs/design.md, "Tracking metadata"); internal/route reads it too.
 const (
 	fluxKustomizeNameLabel      = route.FluxKustomizeNameLabel
 	fluxKustomizeNamespaceLabel = route.FluxKustomizeNamespaceLabel

@@ -7,7 +7,7 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
-// GitOps tracking metadata (DESIGN §3): what Flux and Argo CD write on the
+// GitOps tracking metadata (docs/design.md, "Tracking metadata"): what Flux and Argo CD write on the
 // objects they apply.
 const (
 	FluxKustomizeNameLabel      = "kustomize.toolkit.fluxcd.io/name"

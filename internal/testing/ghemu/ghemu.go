@@ -1,5 +1,5 @@
 // Package ghemu is an in-process emulation of the part of GitHub's REST v3 API
-// that kedge uses (DESIGN §5), with state, for tests. No compatible server can
+// that kedge uses (docs/design.md, "The REST surface kedge uses"), with state, for tests. No compatible server can
 // be run on the test machines, so this one follows GitHub's documented JSON
 // shapes, status codes and headers: rate-limit headers on every answer, ETags
 // with 304 on conditional GETs, 401 "Bad credentials", 403 secondary limits,

@@ -11,7 +11,7 @@ const (
 	routeRepoInstallation = "GET /repos/{owner}/{repo}/installation"
 )
 
-// route is one endpoint of DESIGN §5.
+// route is one endpoint kedge uses (docs/design.md, "The REST surface kedge uses").
 type route struct {
 	name    string // "METHOD /pattern", as in GitHub's docs
 	method  string

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// readResource is a kind kedge reads (DESIGN §5), as group and resource.
+// readResource is a kind kedge reads (docs/design.md, "Contracts"), as group and resource.
 type readResource struct{ group, resource string }
 
 // kedgeReads lists what kedge reads, independently of deploy/, so the test
