@@ -475,6 +475,9 @@ func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, see
 	if kf == nil {
 		return ""
 	}
+	if len(kf.remote) > 0 {
+		return kf.remote[0]
+	}
 	for _, ref := range kf.refs {
 		if isRemoteRef(ref) {
 			return ref

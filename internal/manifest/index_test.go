@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/api/types"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/yamledit"
@@ -232,6 +233,28 @@ func TestWithOriginAnnotations(t *testing.T) {
 	}
 }
 
+func TestRemoteFilesOfEveryField(t *testing.T) {
+	k := types.Kustomization{
+		Crds:                  []string{"crds/local.yaml", "https://x/crd.yaml"},
+		Configurations:        []string{"HTTP://x/c.yaml"},
+		Generators:            []string{"https://x/g.yaml"},
+		Transformers:          []string{"https://x/t.yaml", "transformers/local.yaml"},
+		Validators:            []string{"https://x/v.yaml"},
+		Patches:               []types.Patch{{Path: "https://x/p.yaml"}, {Patch: "apiVersion: v1\nkind: X\n"}},
+		PatchesJson6902:       []types.Patch{{Path: "https://x/j.yaml"}},
+		PatchesStrategicMerge: []types.PatchStrategicMerge{"https://x/s.yaml", "apiVersion: v1\nkind: X\nmetadata:\n  name: https://x\n"},
+		Replacements:          []types.ReplacementField{{Path: "https://x/r.yaml"}},
+		OpenAPI:               map[string]string{"path": "https://x/o.json"},
+		ConfigMapGenerator: []types.ConfigMapArgs{{GeneratorArgs: types.GeneratorArgs{KvPairSources: types.KvPairSources{
+			FileSources: []string{"key=https://x/f", "https://x/g", "local.txt"}, EnvSources: []string{"https://x/e.env"}}}}},
+		SecretGenerator: []types.SecretArgs{{GeneratorArgs: types.GeneratorArgs{KvPairSources: types.KvPairSources{FileSources: []string{"https://x/s"}}}}},
+		HelmCharts:      []types.HelmChart{{Repo: "https://x/charts", ValuesFile: "https://x/values.yaml"}},
+	}
+	assert.Equal(t, []string{"https://x/crd.yaml", "HTTP://x/c.yaml", "https://x/g.yaml", "https://x/t.yaml", "https://x/v.yaml",
+		"https://x/p.yaml", "https://x/j.yaml", "https://x/s.yaml", "https://x/r.yaml", "https://x/o.json",
+		"https://x/f", "https://x/g", "https://x/e.env", "https://x/s", "https://x/charts", "https://x/values.yaml"}, remoteFiles(&k))
+}
+
 func TestIsRemoteRef(t *testing.T) {
 	tests := []struct {
 		ref  string
@@ -243,7 +266,16 @@ func TestIsRemoteRef(t *testing.T) {
 		{"git@github.com:org/repo.git//base", true},
 		{"github.com/org/repo/base?ref=main", true},
 		{"file:///srv/repo", true},
+		{"GIT::http://127.0.0.1/x", true},
+		{"Git::file:///x?ref=--upload-pack=touch%20/tmp/x", true},
+		{"HTTPS://example.com/base", true},
+		{"hg::https://example.com/repo", true},
+		{"s3::https://bucket/x", true},
+		{"GitHub.com/org/repo", true},
+		{"user.name@example.com:org/repo", true},
+		{" https://example.com/x", true},
 		{"../base", false},
+		{"base:v2/overlay", false},
 		{"deployment.yaml", false},
 		{"github-base/overlay", false},
 	}

@@ -34,6 +34,9 @@ type kustomizationFile struct {
 	kind string
 	// dirRefs are resources, bases and components entries, as written.
 	refs []string
+	// remote are the URLs its file fields name, which kustomize would
+	// download.
+	remote []string
 	// files are other paths it names (patches, generators' sources are not
 	// needed: they are never workloads).
 	files []string
@@ -74,6 +77,7 @@ func readKustomizationFile(fsys *repofs.FS, dir, name string) (*kustomizationFil
 			kf.labels[key] = append(kf.labels[key], v)
 		}
 	}
+	kf.remote = remoteFiles(&k)
 	kf.refs = append(kf.refs, k.Resources...)
 	kf.refs = append(kf.refs, k.Bases...) //nolint:staticcheck // old kustomizations still use bases
 	kf.refs = append(kf.refs, k.Components...)
@@ -117,23 +121,90 @@ func deprecationsOf(k *types.Kustomization) []string {
 	return out
 }
 
-var scpUser = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*@`)
+var (
+	// forcedProtocol is a getter prefix such as git:: (in any case), which
+	// kustomize's remote parsing strips before reading the URL.
+	forcedProtocol = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*::`)
+	// urlScheme is any scheme://.
+	urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
+	// scpLike is git's user@host:path.
+	scpLike = regexp.MustCompile(`^[a-zA-Z0-9._~-]+@[a-zA-Z0-9.-]+:`)
+)
 
-// isRemoteRef mirrors the rules by which kustomize decides that a resources
-// entry is a remote repository or URL rather than a local path: a scheme, an
-// SCP-style user@, or a bare github.com host.
+// isRemoteRef reports whether a resources, bases or components entry names
+// something kustomize would fetch rather than a local path: a forced
+// protocol (git::, GIT::), any scheme (https://, ssh://, file://), git's
+// SCP form, or a bare github.com host, in any case. It is wider than
+// kustomize's own parsing on purpose: an entry it takes as remote is
+// reported as such and never built, and the render workers cannot fetch
+// whatever slips past it.
 func isRemoteRef(ref string) bool {
-	r := strings.TrimPrefix(ref, "git::")
-	lower := strings.ToLower(r)
-	for _, scheme := range []string{"https://", "http://", "ssh://", "file://"} {
-		if strings.HasPrefix(lower, scheme) {
-			return true
-		}
-	}
-	if scpUser.MatchString(r) {
+	r := strings.TrimSpace(ref)
+	if forcedProtocol.MatchString(r) || urlScheme.MatchString(r) || scpLike.MatchString(r) {
 		return true
 	}
+	lower := strings.ToLower(r)
 	return strings.HasPrefix(lower, "github.com/") || strings.HasPrefix(lower, "github.com:")
+}
+
+// isRemoteFile reports whether a file field's entry is a URL: kustomize
+// downloads http(s) ones (in any case) instead of reading a file.
+func isRemoteFile(entry string) bool {
+	return urlScheme.MatchString(strings.TrimSpace(entry)) || forcedProtocol.MatchString(strings.TrimSpace(entry))
+}
+
+// remoteFiles are the entries of a kustomization's file fields that name
+// URLs: patches, JSON 6902 and strategic-merge patches, CRDs, generator
+// sources, transformer, generator and validator configurations, field
+// configurations, replacements, the OpenAPI schema and Helm charts' values
+// files.
+func remoteFiles(k *types.Kustomization) []string {
+	var fields []string
+	fields = append(fields, k.Crds...)
+	fields = append(fields, k.Configurations...)
+	fields = append(fields, k.Generators...)
+	fields = append(fields, k.Transformers...)
+	fields = append(fields, k.Validators...)
+	for _, p := range k.Patches {
+		fields = append(fields, p.Path)
+	}
+	for _, p := range k.PatchesJson6902 { //nolint:staticcheck // still accepted by kustomize
+		fields = append(fields, p.Path)
+	}
+	for _, p := range k.PatchesStrategicMerge { //nolint:staticcheck // still accepted by kustomize
+		fields = append(fields, string(p))
+	}
+	for _, r := range k.Replacements {
+		fields = append(fields, r.Path)
+	}
+	fields = append(fields, k.OpenAPI["path"])
+	sources := func(s types.KvPairSources) {
+		for _, f := range s.FileSources {
+			if _, p, ok := strings.Cut(f, "="); ok {
+				f = p
+			}
+			fields = append(fields, f)
+		}
+		fields = append(fields, s.EnvSources...)
+		fields = append(fields, s.EnvSource) //nolint:staticcheck // still accepted by kustomize
+	}
+	for _, g := range k.ConfigMapGenerator {
+		sources(g.KvPairSources)
+	}
+	for _, g := range k.SecretGenerator {
+		sources(g.KvPairSources)
+	}
+	for _, h := range k.HelmCharts {
+		fields = append(fields, h.Repo, h.ValuesFile)
+		fields = append(fields, h.AdditionalValuesFiles...)
+	}
+	var out []string
+	for _, f := range fields {
+		if f != "" && !strings.Contains(f, "\n") && isRemoteFile(f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // withOriginAnnotations returns the kustomization with buildMetadata

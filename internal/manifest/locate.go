@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -173,6 +174,11 @@ func (ix *Index) notFoundDetail(w drift.Workload, hints Hints) Location {
 	}
 	if detail := ix.argoUnbuildable(hints); detail != "" {
 		return notFound("%s", detail)
+	}
+	for _, p := range hints.Paths {
+		if !filepath.IsLocal(p) && p != "." {
+			return notFound("%s applies %s, which is outside the repository: kedge reads nothing outside it", hints.Via, p)
+		}
 	}
 	for _, p := range hints.Paths {
 		if r := ix.roots[p]; r != nil && r.Problem != nil {
