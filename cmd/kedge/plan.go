@@ -18,7 +18,8 @@ import (
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 )
@@ -95,8 +96,8 @@ func newPlanCommand() *cobra.Command {
 			defer os.RemoveAll(charts)
 			// The index comes first: its HelmReleases name the charts
 			// of HelmRepositories to pull.
-			opts.Index, err = untilCancelled(cmd.Context(), func() (*manifest.Index, error) {
-				return manifest.BuildIndex(opts.RepoRoot, manifest.IndexOptions{Paths: opts.Paths})
+			opts.Index, err = untilCancelled(cmd.Context(), func() (*index.Index, error) {
+				return plan.Open(opts.RepoRoot, opts.Paths, opts.MaxChartBytes)
 			})
 			if err != nil {
 				return fmt.Errorf("index %s: %w", opts.RepoRoot, err)
@@ -118,7 +119,7 @@ func newPlanCommand() *cobra.Command {
 			if len(repos) > 0 {
 				return writeRepositoriesPatch(out, res)
 			}
-			_, err := io.WriteString(out, manifest.UnifiedDiff(res.Edits.All()))
+			_, err := io.WriteString(out, edit.UnifiedDiff(res.Edits.All()))
 			return err
 		case "markdown":
 			renderer, err := dashboard.NewRenderer(cfg.Templates.Dir)
@@ -211,9 +212,9 @@ func writeTable(w io.Writer, res *plan.Result) error {
 	// Files the index could not read may hold a drifted workload's
 	// manifest: say which, so "not-found" can be told from "unreadable".
 	if problems := indexProblems(res); len(problems) > 0 {
-		var skipped, deprecated []manifest.Problem
+		var skipped, deprecated []index.Problem
 		for _, p := range problems {
-			if p.Kind == manifest.ProblemDeprecated {
+			if p.Kind == index.ProblemDeprecated {
 				deprecated = append(deprecated, p)
 			} else {
 				skipped = append(skipped, p)
@@ -238,14 +239,14 @@ func writeTable(w io.Writer, res *plan.Result) error {
 // indexProblems are the problems of the checkout's index, or of every
 // checkout's, their paths prefixed with the repository, when several are
 // planned.
-func indexProblems(res *plan.Result) []manifest.Problem {
+func indexProblems(res *plan.Result) []index.Problem {
 	if len(res.Repositories) <= 1 {
 		if res.Index == nil {
 			return nil
 		}
 		return res.Index.Problems
 	}
-	var out []manifest.Problem
+	var out []index.Problem
 	for _, r := range res.Repositories {
 		label := plan.Repository{Name: r.Name, Branch: r.Branch}.Label()
 		for _, p := range r.Index.Problems {
@@ -256,7 +257,7 @@ func indexProblems(res *plan.Result) []manifest.Problem {
 	return out
 }
 
-func writeProblems(w io.Writer, header string, problems []manifest.Problem) error {
+func writeProblems(w io.Writer, header string, problems []index.Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
 )
@@ -64,13 +64,13 @@ func TestPlanResolvesFluxSubstitutionInTheNamespace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(kustomization), "namespace: ${team}\n")
 
-	ann := manifest.Annotations{Restart: manifest.DefaultRestartAnnotation, Target: manifest.DefaultTargetAnnotation}
+	ann := restart.Annotations{Restart: restart.DefaultRestartAnnotation, Target: restart.DefaultTargetAnnotation}
 	var restarts []editcheck.Restart
 	for _, w := range plan.Workloads {
-		target := manifest.TargetValue(w.Desired)
+		target := restart.TargetValue(w.Desired)
 		restarts = append(restarts, editcheck.Restart{
 			Namespace: w.Namespace, Kind: w.Kind, Name: w.Name,
-			Annotations: map[string]string{ann.Target: target, ann.Restart: manifest.RestartValue(w, target)},
+			Annotations: map[string]string{ann.Target: target, ann.Restart: restart.RestartValue(w, target)},
 		})
 	}
 	var changed []string

@@ -8,7 +8,9 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/chartpull"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 )
@@ -55,11 +57,11 @@ func isRepoName(s string) bool {
 // HelmReleases name, as the single-checkout plan does for its one.
 func indexCheckouts(ctx context.Context, set *objects.Set, opts *plan.Options, charts string) error {
 	puller := &chartpull.Puller{Dir: charts, Timeout: assemble.ChartPullTimeout}
-	opts.Charts = map[string]manifest.PulledChart{}
+	opts.Charts = map[string]chart.Pulled{}
 	for i := range opts.Repositories {
 		r := &opts.Repositories[i]
-		ix, err := untilCancelled(ctx, func() (*manifest.Index, error) {
-			return manifest.BuildIndex(r.Root, manifest.IndexOptions{Paths: r.Paths})
+		ix, err := untilCancelled(ctx, func() (*index.Index, error) {
+			return plan.Open(r.Root, r.Paths, opts.MaxChartBytes)
 		})
 		if err != nil {
 			return fmt.Errorf("index %s (%s): %w", r.Root, r.Label(), err)
@@ -77,7 +79,7 @@ func indexCheckouts(ctx context.Context, set *objects.Set, opts *plan.Options, c
 // checkout.
 func writeRepositoriesPatch(w io.Writer, res *plan.Result) error {
 	for _, r := range res.Repositories {
-		diff := manifest.UnifiedDiff(r.Edits.All())
+		diff := edit.UnifiedDiff(r.Edits.All())
 		if diff == "" {
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
 	"github.com/kedge-io/kedge/internal/yamledit"
@@ -115,7 +115,7 @@ func TestPlanPatchOnTheDemo(t *testing.T) {
 	plan := readPlan(t, []byte(planRun(t, "json")))
 	require.NotEmpty(t, patch)
 
-	ann := manifest.Annotations{Restart: manifest.DefaultRestartAnnotation, Target: manifest.DefaultTargetAnnotation}
+	ann := restart.Annotations{Restart: restart.DefaultRestartAnnotation, Target: restart.DefaultTargetAnnotation}
 	t.Run("changed lines", func(t *testing.T) {
 		assert.Empty(t, editcheck.PatchLineViolations(patch, editcheck.Rules{
 			AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{"kedge-restart-patch.yaml", "kedge-restart-patch.yml"},
@@ -135,10 +135,10 @@ func TestPlanPatchOnTheDemo(t *testing.T) {
 		var restarts []editcheck.Restart
 		var edited []string
 		for _, w := range plan.Workloads {
-			target := manifest.TargetValue(w.Desired)
+			target := restart.TargetValue(w.Desired)
 			restarts = append(restarts, editcheck.Restart{
 				Namespace: w.Namespace, Kind: w.Kind, Name: w.Name,
-				Annotations: map[string]string{ann.Target: target, ann.Restart: manifest.RestartValue(w, target)},
+				Annotations: map[string]string{ann.Target: target, ann.Restart: restart.RestartValue(w, target)},
 			})
 			if w.Manifest.Status == drift.ManifestFound && w.Manifest.Edit != drift.EditAlreadyBumped {
 				edited = append(edited, w.Kind+" "+w.Namespace+"/"+w.Name)

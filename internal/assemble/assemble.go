@@ -17,8 +17,10 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/gitrepo"
-	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -59,7 +61,7 @@ func PlanOptions(cfg *config.Config, repoRoot string) plan.Options {
 		RepoRoot:    repoRoot,
 		RepoURLs:    RepoURLs(cfg),
 		Paths:       cfg.Repo.Paths,
-		Annotations: manifest.Annotations{Restart: cfg.Restart.Annotation, Target: cfg.Restart.TargetAnnotation},
+		Annotations: restart.Annotations{Restart: cfg.Restart.Annotation, Target: cfg.Restart.TargetAnnotation},
 		HelmValues:  cfg.Helm.Prefer == config.HelmPreferValues,
 		Migrations:  MigrationPolicies(cfg),
 	}
@@ -190,7 +192,7 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 	}
 	rec := reconcile.New(settings, reconcile.Deps{
 		Source: source,
-		Charts: func(ctx context.Context, set *objects.Set, ix *manifest.Index) map[string]manifest.PulledChart {
+		Charts: func(ctx context.Context, set *objects.Set, ix *index.Index) map[string]chart.Pulled {
 			return PullCharts(ctx, set, ix, puller)
 		},
 		OpenRepo: func(ctx context.Context) (*gitrepo.Repo, error) { return gitrepo.Open(ctx, gitOpts) },

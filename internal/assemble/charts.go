@@ -7,7 +7,9 @@ import (
 
 	"github.com/kedge-io/kedge/internal/chartpull"
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/helmrelease"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/route"
 )
@@ -30,25 +32,25 @@ func ChartPuller(cfg *config.Config) (*chartpull.Puller, error) {
 // every chart the repository's Flux HelmReleases take from the cluster's
 // HelmRepositories. A chart that cannot be pulled is kept with the reason,
 // which the plan reports.
-func PullCharts(ctx context.Context, set *objects.Set, ix *manifest.Index, p *chartpull.Puller) map[string]manifest.PulledChart {
-	out := map[string]manifest.PulledChart{}
+func PullCharts(ctx context.Context, set *objects.Set, ix *index.Index, p *chartpull.Puller) map[string]chart.Pulled {
+	out := map[string]chart.Pulled{}
 	pull := func(ref chartpull.Ref) {
-		key := manifest.ChartKey(ref.RepoURL, ref.Chart, ref.Version)
+		key := chart.Key(ref.RepoURL, ref.Chart, ref.Version)
 		if _, done := out[key]; done {
 			return
 		}
 		archive, err := p.Pull(ctx, ref)
 		if err != nil {
-			out[key] = manifest.PulledChart{Error: err.Error()}
+			out[key] = chart.Pulled{Error: err.Error()}
 			return
 		}
-		out[key] = manifest.PulledChart{Archive: archive}
+		out[key] = chart.Pulled{Archive: archive}
 	}
 	for _, s := range argoChartSources(set) {
 		pull(chartpull.Ref{RepoURL: s.RepoURL, Chart: s.Chart, Version: s.TargetRevision})
 	}
 	if ix != nil {
-		for _, c := range ix.HelmRepositoryCharts(set.HelmRepositories) {
+		for _, c := range helmrelease.RepositoryCharts(ix, set.HelmRepositories) {
 			pull(chartpull.Ref{RepoURL: c.RepoURL, Chart: c.Chart, Version: c.Version})
 		}
 	}

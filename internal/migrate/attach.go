@@ -6,7 +6,10 @@ import (
 	"sort"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/locate"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -14,7 +17,7 @@ import (
 // written and computes the label edit. A label kedge cannot edit safely
 // blocks its migration here, before any restart is planned for the
 // namespace. It returns new migrations, and the label edits by namespace.
-func Locate(ix *manifest.Index, migrations []drift.Migration, hints func(namespace string) manifest.Hints) ([]drift.Migration, map[string]*LabelEdit) {
+func Locate(ix *index.Index, migrations []drift.Migration, hints func(namespace string) locate.Hints) ([]drift.Migration, map[string]*LabelEdit) {
 	out := slices.Clone(migrations)
 	edits := map[string]*LabelEdit{}
 	if len(out) == 0 {
@@ -38,10 +41,10 @@ func Locate(ix *manifest.Index, migrations []drift.Migration, hints func(namespa
 // Attached is the edit set with the migrations' label edits in it.
 type Attached struct {
 	Migrations []drift.Migration
-	Edits      manifest.EditSet
+	Edits      edit.Set
 	// Refused are the refusals Attach adds: labels kedge will not edit, and
 	// restart edits that do not combine with a label edit of the same file.
-	Refused []manifest.Refusal
+	Refused []restart.Refusal
 }
 
 // Attach puts each moving namespace's label edit into that namespace's
@@ -50,25 +53,25 @@ type Attached struct {
 // When the label edit cannot be made on top of the restart edits of the same
 // file, the label edit wins (the migration was decided first) and those
 // restarts are refused. The inputs are left as they were.
-func Attach(migrations []drift.Migration, edits manifest.EditSet, labelEdits map[string]*LabelEdit) Attached {
+func Attach(migrations []drift.Migration, edits edit.Set, labelEdits map[string]*LabelEdit) Attached {
 	out := Attached{
 		Migrations: slices.Clone(migrations),
-		Edits:      manifest.EditSet{Namespaces: maps.Clone(edits.Namespaces), Refused: slices.Clone(edits.Refused)},
+		Edits:      edit.Set{Namespaces: maps.Clone(edits.Namespaces), Refused: slices.Clone(edits.Refused)},
 	}
 	if out.Edits.Namespaces == nil {
-		out.Edits.Namespaces = map[string][]manifest.FileEdit{}
+		out.Edits.Namespaces = map[string][]restart.FileEdit{}
 	}
 	for i := range out.Migrations {
 		m := &out.Migrations[i]
 		if m.Blocked == drift.BlockManifest && m.Manifest.Status == drift.ManifestFound && m.Manifest.Path != "" {
-			out.Refused = append(out.Refused, manifest.Refusal{Namespace: m.Namespace, Path: m.Manifest.Path, Reason: m.Manifest.Detail})
+			out.Refused = append(out.Refused, restart.Refusal{Namespace: m.Namespace, Path: m.Manifest.Path, Reason: m.Manifest.Detail})
 		}
 		if !m.Moves() {
 			continue
 		}
 		files := slices.Clone(out.Edits.Namespaces[m.Namespace])
 		if le := labelEdits[m.Namespace]; le != nil && m.Relabels() {
-			var refused *manifest.Refusal
+			var refused *restart.Refusal
 			files, refused = withLabelEdit(files, le)
 			if refused != nil {
 				out.Refused = append(out.Refused, *refused)
@@ -78,7 +81,7 @@ func Attach(migrations []drift.Migration, edits manifest.EditSet, labelEdits map
 		m.Workloads = restarted(files)
 	}
 	out.Edits.Refused = append(out.Edits.Refused, out.Refused...)
-	manifest.SortRefusals(out.Edits.Refused)
+	restart.SortRefusals(out.Edits.Refused)
 	return out
 }
 
@@ -86,7 +89,7 @@ func Attach(migrations []drift.Migration, edits manifest.EditSet, labelEdits map
 // too: on top of the restart edits of the same file, or, when it does not
 // combine with them, instead of every restart edit of the workloads that
 // file restarts (an overlay patch needs its kustomization edit).
-func withLabelEdit(files []manifest.FileEdit, le *LabelEdit) ([]manifest.FileEdit, *manifest.Refusal) {
+func withLabelEdit(files []restart.FileEdit, le *LabelEdit) ([]restart.FileEdit, *restart.Refusal) {
 	for j := range files {
 		if files[j].Path != le.Path {
 			continue
@@ -96,27 +99,27 @@ func withLabelEdit(files []manifest.FileEdit, le *LabelEdit) ([]manifest.FileEdi
 			files[j].After = after
 			return files, nil
 		}
-		refusal := &manifest.Refusal{Namespace: le.Namespace, Path: le.Path, Workloads: files[j].Workloads,
+		refusal := &restart.Refusal{Namespace: le.Namespace, Path: le.Path, Workloads: files[j].Workloads,
 			Reason: "the restart edits do not combine with the label edit of Namespace " + le.Namespace + ": " + refusalText(err)}
-		dropped := map[manifest.WorkloadID]bool{}
+		dropped := map[restart.WorkloadID]bool{}
 		for _, id := range files[j].Workloads {
 			dropped[id] = true
 		}
-		kept := []manifest.FileEdit{{Path: le.Path, Before: le.Before, After: le.After}}
+		kept := []restart.FileEdit{{Path: le.Path, Before: le.Before, After: le.After}}
 		for k, f := range files {
-			if k != j && !slices.ContainsFunc(f.Workloads, func(id manifest.WorkloadID) bool { return dropped[id] }) {
+			if k != j && !slices.ContainsFunc(f.Workloads, func(id restart.WorkloadID) bool { return dropped[id] }) {
 				kept = append(kept, f)
 			}
 		}
 		sort.Slice(kept, func(a, b int) bool { return kept[a].Path < kept[b].Path })
 		return kept, refusal
 	}
-	files = append(files, manifest.FileEdit{Path: le.Path, Before: le.Before, After: le.After})
+	files = append(files, restart.FileEdit{Path: le.Path, Before: le.Before, After: le.After})
 	sort.Slice(files, func(a, b int) bool { return files[a].Path < files[b].Path })
 	return files, nil
 }
 
-func restarted(files []manifest.FileEdit) []drift.MigrationWorkload {
+func restarted(files []restart.FileEdit) []drift.MigrationWorkload {
 	seen := map[drift.MigrationWorkload]bool{}
 	out := []drift.MigrationWorkload{}
 	for _, f := range files {

@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 )
 
 // replaceEdit stands for a label edit: it swaps old for new in whatever
@@ -35,17 +36,17 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 		name        string
 		migration   drift.Migration
 		labelEdit   *LabelEdit
-		edits       map[string][]manifest.FileEdit
+		edits       map[string][]restart.FileEdit
 		wantFiles   map[string]string
-		wantRefused []manifest.WorkloadID
+		wantRefused []restart.WorkloadID
 		wantStarts  []drift.MigrationWorkload
 	}{
 		{
 			name:      "own file, next to the restarts",
 			migration: drift.Migration{Namespace: "web", From: "a", To: "b", Manifest: found("ns/web.yaml")},
 			labelEdit: replaceEdit("web", "ns/web.yaml", "rev: a", "rev: b", nsFile),
-			edits: map[string][]manifest.FileEdit{"web": {{Path: "apps/web/api.yaml", After: []byte("restarted"),
-				Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}, {Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
+			edits: map[string][]restart.FileEdit{"web": {{Path: "apps/web/api.yaml", After: []byte("restarted"),
+				Workloads: []restart.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}, {Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
 			wantFiles:  map[string]string{"apps/web/api.yaml": "restarted", "ns/web.yaml": "kind: Namespace\nrev: b\n"},
 			wantStarts: []drift.MigrationWorkload{{Kind: "Deployment", Name: "api"}},
 		},
@@ -53,8 +54,8 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 			name:      "same file as a restart",
 			migration: drift.Migration{Namespace: "web", From: "a", To: "b", Manifest: found("all.yaml")},
 			labelEdit: replaceEdit("web", "all.yaml", "rev: a", "rev: b", shared),
-			edits: map[string][]manifest.FileEdit{"web": {{Path: "all.yaml", Before: shared, After: bytes.Replace(shared, []byte("old"), []byte("new"), 1),
-				Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
+			edits: map[string][]restart.FileEdit{"web": {{Path: "all.yaml", Before: shared, After: bytes.Replace(shared, []byte("old"), []byte("new"), 1),
+				Workloads: []restart.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
 			wantFiles:  map[string]string{"all.yaml": "kind: Namespace\nrev: b\n---\nkind: Deployment\nrestart: new\n"},
 			wantStarts: []drift.MigrationWorkload{{Kind: "Deployment", Name: "api"}},
 		},
@@ -70,27 +71,27 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 			name:      "does not combine",
 			migration: drift.Migration{Namespace: "web", From: "a", To: "b", Manifest: found("all.yaml")},
 			labelEdit: replaceEdit("web", "all.yaml", "rev: a", "rev: b", shared),
-			edits: map[string][]manifest.FileEdit{"web": {
-				{Path: "all.yaml", Before: shared, After: []byte("rewritten"), Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}},
-				{Path: "patch.yaml", After: []byte("patched"), Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}},
-				{Path: "other.yaml", After: []byte("restarted"), Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "db"}}},
+			edits: map[string][]restart.FileEdit{"web": {
+				{Path: "all.yaml", Before: shared, After: []byte("rewritten"), Workloads: []restart.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}},
+				{Path: "patch.yaml", After: []byte("patched"), Workloads: []restart.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}},
+				{Path: "other.yaml", After: []byte("restarted"), Workloads: []restart.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "db"}}},
 			}},
 			wantFiles:   map[string]string{"all.yaml": "kind: Namespace\nrev: b\n---\nkind: Deployment\nrestart: old\n", "other.yaml": "restarted"},
-			wantRefused: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}},
+			wantRefused: []restart.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}},
 			wantStarts:  []drift.MigrationWorkload{{Kind: "Deployment", Name: "db"}},
 		},
 		{
 			name:      "git already says the target",
 			migration: drift.Migration{Namespace: "web", From: "a", To: "b", Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "ns/web.yaml", Edit: drift.EditLabelAlreadySet}},
-			edits: map[string][]manifest.FileEdit{"web": {{Path: "apps/web/api.yaml", After: []byte("restarted"),
-				Workloads: []manifest.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
+			edits: map[string][]restart.FileEdit{"web": {{Path: "apps/web/api.yaml", After: []byte("restarted"),
+				Workloads: []restart.WorkloadID{{Namespace: "web", Kind: "Deployment", Name: "api"}}}}},
 			wantFiles:  map[string]string{"apps/web/api.yaml": "restarted"},
 			wantStarts: []drift.MigrationWorkload{{Kind: "Deployment", Name: "api"}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			set := manifest.EditSet{Namespaces: tt.edits}
+			set := edit.Set{Namespaces: tt.edits}
 			migrations := []drift.Migration{tt.migration}
 			labelEdits := map[string]*LabelEdit{}
 			if tt.labelEdit != nil {
@@ -103,7 +104,7 @@ func TestAttachPutsTheRelabelIntoTheNamespacesBranch(t *testing.T) {
 				got[f.Path] = string(f.After)
 			}
 			assert.Equal(t, tt.wantFiles, got)
-			var refused []manifest.WorkloadID
+			var refused []restart.WorkloadID
 			for _, r := range attached.Refused {
 				refused = append(refused, r.Workloads...)
 			}
@@ -127,8 +128,8 @@ func TestAttachReportsLabelsKedgeCannotEdit(t *testing.T) {
 		{Namespace: "b", Blocked: drift.BlockManifest, Manifest: drift.Manifest{Status: drift.ManifestNotFound, Detail: "no Namespace b"}},
 		{Namespace: "c", Blocked: drift.BlockIstioInjection, Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "ns.yaml"}},
 	}
-	attached := Attach(migrations, manifest.EditSet{}, nil)
-	assert.Equal(t, []manifest.Refusal{{Namespace: "a", Path: "ns.yaml", Reason: "edit refused: why"}}, attached.Edits.Refused)
+	attached := Attach(migrations, edit.Set{}, nil)
+	assert.Equal(t, []restart.Refusal{{Namespace: "a", Path: "ns.yaml", Reason: "edit refused: why"}}, attached.Edits.Refused)
 	assert.Empty(t, attached.Edits.Namespaces)
 }
 

@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/locate"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
@@ -24,7 +25,7 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 // labels each kustomization sets. Every edit is verified by rendering each
 // root that reads the edited file again. The checkout is never written.
 type Checkout struct {
-	ix      *manifest.Index
+	ix      *index.Index
 	renders []*rootRender
 	plain   []namespaceDoc
 }
@@ -55,7 +56,7 @@ type namespaceDoc struct {
 }
 
 // NewCheckout reads what the index knows of the checkout's Namespaces.
-func NewCheckout(ix *manifest.Index) *Checkout {
+func NewCheckout(ix *index.Index) *Checkout {
 	c := &Checkout{ix: ix}
 	byDir := map[string]*rootRender{}
 	for _, r := range ix.Roots() {
@@ -105,7 +106,7 @@ func (e *LabelEdit) Onto(src []byte) ([]byte, error) {
 // cannot be changed safely, blocks m. The edit is nil when nothing is to be
 // written: blocked, or Git already says m.To. hints come from the GitOps
 // tool that applied the Namespace (manifest.HintsFor).
-func (c *Checkout) Locate(m *drift.Migration, hints manifest.Hints) *LabelEdit {
+func (c *Checkout) Locate(m *drift.Migration, hints locate.Hints) *LabelEdit {
 	d, where, ok := c.find(m.Namespace, hints)
 	if !ok {
 		return c.block(m, where)
@@ -188,7 +189,7 @@ func (c *Checkout) patchHolder(d deployment, key string) string {
 
 // Find says where the namespace is defined, without looking at its label:
 // for a migration that is blocked anyway, the file to change by hand.
-func (c *Checkout) Find(namespace string, hints manifest.Hints) drift.Manifest {
+func (c *Checkout) Find(namespace string, hints locate.Hints) drift.Manifest {
 	d, where, ok := c.find(namespace, hints)
 	if !ok {
 		return where
@@ -196,7 +197,7 @@ func (c *Checkout) Find(namespace string, hints manifest.Hints) drift.Manifest {
 	return drift.Manifest{Status: drift.ManifestFound, Path: d.origin}
 }
 
-func (c *Checkout) find(namespace string, hints manifest.Hints) (deployment, drift.Manifest, bool) {
+func (c *Checkout) find(namespace string, hints locate.Hints) (deployment, drift.Manifest, bool) {
 	switch {
 	case hints.Helm != "":
 		return deployment{}, drift.Manifest{Status: drift.ManifestHelm, Detail: "the Namespace is rendered by " + hints.Helm}, false
@@ -250,7 +251,7 @@ type deployment struct {
 // deployments lists where the namespace is applied from: every root
 // rendering it that no other such root includes, and plain files, narrowed
 // to the paths the GitOps tool applies when that leaves any.
-func (c *Checkout) deployments(name string, hints manifest.Hints) []deployment {
+func (c *Checkout) deployments(name string, hints locate.Hints) []deployment {
 	var all []deployment
 	for _, r := range c.renders {
 		if ns, ok := r.namespaces[name]; ok {

@@ -12,7 +12,8 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/locate"
 	"github.com/kedge-io/kedge/internal/mesh"
 )
 
@@ -56,7 +57,7 @@ func TestGoldenNamespaceLabelEdits(t *testing.T) {
 			writeFile(t, filepath.Join(repo, c.File), before)
 
 			m := drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To}
-			edit := checkoutOf(t, repo).Locate(&m, manifest.Hints{})
+			edit := checkoutOf(t, repo).Locate(&m, locate.Hints{})
 			require.Empty(t, m.Blocked, m.Detail)
 			require.NotNil(t, edit)
 			if *update {
@@ -78,7 +79,7 @@ func TestGoldenNamespaceLabelEdits(t *testing.T) {
 			// With the edit in place, Git says the target: nothing more to write.
 			writeFile(t, filepath.Join(repo, c.File), edit.After)
 			m2 := drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To}
-			assert.Nil(t, checkoutOf(t, repo).Locate(&m2, manifest.Hints{}))
+			assert.Nil(t, checkoutOf(t, repo).Locate(&m2, locate.Hints{}))
 			assert.Equal(t, drift.EditLabelAlreadySet, m2.Manifest.Edit)
 		})
 	}
@@ -114,7 +115,7 @@ func TestLocateRefusesWhatItCannotEditSafely(t *testing.T) {
 			readYAML(t, filepath.Join(dir, "case.yaml"), &c)
 			repo := copyRepo(t, filepath.Join(dir, "repo"))
 			m := drift.Migration{Namespace: c.Namespace, From: c.From, To: c.To}
-			edit := checkoutOf(t, repo).Locate(&m, manifest.Hints{})
+			edit := checkoutOf(t, repo).Locate(&m, locate.Hints{})
 			assert.Nil(t, edit, "nothing is written")
 			assert.Equal(t, c.Status, m.Manifest.Status)
 			assert.Equal(t, c.Path, m.Manifest.Path)
@@ -132,14 +133,14 @@ func TestLocateFollowsTheGitOpsToolsHints(t *testing.T) {
 	repo := copyRepo(t, filepath.Join(migrateRoot, "ambiguous", "repo"))
 	tests := []struct {
 		name   string
-		hints  manifest.Hints
+		hints  locate.Hints
 		status string
 		path   string
 		detail string
 	}{
-		{"the applied path decides", manifest.Hints{Paths: []string{"team-b"}}, drift.ManifestFound, "team-b/web.yaml", ""},
-		{"helm", manifest.Hints{Helm: "HelmRelease infra/namespaces"}, drift.ManifestHelm, "", "the Namespace is rendered by HelmRelease infra/namespaces"},
-		{"another repository", manifest.Hints{OtherRepo: "https://github.com/o/other", Via: "Flux Kustomization flux-system/infra"}, drift.ManifestNoRepo, "",
+		{"the applied path decides", locate.Hints{Paths: []string{"team-b"}}, drift.ManifestFound, "team-b/web.yaml", ""},
+		{"helm", locate.Hints{Helm: "HelmRelease infra/namespaces"}, drift.ManifestHelm, "", "the Namespace is rendered by HelmRelease infra/namespaces"},
+		{"another repository", locate.Hints{OtherRepo: "https://github.com/o/other", Via: "Flux Kustomization flux-system/infra"}, drift.ManifestNoRepo, "",
 			"Flux Kustomization flux-system/infra applies it from https://github.com/o/other, not this repository"},
 	}
 	for _, tt := range tests {
@@ -161,13 +162,13 @@ func TestFindNamesTheFileWithoutEditing(t *testing.T) {
 	require.NoError(t, err)
 	writeFile(t, filepath.Join(repo, "infrastructure/namespaces/namespaces.yaml"), before)
 	c := checkoutOf(t, repo)
-	assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: "infrastructure/namespaces/namespaces.yaml"}, c.Find("shop", manifest.Hints{}))
-	assert.Equal(t, drift.ManifestNotFound, c.Find("nope", manifest.Hints{}).Status)
+	assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: "infrastructure/namespaces/namespaces.yaml"}, c.Find("shop", locate.Hints{}))
+	assert.Equal(t, drift.ManifestNotFound, c.Find("nope", locate.Hints{}).Status)
 }
 
 func checkoutOf(t *testing.T, repo string) *Checkout {
 	t.Helper()
-	ix, err := manifest.BuildIndex(repo, manifest.IndexOptions{})
+	ix, err := index.Read(repo, index.Options{})
 	require.NoError(t, err)
 	return NewCheckout(ix)
 }
@@ -248,7 +249,7 @@ func TestLocateRemovesAndSetsLabels(t *testing.T) {
 			readYAML(t, filepath.Join(dir, "case.yaml"), &c)
 			repo := copyRepo(t, filepath.Join(dir, "repo"))
 			m := c.migration()
-			edit := checkoutOf(t, repo).Locate(&m, manifest.Hints{})
+			edit := checkoutOf(t, repo).Locate(&m, locate.Hints{})
 			if c.Blocked != "" {
 				assert.Nil(t, edit, "nothing is written")
 				assert.Equal(t, drift.MigrationBlock(c.Blocked), m.Blocked)
@@ -278,7 +279,7 @@ func TestLocateRemovesAndSetsLabels(t *testing.T) {
 			// With the edit in place, Git says the target: nothing more to write.
 			writeFile(t, filepath.Join(repo, c.Path), edit.After)
 			m2 := c.migration()
-			assert.Nil(t, checkoutOf(t, repo).Locate(&m2, manifest.Hints{}))
+			assert.Nil(t, checkoutOf(t, repo).Locate(&m2, locate.Hints{}))
 			assert.Equal(t, drift.EditLabelAlreadySet, m2.Manifest.Edit)
 		})
 	}

@@ -85,7 +85,7 @@ func (c *Checkout) objects(root string, replace map[string][]byte) (map[objectID
 	}
 	out := make(map[objectID]map[string]any, len(rendered))
 	for _, o := range rendered {
-		out[objectID{o.APIVersion, o.Kind, o.Namespace, o.Name}] = o.Body
+		out[objectID{o.APIVersion, o.ID.Kind, o.ID.Namespace, o.ID.Name}] = o.Body
 	}
 	return out, nil
 }

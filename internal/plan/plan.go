@@ -16,7 +16,11 @@ import (
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/locate"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -34,17 +38,20 @@ type Options struct {
 	RepoURLs []string
 	// Paths limits the index to these sub-trees of the checkout.
 	Paths []string
+	// MaxChartBytes bounds a chart a plan renders, uncompressed with its
+	// subcharts (config helm.maxChartSize); 0 is the default.
+	MaxChartBytes int64
 	// Index is the index of RepoRoot when the caller has it already (a
 	// service updates the last cycle's from what Git changed); nil builds
 	// one.
-	Index *manifest.Index
+	Index *index.Index
 	// PriorEdits are the edit results an earlier plan of this checkout
 	// returned (Result.Repositories[0].PriorEdits): the namespaces whose
 	// restarts and files are unchanged keep theirs.
-	PriorEdits  manifest.PriorEdits
-	Annotations manifest.Annotations
+	PriorEdits  edit.Prior
+	Annotations restart.Annotations
 	// OmitBefore leaves Before out of the restart edits (see
-	// manifest.EditOptions): for a caller that keeps plans and shows no
+	// edit.Options): for a caller that keeps plans and shows no
 	// diff.
 	OmitBefore bool
 	// HelmValues restarts workloads of Flux HelmReleases through a chart
@@ -54,8 +61,8 @@ type Options struct {
 	// Charts are the charts of chart repositories the cluster's Argo CD
 	// Applications and the repository's Flux HelmReleases (through the
 	// cluster's HelmRepositories) name, pulled before the plan, by
-	// manifest.ChartKey.
-	Charts map[string]manifest.PulledChart
+	// chart.Key.
+	Charts map[string]chart.Pulled
 	// Migrations move namespaces to another revision or tag; see
 	// internal/migrate.
 	Migrations []migrate.Policy
@@ -96,9 +103,9 @@ type Repository struct {
 	Root  string
 	Paths []string
 	// Index is Root's when the caller has it already; nil builds one.
-	Index *manifest.Index
+	Index *index.Index
 	// PriorEdits are what an earlier plan returned for this checkout.
-	PriorEdits manifest.PriorEdits
+	PriorEdits edit.Prior
 	// AllBranches makes the checkout answer whatever branch of the
 	// repository the cluster follows: a repos: rule with a baseBranch, or
 	// a checkout named without a branch on the command line.
@@ -109,18 +116,18 @@ type Repository struct {
 type RepositoryEdits struct {
 	Name   string
 	Branch string
-	Edits  manifest.EditSet
-	Index  *manifest.Index
+	Edits  edit.Set
+	Index  *index.Index
 	// PriorEdits are the edit results, for the next plan of the checkout.
-	PriorEdits manifest.PriorEdits
+	PriorEdits edit.Prior
 }
 
 // Result is the plan and everything needed to act on it and to show it.
 type Result struct {
 	Plan  drift.Plan
-	Edits manifest.EditSet
+	Edits edit.Set
 	// Index is nil without a repository.
-	Index *manifest.Index
+	Index *index.Index
 	// Mesh describes the control plane for the dashboard.
 	Mesh dashboard.Mesh
 	// Namespaces holds, for every namespace with drifted workloads, what
@@ -168,18 +175,18 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 			drifted = drifted.WithManifests(newRouter(set, nil, opts).unavailableManifest)
 		}
 		drifted.Migrations = migrate.WithoutRepository(selected, drifted)
-		return summarise(set, model, drifted, manifest.EditSet{Namespaces: map[string][]manifest.FileEdit{}}, nil, nil), nil
+		return summarise(set, model, drifted, edit.Set{Namespaces: map[string][]restart.FileEdit{}}, nil, nil), nil
 	}
-	index := opts.Index
-	if index == nil {
+	ix := opts.Index
+	if ix == nil {
 		var err error
-		if index, err = manifest.BuildIndex(opts.RepoRoot, manifest.IndexOptions{Paths: opts.Paths}); err != nil {
-			return nil, fmt.Errorf("index %s: %w", opts.RepoRoot, err)
+		if ix, err = Open(opts.RepoRoot, opts.Paths, opts.MaxChartBytes); err != nil {
+			return nil, err
 		}
 	}
 	// Without the cluster's Applications, those written in the repository
 	// say what Argo CD applies.
-	hints := manifest.HintsFor(manifest.WithRepositoryApplications(set, index), opts.RepoURLs...)
+	hints := locate.HintsFor(index.WithRepositoryApplications(set, ix), opts.RepoURLs...)
 	if opts.HelmValues {
 		hints = preferValues(hints)
 	}
@@ -189,20 +196,33 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	// Where each moving namespace's label is written is settled before any
 	// restart is planned: the restarts are planned for the revision the
 	// namespace will have.
-	migrations, labelEdits := migrate.Locate(index, selected, namespaceHints(set, hints))
+	migrations, labelEdits := migrate.Locate(ix, selected, namespaceHints(set, hints))
 	drifted := drift.Compute(migrate.Relabel(set, migrations), model, opts.Drift)
-	locations := index.LocateAfter(opts.PriorEdits, drifted.Workloads, hints)
-	edits, outcomes, prior := index.EditsAfter(opts.PriorEdits, drifted.Workloads, locations, opts.editOptions())
+	locations := locate.After(ix, opts.PriorEdits.Located(), drifted.Workloads, hints)
+	edits, outcomes, prior := edit.After(ix, opts.PriorEdits, drifted.Workloads, locations, opts.editOptions())
 	attached := migrate.Attach(migrations, edits, labelEdits)
 	outcomes = outcomes.WithRefusals(attached.Refused)
 	planned := drifted.WithManifests(func(w drift.Workload) (drift.Manifest, bool) {
-		m, ok := outcomes[manifest.IDOf(w)]
+		m, ok := outcomes[restart.IDOf(w)]
 		return m, ok
 	})
 	planned.Migrations = attached.Migrations
-	res := summarise(set, model, planned, attached.Edits, index, hints)
-	res.Repositories = []RepositoryEdits{{Edits: res.Edits, Index: index, PriorEdits: prior}}
+	res := summarise(set, model, planned, attached.Edits, ix, hints)
+	res.Repositories = []RepositoryEdits{{Edits: res.Edits, Index: ix, PriorEdits: prior}}
 	return res, nil
+}
+
+// Open indexes the checkout at root (the sub-trees paths of it; all of it
+// when empty): the one place a checkout is indexed, whether for `kedge
+// plan`, for each checkout of `kedge plan --repo`, or for the service's
+// first cycle on a clone. maxChartBytes bounds a chart its sources render
+// (0: render.DefaultMaxChartBytes).
+func Open(root string, paths []string, maxChartBytes int64) (*index.Index, error) {
+	ix, err := index.Read(root, index.Options{Paths: paths, MaxChartBytes: maxChartBytes})
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", root, err)
+	}
+	return ix, nil
 }
 
 // selectMigrations picks the namespaces the policies move. A migration
@@ -221,14 +241,14 @@ func selectMigrations(set *objects.Set, model *mesh.Model, opts Options) ([]drif
 
 // namespaceHints looks for a Namespace where its GitOps tool applies it
 // from.
-func namespaceHints(set *objects.Set, hints func(drift.Workload) manifest.Hints) func(string) manifest.Hints {
-	return func(namespace string) manifest.Hints { return hints(migrate.NamespaceAsWorkload(set, namespace)) }
+func namespaceHints(set *objects.Set, hints func(drift.Workload) locate.Hints) func(string) locate.Hints {
+	return func(namespace string) locate.Hints { return hints(migrate.NamespaceAsWorkload(set, namespace)) }
 }
 
 // preferValues makes every workload's hints ask for chart values over
 // post-renderers.
-func preferValues(hints func(drift.Workload) manifest.Hints) func(drift.Workload) manifest.Hints {
-	return func(w drift.Workload) manifest.Hints {
+func preferValues(hints func(drift.Workload) locate.Hints) func(drift.Workload) locate.Hints {
+	return func(w drift.Workload) locate.Hints {
 		h := hints(w)
 		h.PreferValues = true
 		return h
@@ -236,10 +256,10 @@ func preferValues(hints func(drift.Workload) manifest.Hints) func(drift.Workload
 }
 
 // withCharts gives every workload's hints the pulled charts.
-func withCharts(hints func(drift.Workload) manifest.Hints, charts map[string]manifest.PulledChart) func(drift.Workload) manifest.Hints {
-	return func(w drift.Workload) manifest.Hints { return manifest.WithPulledCharts(hints(w), charts) }
+func withCharts(hints func(drift.Workload) locate.Hints, charts map[string]chart.Pulled) func(drift.Workload) locate.Hints {
+	return func(w drift.Workload) locate.Hints { return locate.WithPulledCharts(hints(w), charts) }
 }
 
-func (o Options) editOptions() manifest.EditOptions {
-	return manifest.EditOptions{Annotations: o.Annotations, OmitBefore: o.OmitBefore}
+func (o Options) editOptions() edit.Options {
+	return edit.Options{Annotations: o.Annotations, OmitBefore: o.OmitBefore}
 }

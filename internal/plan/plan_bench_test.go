@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/synth"
@@ -59,7 +59,7 @@ func BenchmarkBuildAfterChange(b *testing.B) {
 	if _, err := fleet.WriteRepo(repo); err != nil {
 		b.Fatal(err)
 	}
-	index, err := manifest.BuildIndex(repo, manifest.IndexOptions{})
+	index, err := index.Read(repo, index.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

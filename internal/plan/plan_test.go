@@ -9,7 +9,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -74,14 +74,14 @@ func TestBuildStages(t *testing.T) {
 			name: "every found workload is edited in its namespace's files, and only found ones",
 			opts: plan.Options{RepoRoot: demoRepo},
 			check: func(t *testing.T, res *plan.Result) {
-				edited := map[manifest.WorkloadID]bool{}
+				edited := map[restart.WorkloadID]bool{}
 				for _, f := range res.Edits.All() {
 					for _, id := range f.Workloads {
 						edited[id] = true
 					}
 				}
 				for _, w := range res.Plan.Workloads {
-					id := manifest.IDOf(w)
+					id := restart.IDOf(w)
 					assert.Equal(t, w.Manifest.Status == drift.ManifestFound && w.Manifest.Edit != drift.EditAlreadyBumped, edited[id],
 						"%s: %s %s", id, w.Manifest.Status, w.Manifest.Edit)
 				}

@@ -15,7 +15,9 @@ import (
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/chartpull"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/editcheck"
@@ -69,7 +71,7 @@ func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(before, "apps", "podinfo", "release.yaml"), []byte(helmRepositoryRelease), 0o644))
 			set := helmcluster.New(helmcluster.Release{Namespace: "podinfo", ReleaseNamespace: "podinfo", ReleaseName: "podinfo", Deployment: "podinfo"})
 			set.HelmRepositories = tt.repos
-			ix, err := manifest.BuildIndex(before, manifest.IndexOptions{})
+			ix, err := index.Read(before, index.Options{})
 			require.NoError(t, err)
 			puller := &chartpull.Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
 			pulled := assemble.PullCharts(context.Background(), set, ix, puller)
@@ -89,13 +91,13 @@ func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 
 			after := copyRepo(t, before)
 			require.NoError(t, os.WriteFile(filepath.Join(after, filepath.FromSlash(edits[0].Path)), edits[0].After, 0o644))
-			archive := pulled[manifest.ChartKey(srv.URL, "podinfo", "6.7.0")].Archive
+			archive := pulled[chart.Key(srv.URL, "podinfo", "6.7.0")].Archive
 			require.NotEmpty(t, archive)
-			target := manifest.TargetValue(w.Desired)
+			target := restart.TargetValue(w.Desired)
 			res2, err := editcheck.CompareRepos(editcheck.Check{
 				Before: before, After: after, Changed: []string{edits[0].Path},
 				Restarts: []editcheck.Restart{{Namespace: w.Namespace, Kind: w.Kind, Name: w.Name, Annotations: map[string]string{
-					manifest.DefaultTargetAnnotation: target, manifest.DefaultRestartAnnotation: manifest.RestartValue(w, target)}}},
+					restart.DefaultTargetAnnotation: target, restart.DefaultRestartAnnotation: restart.RestartValue(w, target)}}},
 				Charts:           map[string]string{fmt.Sprintf("%s podinfo 6.7.0", srv.URL): archive},
 				HelmRepositories: map[string]string{"flux-system/charts": srv.URL},
 			})

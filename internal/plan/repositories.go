@@ -7,7 +7,10 @@ import (
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/locate"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -17,9 +20,9 @@ import (
 // RepositoryFor is the checkout of a route target at root; index may be
 // nil. A rule with a base branch answers every branch of the repository
 // the cluster follows.
-func RepositoryFor(t route.Target, root string, index *manifest.Index) Repository {
+func RepositoryFor(t route.Target, root string, ix *index.Index) Repository {
 	return Repository{
-		Name: t.Repo, Branch: t.Branch, URLs: t.URLs, Root: root, Paths: t.Rule.Paths, Index: index,
+		Name: t.Repo, Branch: t.Branch, URLs: t.URLs, Root: root, Paths: t.Rule.Paths, Index: ix,
 		AllBranches: t.Rule.BaseBranch != "",
 	}
 }
@@ -56,8 +59,8 @@ func (r Repository) isRepository(s route.Source) bool {
 // objects give.
 type checkout struct {
 	repo  Repository
-	index *manifest.Index
-	hints func(drift.Workload) manifest.Hints
+	index *index.Index
+	hints func(drift.Workload) locate.Hints
 }
 
 // openCheckouts indexes each repository (unless given its index) and
@@ -68,15 +71,15 @@ type checkout struct {
 func openCheckouts(set *objects.Set, opts Options) ([]checkout, error) {
 	out := make([]checkout, len(opts.Repositories))
 	for i, r := range opts.Repositories {
-		index := r.Index
-		if index == nil {
+		ix := r.Index
+		if ix == nil {
 			var err error
-			if index, err = manifest.BuildIndex(r.Root, manifest.IndexOptions{Paths: r.Paths}); err != nil {
-				return nil, fmt.Errorf("index %s (%s): %w", r.Root, r.Label(), err)
+			if ix, err = Open(r.Root, r.Paths, opts.MaxChartBytes); err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Label(), err)
 			}
 		}
 		primary := i == 0
-		hints := manifest.HintsFrom(manifest.WithRepositoryApplications(set, index), func(s route.Source) bool {
+		hints := locate.HintsFrom(index.WithRepositoryApplications(set, ix), func(s route.Source) bool {
 			if s.URL == "" {
 				return primary
 			}
@@ -88,7 +91,7 @@ func openCheckouts(set *objects.Set, opts Options) ([]checkout, error) {
 		if len(opts.Charts) > 0 {
 			hints = withCharts(hints, opts.Charts)
 		}
-		out[i] = checkout{repo: r, index: index, hints: hints}
+		out[i] = checkout{repo: r, index: ix, hints: hints}
 	}
 	return out, nil
 }
@@ -212,7 +215,7 @@ func (r router) pick(w drift.Workload, rt routing) int {
 	}
 	for _, i := range rt.checkouts {
 		c := r.checkouts[i]
-		if c.index.LocateOne(w, c.hints(w)).Manifest.Status == drift.ManifestFound {
+		if locate.One(c.index, w, c.hints(w)).Manifest.Status == drift.ManifestFound {
 			return i
 		}
 	}
@@ -236,8 +239,8 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 	drifted := drift.Compute(migrate.Relabel(set, migrations), model, opts.Drift)
 
 	groups := make([][]drift.Workload, len(checkouts))
-	unrouted := map[manifest.WorkloadID]drift.Manifest{}
-	outside := map[manifest.WorkloadID]string{}
+	unrouted := map[restart.WorkloadID]drift.Manifest{}
+	outside := map[restart.WorkloadID]string{}
 	for _, w := range drifted.Workloads {
 		rt := r.route(w)
 		i := -1
@@ -245,18 +248,18 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 			i = r.pick(w, rt)
 		}
 		if i < 0 {
-			unrouted[manifest.IDOf(w)], outside[manifest.IDOf(w)] = rt.noRepo, rt.outside
+			unrouted[restart.IDOf(w)], outside[restart.IDOf(w)] = rt.noRepo, rt.outside
 			continue
 		}
 		groups[i] = append(groups[i], w)
 	}
 
-	outcomes := map[manifest.WorkloadID]drift.Manifest{}
+	outcomes := map[restart.WorkloadID]drift.Manifest{}
 	perRepo := make([]RepositoryEdits, len(checkouts))
 	attachedMigrations := map[string]drift.Migration{}
 	for i, c := range checkouts {
-		locations := c.index.LocateAfter(c.repo.PriorEdits, groups[i], c.hints)
-		edits, found, prior := c.index.EditsAfter(c.repo.PriorEdits, groups[i], locations, opts.editOptions())
+		locations := locate.After(c.index, c.repo.PriorEdits.Located(), groups[i], c.hints)
+		edits, found, prior := edit.After(c.index, c.repo.PriorEdits, groups[i], locations, opts.editOptions())
 		attached := migrate.Attach(migrationsOf[i], edits, labelEdits[i])
 		for id, m := range found.WithRefusals(attached.Refused) {
 			m.Repository = c.repo.Label()
@@ -271,7 +274,7 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 		outcomes[id] = m
 	}
 	planned := drifted.WithManifests(func(w drift.Workload) (drift.Manifest, bool) {
-		m, ok := outcomes[manifest.IDOf(w)]
+		m, ok := outcomes[restart.IDOf(w)]
 		return m, ok
 	})
 	planned.Migrations = make([]drift.Migration, len(migrations))
@@ -281,7 +284,7 @@ func buildRepositories(set *objects.Set, model *mesh.Model, selected []drift.Mig
 		}
 		planned.Migrations[i] = m
 	}
-	foreign := func(w drift.Workload) manifest.Hints { return manifest.Hints{OtherRepo: outside[manifest.IDOf(w)]} }
+	foreign := func(w drift.Workload) locate.Hints { return locate.Hints{OtherRepo: outside[restart.IDOf(w)]} }
 	res := summarise(set, model, planned, unionOf(perRepo), checkouts[0].index, foreign)
 	res.Repositories = perRepo
 	for ns, facts := range res.Namespaces {
@@ -327,15 +330,15 @@ func locateMigrations(r router, selected []drift.Migration) ([]drift.Migration, 
 
 // unionOf gathers every repository's edits, for displays: a namespace's
 // files in repository order.
-func unionOf(repos []RepositoryEdits) manifest.EditSet {
-	out := manifest.EditSet{Namespaces: map[string][]manifest.FileEdit{}}
+func unionOf(repos []RepositoryEdits) edit.Set {
+	out := edit.Set{Namespaces: map[string][]restart.FileEdit{}}
 	for _, r := range repos {
 		for ns, files := range r.Edits.Namespaces {
 			out.Namespaces[ns] = append(out.Namespaces[ns], files...)
 		}
 		out.Refused = append(out.Refused, r.Edits.Refused...)
 	}
-	manifest.SortRefusals(out.Refused)
+	restart.SortRefusals(out.Refused)
 	return out
 }
 

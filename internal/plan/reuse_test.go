@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/route"
@@ -85,9 +85,9 @@ func TestPlanReusesEditsAcrossChanges(t *testing.T) {
 		{"nothing again", func(*testing.T, *objects.Set) []string { return nil }, 3},
 	}
 
-	indexes := make([]*manifest.Index, len(repos))
+	indexes := make([]*index.Index, len(repos))
 	for i, r := range repos {
-		ix, err := manifest.BuildIndex(r.Root, manifest.IndexOptions{Paths: r.Paths})
+		ix, err := index.Read(r.Root, index.Options{Paths: r.Paths})
 		require.NoError(t, err)
 		indexes[i] = ix
 	}
@@ -132,7 +132,7 @@ func checkoutsIn(t *testing.T, set *objects.Set, root string) []plan.Repository 
 
 // planWith plans over the checkouts with the given indexes (nil: fresh
 // ones) and the edit results of prev (nil: none).
-func planWith(t *testing.T, set *objects.Set, repos []plan.Repository, indexes []*manifest.Index, prev *plan.Result) *plan.Result {
+func planWith(t *testing.T, set *objects.Set, repos []plan.Repository, indexes []*index.Index, prev *plan.Result) *plan.Result {
 	t.Helper()
 	checkouts := make([]plan.Repository, len(repos))
 	for i, r := range repos {

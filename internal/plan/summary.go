@@ -5,15 +5,17 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/locate"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // summarise completes a result with what people are shown about it,
 // computed once per plan.
-func summarise(set *objects.Set, model *mesh.Model, p drift.Plan, edits manifest.EditSet, index *manifest.Index, hints func(drift.Workload) manifest.Hints) *Result {
-	res := &Result{Plan: p, Edits: edits, Index: index, Mesh: meshSummary(model, set), Namespaces: map[string]Namespace{}}
+func summarise(set *objects.Set, model *mesh.Model, p drift.Plan, edits edit.Set, ix *index.Index, hints func(drift.Workload) locate.Hints) *Result {
+	res := &Result{Plan: p, Edits: edits, Index: ix, Mesh: meshSummary(model, set), Namespaces: map[string]Namespace{}}
 	byNamespace := map[string][]drift.Workload{}
 	for _, w := range p.Workloads {
 		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], w)
@@ -72,7 +74,7 @@ func versions(images map[string]int) map[string]int {
 // of the namespace's workloads.
 func applier(workloads []drift.Workload) string {
 	for _, w := range workloads {
-		if name := manifest.Applier(w); name != "" {
+		if name := locate.Applier(w); name != "" {
 			return name
 		}
 	}
@@ -81,7 +83,7 @@ func applier(workloads []drift.Workload) string {
 
 // otherRepo is the repository another than the configured one that the
 // cluster applies a namespace's drifted workloads from, if any.
-func otherRepo(workloads []drift.Workload, hints func(drift.Workload) manifest.Hints) string {
+func otherRepo(workloads []drift.Workload, hints func(drift.Workload) locate.Hints) string {
 	if hints == nil {
 		return ""
 	}

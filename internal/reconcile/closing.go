@@ -10,7 +10,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -30,7 +30,7 @@ type closingFacts struct {
 	targets   []dashboard.Target
 	set       *objects.Set
 	plan      drift.Plan
-	refused   []manifest.Refusal
+	refused   []restart.Refusal
 	opts      drift.Options
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -47,7 +47,7 @@ func TestExplainClosing(t *testing.T) {
 			{Namespace: "shop", Kind: "Deployment", Name: "legacy", Reason: drift.SkipOptedOut, Detail: "annotation kedge.io/ignore=true"},
 		},
 	}
-	refused := []manifest.Refusal{{Namespace: "shop", Path: "apps/shop/api.yaml", Reason: "YAML anchors would change", Workloads: []manifest.WorkloadID{{Kind: "Deployment", Name: "api"}}}}
+	refused := []restart.Refusal{{Namespace: "shop", Path: "apps/shop/api.yaml", Reason: "YAML anchors would change", Workloads: []restart.WorkloadID{{Kind: "Deployment", Name: "api"}}}}
 
 	tests := []struct {
 		name      string
@@ -108,15 +108,15 @@ func TestExplainClosingSaysWhy(t *testing.T) {
 		Deployments: []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"}}}}
 	plan := drift.Plan{Workloads: []drift.Workload{{Namespace: "shop", Kind: "Deployment", Name: "api",
 		Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "apps/shop/api.yaml", Edit: drift.EditAlreadyBumped}}}}
-	refusal := manifest.Refusal{Namespace: "shop", Path: "apps/shop/api.yaml", Reason: "YAML anchors would change",
-		Workloads: []manifest.WorkloadID{{Kind: "Deployment", Name: "api"}}}
+	refusal := restart.Refusal{Namespace: "shop", Path: "apps/shop/api.yaml", Reason: "YAML anchors would change",
+		Workloads: []restart.WorkloadID{{Kind: "Deployment", Name: "api"}}}
 	tests := []struct {
 		name    string
-		refused []manifest.Refusal
+		refused []restart.Refusal
 		opts    drift.Options
 		want    string
 	}{
-		{"refused file", []manifest.Refusal{refusal}, drift.Options{}, "kedge would not edit apps/shop/api.yaml: YAML anchors would change"},
+		{"refused file", []restart.Refusal{refusal}, drift.Options{}, "kedge would not edit apps/shop/api.yaml: YAML anchors would change"},
 		{"restart already on the base branch", nil, drift.Options{}, "the base branch already carries its restart; the rollout has not happened yet"},
 		{"excluded namespace", nil, drift.Options{ExcludeNamespaces: []string{"shop"}}, "namespaces.exclude"},
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
@@ -144,7 +144,7 @@ func BenchmarkCycleUnchanged(b *testing.B) {
 	f.cycle(b)
 	f.cycle(b)
 	indexCPU := cpuOf(b, func() {
-		if _, err := manifest.BuildIndex(f.repo, manifest.IndexOptions{}); err != nil {
+		if _, err := index.Read(f.repo, index.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	})

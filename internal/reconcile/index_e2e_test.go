@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
 )
@@ -43,7 +43,7 @@ func TestCyclesUpdateTheIndexFromGit(t *testing.T) {
 	}, "Rename the indexer, add a worker")
 	third := run()
 	assert.Equal(t, reconcile.IndexUpdate{Incremental: true, ChangedFiles: 2}, third.Index)
-	fresh, err := manifest.BuildIndex(third.Result.Index.Root(), manifest.IndexOptions{Paths: w.cfg.Repo.Paths})
+	fresh, err := index.Read(third.Result.Index.Root(), index.Options{Paths: w.cfg.Repo.Paths})
 	require.NoError(t, err)
 	updated := third.Result.Index
 	assert.Equal(t, fresh.Objects(), updated.Objects())

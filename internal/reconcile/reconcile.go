@@ -20,8 +20,10 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitrepo"
-	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -81,7 +83,7 @@ type Deps struct {
 	// Charts pulls the charts of chart repositories the cluster's Argo CD
 	// Applications name, and those the indexed repository's HelmReleases
 	// take from the cluster's HelmRepositories; nil pulls none.
-	Charts func(context.Context, *objects.Set, *manifest.Index) map[string]manifest.PulledChart
+	Charts func(context.Context, *objects.Set, *index.Index) map[string]chart.Pulled
 	// Now is the clock; tests fix it.
 	Now func() time.Time
 }
@@ -113,10 +115,10 @@ type Reconciler struct {
 // indexedCheckout is an index and the commit of the checkout it indexes,
 // and the edit results the last plan with it returned.
 type indexedCheckout struct {
-	index    *manifest.Index
+	index    *index.Index
 	commit   plumbing.Hash
 	worktree string
-	edits    manifest.PriorEdits
+	edits    edit.Prior
 }
 
 // New returns a Reconciler.
@@ -367,7 +369,7 @@ func (r *Reconciler) decideAll(ctx context.Context, set *objects.Set, res *plan.
 // cycle's updated from the files Git changed since, or a new one when there
 // is none or the difference is not known; and the edit results the last
 // plan returned for the checkout.
-func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*manifest.Index, IndexUpdate, manifest.PriorEdits, error) {
+func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*index.Index, IndexUpdate, edit.Prior, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	tip, worktree := repo.BaseTip(), repo.Worktree()
@@ -384,18 +386,18 @@ func (r *Reconciler) index(key string, repo *gitrepo.Repo, paths []string) (*man
 			r.deps.Log.Debug("changes since the last indexed commit unknown; indexing the whole checkout", "commit", last.commit.String(), "error", err)
 		}
 	}
-	index, err := manifest.BuildIndex(worktree, manifest.IndexOptions{Paths: paths})
+	ix, err := plan.Open(worktree, paths, r.settings.Plan.MaxChartBytes)
 	if err != nil {
 		delete(r.last, key)
-		return nil, IndexUpdate{}, manifest.PriorEdits{}, err
+		return nil, IndexUpdate{}, edit.Prior{}, err
 	}
-	r.last[key] = &indexedCheckout{index: index, commit: tip, worktree: worktree}
-	return index, IndexUpdate{}, manifest.PriorEdits{}, nil
+	r.last[key] = &indexedCheckout{index: ix, commit: tip, worktree: worktree}
+	return ix, IndexUpdate{}, edit.Prior{}, nil
 }
 
 // keepEdits remembers a plan's edit results for the checkout's next cycle,
 // when the checkout is still at the index they were planned with.
-func (r *Reconciler) keepEdits(key string, index *manifest.Index, edits manifest.PriorEdits) {
+func (r *Reconciler) keepEdits(key string, index *index.Index, edits edit.Prior) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if last := r.last[key]; last != nil && last.index == index {

@@ -11,8 +11,10 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitrepo"
-	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/memlimit"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -32,11 +34,11 @@ type repository struct {
 
 	git     *gitrepo.Repo
 	forge   *forge.Client
-	index   *manifest.Index
+	index   *index.Index
 	indexed IndexUpdate
 	// priorEdits are the edit results of the last plan with this checkout.
-	priorEdits manifest.PriorEdits
-	edits      manifest.EditSet
+	priorEdits edit.Prior
+	edits      edit.Set
 	prs        []forge.PR
 	remote     map[string]gitrepo.BranchInfo
 	states     []*nsState
@@ -225,7 +227,7 @@ type planInputs struct {
 type plannedCheckout struct {
 	target   route.Target
 	worktree string
-	index    *manifest.Index
+	index    *index.Index
 }
 
 // lastPlan is a plan and what it was built from.
@@ -270,7 +272,7 @@ func (r *Reconciler) keepPlan(in planInputs, res *plan.Result) {
 	r.lastPlan = &lastPlan{inputs: in, res: res}
 }
 
-func mergeCharts(into, more map[string]manifest.PulledChart) map[string]manifest.PulledChart {
+func mergeCharts(into, more map[string]chart.Pulled) map[string]chart.Pulled {
 	if into == nil {
 		return more
 	}

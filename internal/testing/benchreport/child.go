@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/memlimit"
 )
 
@@ -34,7 +34,7 @@ func runChild(mode, dir string) error {
 		}
 		n = objects
 	case "index":
-		ix, err := manifest.BuildIndex(dir, manifest.IndexOptions{})
+		ix, err := index.Read(dir, index.Options{})
 		if err != nil {
 			return err
 		}

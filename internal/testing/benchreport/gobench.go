@@ -29,7 +29,7 @@ func measureGoBenchmarks(ctx context.Context, opts options, r *report) error {
 	benches := []goBenchmark{
 		{pkg: "./internal/cluster", pattern: "^BenchmarkTrimmedPodCache$"},
 		{pkg: "./internal/reconcile", pattern: "^BenchmarkCycle(Opening500PRs|Unchanged)$"},
-		{pkg: "./internal/manifest", pattern: "^BenchmarkIndexUpdate$"},
+		{pkg: "./internal/gitops/index", pattern: "^BenchmarkIndexUpdate$"},
 		{pkg: "./internal/testing/controlplane", pattern: "^BenchmarkMeshChangeToPR$",
 			env: []string{"KUBEBUILDER_ASSETS=" + assets, "KEDGE_REQUIRE_TESTBIN=1"}},
 	}

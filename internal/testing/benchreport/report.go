@@ -249,15 +249,15 @@ func (r *report) markdown() string {
 	b.WriteString("**`kedge plan`** is the real binary, built as deploy/Dockerfile builds it (`CGO_ENABLED=0`, `-trimpath`, `-ldflags \"-s -w\"`), run as a child process (`--output json`); its output is checked to hold " +
 		"every drifted workload, and with `--repo` every one found in a file. The floor *generic decode* is a child process " +
 		"that knows nothing of Kubernetes: it decodes every object of the same JSON files into `any` with `encoding/json` " +
-		"on one core (GOMAXPROCS=1), List items one by one; *index* is one that indexes the same repository with `manifest.BuildIndex`. " +
+		"on one core (GOMAXPROCS=1), List items one by one; *index* is one that indexes the same repository with `index.Read`. " +
 		"Peak RSS is the child program's VmHWM, read from /proc while it runs (getrusage would report the parent's peak: Go starts children with vfork). Runs (wall time / peak RSS):\n\n")
 	fmt.Fprintf(&b, "- generic decode: %s\n- `kedge plan`: %s\n- index of the fleet's repository: %s\n- `kedge plan --repo`: %s\n\n",
 		runsOf(r.Decode), runsOf(r.Plan), runsOf(r.IndexFleet), runsOf(r.PlanRepo))
-	fmt.Fprintf(&b, "**Index of a %d-file repository**: `manifest.BuildIndex` in a child process on the repository of a fleet "+
+	fmt.Fprintf(&b, "**Index of a %d-file repository**: `index.Read` in a child process on the repository of a fleet "+
 		"of %d namespaces (%d workloads indexed); the time is the child's own measurement of the call, the memory its peak RSS. Runs: %s.\n\n",
 		f.IndexRepoFiles, f.IndexSpec.Namespaces, r.IndexObjects, indexRuns(r))
-	b.WriteString("**Index updates** are `BenchmarkIndexUpdate` (`internal/manifest`) on the fleet's repository: the CPU time " +
-		"(user and system, every core) of a full `manifest.BuildIndex` against that of the `Index.Update` a service cycle makes " +
+	b.WriteString("**Index updates** are `BenchmarkIndexUpdate` (`internal/gitops/index`) on the fleet's repository: the CPU time " +
+		"(user and system, every core) of a full `index.Read` against that of the `Index.Update` a service cycle makes " +
 		"from the files Git changed since the last cycle's commit: none, or one workload's file.\n\n")
 	b.WriteString("**Informer memory** is `BenchmarkTrimmedPodCache` (`internal/cluster`): 10,000 of the fleet's pods decoded " +
 		"one by one and added through the live source's transform to an informer's indexer; the heap it keeps, per pod.\n\n")

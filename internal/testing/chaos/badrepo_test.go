@@ -15,7 +15,9 @@ import (
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/editcheck"
@@ -65,9 +67,9 @@ type repoCase struct {
 type repoOutcome struct {
 	Err      string
 	Plan     drift.Plan
-	Problems []manifest.Problem
-	Edits    []manifest.FileEdit
-	Refused  []manifest.Refusal
+	Problems []index.Problem
+	Edits    []restart.FileEdit
+	Refused  []restart.Refusal
 }
 
 // repoConfig is the configuration the repository cases plan with.
@@ -144,7 +146,7 @@ func TestBadRepositoryInput(t *testing.T) {
 			if c.SameAsDemo {
 				assertSameAsDemo(t, demo, res, c)
 			}
-			edited := map[string]manifest.FileEdit{}
+			edited := map[string]restart.FileEdit{}
 			for _, e := range res.Edits {
 				edited[e.Path] = e
 			}
@@ -177,7 +179,7 @@ func TestBadRepositoryInput(t *testing.T) {
 				assertBytesKept(t, e)
 			}
 			if c.WaiveLineRules == "" {
-				assert.Empty(t, editcheck.PatchLineViolations(manifest.UnifiedDiff(res.Edits), editcheck.Rules{
+				assert.Empty(t, editcheck.PatchLineViolations(edit.UnifiedDiff(res.Edits), editcheck.Rules{
 					AnnotationKeys: []string{cfg.Restart.Annotation, cfg.Restart.TargetAnnotation},
 					PatchFiles:     []string{"kedge-restart-patch.yaml", "kedge-restart-patch.yml"},
 					// The demo's HelmRelease gets kedge's post-renderer entry.
@@ -197,7 +199,7 @@ func assertSameAsDemo(t *testing.T, demo, got repoOutcome, c repoCase) {
 	assert.Equal(t, demo.Plan, got.Plan)
 	assert.Equal(t, demo.Edits, got.Edits)
 	assert.Equal(t, demo.Refused, got.Refused)
-	var extra []manifest.Problem
+	var extra []index.Problem
 	for _, p := range got.Problems {
 		if !slices.Contains(demo.Problems, p) {
 			extra = append(extra, p)
@@ -209,7 +211,7 @@ func assertSameAsDemo(t *testing.T, demo, got repoOutcome, c repoCase) {
 	}
 }
 
-func hasProblem(problems []manifest.Problem, path, kind string) bool {
+func hasProblem(problems []index.Problem, path, kind string) bool {
 	for _, p := range problems {
 		if p.Path == path && (kind == "" || string(p.Kind) == kind) {
 			return true
@@ -229,7 +231,7 @@ func findWorkload(plan drift.Plan, id string) (drift.Workload, bool) {
 
 // assertBytesKept holds an edit to the file's own conventions: the byte
 // order mark stays, and no line ending appears that the file did not use.
-func assertBytesKept(t *testing.T, e manifest.FileEdit) {
+func assertBytesKept(t *testing.T, e restart.FileEdit) {
 	t.Helper()
 	if e.Created {
 		return
@@ -262,10 +264,10 @@ func assertRendersSame(t *testing.T, repo string, kustomizations []objects.Kusto
 	}
 	var restarts []editcheck.Restart
 	for _, w := range res.Plan.Workloads {
-		target := manifest.TargetValue(w.Desired)
+		target := restart.TargetValue(w.Desired)
 		restarts = append(restarts, editcheck.Restart{
 			Namespace: w.Namespace, Kind: w.Kind, Name: w.Name,
-			Annotations: map[string]string{cfg.Restart.TargetAnnotation: target, cfg.Restart.Annotation: manifest.RestartValue(w, target)},
+			Annotations: map[string]string{cfg.Restart.TargetAnnotation: target, cfg.Restart.Annotation: restart.RestartValue(w, target)},
 		})
 	}
 	targets := map[string]string{}

@@ -25,7 +25,8 @@ import (
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/manifest"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
@@ -149,7 +150,7 @@ func run(snapshot string, trees map[string]string, full bool, ambientTeam string
 }
 
 // printPR shows one pull request, its diff, and with body its description.
-func printPR(pr *github.PullRequest, edits []manifest.FileEdit, body bool) {
+func printPR(pr *github.PullRequest, edits []restart.FileEdit, body bool) {
 	var labels []string
 	for _, l := range pr.Labels {
 		labels = append(labels, l.GetName())
@@ -157,7 +158,7 @@ func printPR(pr *github.PullRequest, edits []manifest.FileEdit, body bool) {
 	fmt.Printf("━━━ PR #%d  %s\n    branch %s → %s   labels %s\n", pr.GetNumber(), pr.GetTitle(),
 		pr.GetHead().GetRef(), pr.GetBase().GetRef(), strings.Join(labels, ", "))
 	if len(edits) > 0 {
-		fmt.Println(indent(manifest.UnifiedDiff(edits)))
+		fmt.Println(indent(edit.UnifiedDiff(edits)))
 	}
 	if body {
 		fmt.Printf("    ── description ──\n%s\n", indent(pr.GetBody()))
@@ -165,7 +166,7 @@ func printPR(pr *github.PullRequest, edits []manifest.FileEdit, body bool) {
 }
 
 // editsIn are a namespace's edits in one repository.
-func editsIn(res *plan.Result, repo, namespace string) []manifest.FileEdit {
+func editsIn(res *plan.Result, repo, namespace string) []restart.FileEdit {
 	for _, r := range res.Repositories {
 		if r.Name == repo {
 			return r.Edits.Namespaces[namespace]

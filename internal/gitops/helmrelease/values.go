@@ -1,0 +1,241 @@
+package helmrelease
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/document"
+	"github.com/kedge-io/kedge/internal/gitops/index"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/route"
+	"github.com/kedge-io/kedge/internal/yamledit"
+)
+
+// A team that prefers values (config helm.prefer: values) has a workload
+// of a Flux HelmRelease restarted through a chart value in the release's
+// spec.values instead of a post-renderer, when the chart is in the
+// repository (a GitRepository source), or pulled before the plan from the
+// cluster's HelmRepository the release names, and has such a value.
+// Anything else keeps the post-renderer, which works for every chart.
+
+// ValuesOptions are where a HelmRelease's chart comes from.
+type ValuesOptions struct {
+	// HelmRepositories are the cluster's.
+	HelmRepositories []objects.HelmRepository
+	// Pulled are the charts pulled before the plan, by chart.Key.
+	Pulled map[string]chart.Pulled
+}
+
+// spec is what a HelmRelease says about rendering its chart.
+type spec struct {
+	Spec struct {
+		ReleaseName     string         `json:"releaseName"`
+		TargetNamespace string         `json:"targetNamespace"`
+		Values          map[string]any `json:"values"`
+		ValuesFrom      []any          `json:"valuesFrom"`
+		Chart           struct {
+			Spec struct {
+				Chart     string `json:"chart"`
+				Version   string `json:"version"`
+				SourceRef struct {
+					Kind      string `json:"kind"`
+					Name      string `json:"name"`
+					Namespace string `json:"namespace"`
+				} `json:"sourceRef"`
+			} `json:"spec"`
+		} `json:"chart"`
+	} `json:"spec"`
+}
+
+// ValuesSite is a chart value of a HelmRelease's spec.values that restarts
+// a workload.
+type ValuesSite struct {
+	src   index.Source
+	value chart.Value
+}
+
+type valuesKind struct{}
+
+func (s *ValuesSite) File() string         { return s.src.Path }
+func (s *ValuesSite) Kind() restart.Kind   { return valuesKind{} }
+func (s *ValuesSite) Source() index.Source { return s.src }
+func (s *ValuesSite) Reads() restart.Reads { return restart.ReadsCharts }
+func (s *ValuesSite) Rendered() restart.WorkloadID {
+	kind, name, _ := strings.Cut(s.value.Workload, "/")
+	return restart.WorkloadID{Kind: kind, Name: name}
+}
+func (s *ValuesSite) CheckKey() string {
+	return fmt.Sprintf("release values %s#%d %s", s.src.Path, s.src.Document, s.value.Workload)
+}
+
+// Check renders the chart with the release as it was and as edited.
+func (s *ValuesSite) Check(ix *index.Index, e restart.FileEdit, intents map[restart.WorkloadID]restart.Intent) error {
+	for _, in := range intents {
+		valuesIn := func(data []byte) (map[string]any, error) { return valuesOf(data, s.src.Document) }
+		if err := s.value.Check(ix, e, in.Set, valuesIn); err != nil {
+			return fmt.Errorf("rendering the chart of the release in %s with the edit: %v", e.Path, err)
+		}
+	}
+	return nil
+}
+
+func (valuesKind) Name() string { return "chart values of a Flux HelmRelease" }
+
+func (valuesKind) Intents(restarts []restart.Restart) []restart.Intent {
+	return restart.OneIntentEach(restarts)
+}
+
+func (valuesKind) Write(ix *index.Index, file string, restarts []restart.Restart) ([]restart.FileEdit, error) {
+	return chart.WriteValues(ix, file, restarts, func(data []byte, r restart.Restart) ([]byte, bool, error) {
+		s := r.Site.(*ValuesSite)
+		return yamledit.SetChartValues(data, s.src.Document, yamledit.ValuesMap{Kind: "HelmRelease", At: "spec.values"}, s.value.Key, r.Set)
+	})
+}
+
+// locateValue returns the restart of w turned into a values edit of the
+// HelmRelease found, or false when the release's chart has no value for w.
+func locateValue(ix *index.Index, w drift.Workload, ref Ref, found restart.Found, opts ValuesOptions) (restart.Found, bool) {
+	hr, err := specAt(ix, found.Source)
+	// valuesFrom reads ConfigMaps and Secrets of the cluster, which a
+	// render of the repository does not see.
+	if err != nil || hr.Spec.Chart.Spec.Chart == "" || len(hr.Spec.ValuesFrom) > 0 {
+		return found, false
+	}
+	site := &ValuesSite{src: found.Source, value: chart.Value{
+		Chart:    chart.Chart{Release: releaseName(ref, hr), Namespace: ref.Namespace},
+		Workload: w.Kind + "/" + w.Name,
+	}}
+	if !chartOf(ix, hr, ref.Namespace, opts, &site.value.Chart) {
+		return found, false
+	}
+	if hr.Spec.TargetNamespace != "" {
+		site.value.Chart.Namespace = hr.Spec.TargetNamespace
+	}
+	key, before, err := chart.FindValue(ix, site.value.Chart, hr.Spec.Values, site.value.Workload)
+	if err != nil {
+		return found, false
+	}
+	site.value.Key = key
+	out := found
+	out.Site = site
+	out.Manifest.Edit = drift.EditHelmValues
+	out.Manifest.Detail = fmt.Sprintf("%s (release %s, value %s)", ref, site.value.Chart.Release, chart.ValuePath(key))
+	out.TemplateAnnotations = document.TemplateAnnotations(before[site.value.Workload])
+	return out, true
+}
+
+// specAt reads the HelmRelease of the repository at src.
+func specAt(ix *index.Index, src index.Source) (spec, error) {
+	var hr spec
+	data, err := ix.ReadFile(src.Path)
+	if err != nil {
+		return hr, err
+	}
+	body, err := document.ObjectAt(data, src.Document)
+	if err != nil {
+		return hr, err
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return hr, err
+	}
+	return hr, json.Unmarshal(raw, &hr)
+}
+
+// chartOf points c at the release's chart: a directory of the checkout for
+// a GitRepository source, the pulled archive for a HelmRepository one.
+// false when kedge has no copy of the chart.
+func chartOf(ix *index.Index, hr spec, namespace string, opts ValuesOptions, c *chart.Chart) bool {
+	s := hr.Spec.Chart.Spec
+	switch s.SourceRef.Kind {
+	case "GitRepository":
+		dir := route.CleanPath(s.Chart)
+		c.Dir = dir
+		return ix.FS().IsRegular(dir + "/Chart.yaml")
+	case "HelmRepository":
+		url, ok := RepositoryURL(opts.HelmRepositories, sourceNamespace(s.SourceRef.Namespace, namespace), s.SourceRef.Name)
+		if !ok {
+			return false
+		}
+		pulled := opts.Pulled[chart.Key(url, s.Chart, s.Version)]
+		c.Archive = pulled.Archive
+		return pulled.Archive != ""
+	}
+	return false
+}
+
+// sourceNamespace is the namespace of a Flux source reference, which
+// defaults to the referring object's.
+func sourceNamespace(ref, referrer string) string {
+	if ref != "" {
+		return ref
+	}
+	return referrer
+}
+
+// RepositoryURL is the URL of the HelmRepository namespace/name; an empty
+// namespace (a HelmRelease of the repository that does not say) matches
+// any.
+func RepositoryURL(repos []objects.HelmRepository, namespace, name string) (string, bool) {
+	for _, r := range repos {
+		if r.Name == name && (namespace == "" || r.Namespace == namespace) && r.Spec.URL != "" {
+			return r.Spec.URL, true
+		}
+	}
+	return "", false
+}
+
+// RepositoryCharts are the charts the repository's HelmReleases take from
+// the cluster's HelmRepositories, to pull before the plan: the index reads
+// files only.
+func RepositoryCharts(ix *index.Index, repos []objects.HelmRepository) []chart.Ref {
+	var out []chart.Ref
+	seen := map[string]bool{}
+	for i := range ix.Len() {
+		obj := ix.Object(i)
+		if !document.IsHelmRelease(obj.APIVersion, obj.Kind) {
+			continue
+		}
+		hr, err := specAt(ix, obj.Source)
+		s := hr.Spec.Chart.Spec
+		if err != nil || s.SourceRef.Kind != "HelmRepository" || s.Chart == "" {
+			continue
+		}
+		url, ok := RepositoryURL(repos, sourceNamespace(s.SourceRef.Namespace, obj.Namespace), s.SourceRef.Name)
+		ref := chart.Ref{RepoURL: url, Chart: s.Chart, Version: s.Version}
+		if !ok || seen[ref.Key()] {
+			continue
+		}
+		seen[ref.Key()] = true
+		out = append(out, ref)
+	}
+	return out
+}
+
+// releaseName is helm-controller's default release name: the HelmRelease's
+// name, prefixed with its target namespace when it has one, unless
+// spec.releaseName says otherwise.
+func releaseName(ref Ref, hr spec) string {
+	switch {
+	case hr.Spec.ReleaseName != "":
+		return hr.Spec.ReleaseName
+	case hr.Spec.TargetNamespace != "":
+		return hr.Spec.TargetNamespace + "-" + ref.Name
+	}
+	return ref.Name
+}
+
+// valuesOf reads spec.values of the HelmRelease at document doc.
+func valuesOf(data []byte, doc int) (map[string]any, error) {
+	body, err := document.ObjectAt(data, doc)
+	if err != nil {
+		return nil, err
+	}
+	s, _ := body["spec"].(map[string]any)
+	values, _ := s["values"].(map[string]any)
+	return values, nil
+}

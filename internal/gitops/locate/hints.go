@@ -1,0 +1,266 @@
+package locate
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/gitops/argo"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
+	"github.com/kedge-io/kedge/internal/gitops/flux"
+	"github.com/kedge-io/kedge/internal/gitops/helmrelease"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/route"
+)
+
+// Hints narrow where a workload can come from, read from the GitOps tool
+// that applied it. The zero value means "no idea": every root and plain file
+// is searched.
+type Hints struct {
+	// Paths are repo-relative directories the workload is applied from (a
+	// Flux Kustomization's spec.path, an Argo CD Application's source paths).
+	Paths []string
+	// TargetNamespace is a Flux Kustomization's spec.targetNamespace: every
+	// object of the path lands there whatever the files say.
+	TargetNamespace string
+	// Helm names the Helm release (or Argo CD Application with a chart
+	// source) that renders the workload; its YAML is not in Git.
+	Helm string
+	// Release is the Flux HelmRelease that renders the workload; its file
+	// gets the restart as a post-renderer patch.
+	Release *helmrelease.Ref
+	// ChartSources are the sources of an Argo CD Application that name a
+	// chart of a chart repository (chart:), with the chart when it was
+	// pulled.
+	ChartSources []argo.ChartSource
+	// pulled are the charts pulled before the plan, by ChartKey: those of a
+	// HelmRelease's HelmRepository.
+	pulled map[string]chart.Pulled
+	// helmRepositories are the cluster's, where a HelmRelease's chart
+	// comes from.
+	helmRepositories []objects.HelmRepository
+	// PreferValues restarts a workload of a Flux HelmRelease through a
+	// chart value in its spec.values when its chart has one, rather than
+	// through a post-renderer.
+	PreferValues bool
+	// Charts is set when the tracking object renders Helm charts besides
+	// the Paths (an Argo CD Application with several sources): a workload
+	// not found under the paths comes from a chart.
+	Charts string
+	// OtherRepo is set when the tracking object's source is another
+	// repository than the indexed one.
+	OtherRepo string
+	// Via names the tracking object, for messages.
+	Via string
+	// Directories say how an Argo CD Application reads each of the Paths
+	// it applies; a path without one is read as Flux reads it.
+	Directories []argo.Directory
+	// Flux is the Flux Kustomization applying the workload: its name
+	// prefix, suffix and post-build substitution change identities, and its
+	// copy in the repository may carry kedge's patch.
+	Flux *flux.Kustomization
+	// Applied lists every path of the indexed repository that the
+	// cluster's GitOps objects apply, whatever workload they carry: a file
+	// that two of them deploy into different namespaces is shared even when
+	// no kustomization says so.
+	Applied []Applied
+	// appliedByPath indexes Applied: HintsFor hands one list, thousands of
+	// entries in a fleet, to every workload.
+	appliedByPath map[string][]int
+}
+
+// Applied is one directory of the repository a GitOps object applies.
+type Applied struct {
+	Path string
+	// Namespace is where the objects without a namespace land (Flux
+	// targetNamespace, Argo CD destination namespace).
+	Namespace string
+	// Force is set when Namespace replaces the namespace the objects carry
+	// too, as Flux's targetNamespace does.
+	Force bool
+	Via   string
+	// Directory is set when an Argo CD Application applies Path: what it
+	// reads there.
+	Directory *argo.Directory
+}
+
+// HintsFor returns a function reading a workload's hints from the Flux and
+// Argo CD objects of the cluster. repoURLs are the addresses the indexed
+// repository goes by (its GitHub address, a mirror kedge clones); when none
+// is given, every source is assumed to be that repository.
+func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
+	want := map[string]bool{}
+	for _, u := range repoURLs {
+		if n := route.NormalizeURL(u); n != "" {
+			want[n] = true
+		}
+	}
+	return HintsFrom(set, func(s route.Source) bool { return len(want) == 0 || s.URL == "" || want[route.NormalizeURL(s.URL)] })
+}
+
+// HintsFrom is HintsFor for a checkout that answers the sources indexed
+// reports true for: with several checkouts, each one answers its own
+// repository branch, and a source another answers is OtherRepo here.
+func HintsFrom(set *objects.Set, indexed func(route.Source) bool) func(drift.Workload) Hints {
+	applied := appliedPaths(set, indexed)
+	byPath := appliedByPath(applied)
+	return func(w drift.Workload) Hints {
+		if set == nil {
+			return Hints{}
+		}
+		h := workloadHints(set, w, indexed)
+		if h.Release != nil {
+			h = releaseHints(set, h, applied)
+			h.helmRepositories = set.HelmRepositories
+		}
+		if (h.Helm == "" || h.Release != nil) && h.OtherRepo == "" {
+			h.Applied, h.appliedByPath = applied, byPath
+		}
+		return h
+	}
+}
+
+// releaseHints narrows the search for a workload's HelmRelease to what the
+// cluster's GitOps objects apply from the indexed repository: a HelmRelease
+// of the same name elsewhere in it may be another cluster's. A cluster
+// without GitOps objects tells nothing, and the whole repository is
+// searched.
+func releaseHints(set *objects.Set, h Hints, applied []Applied) Hints {
+	if len(set.Kustomizations) == 0 && len(set.Applications) == 0 {
+		return h
+	}
+	for _, a := range applied {
+		if !slices.Contains(h.Paths, a.Path) {
+			h.Paths = append(h.Paths, a.Path)
+		}
+	}
+	if len(h.Paths) == 0 {
+		return Hints{Helm: h.Release.String() + " renders it; the cluster's Flux and Argo CD objects apply nothing from this repository"}
+	}
+	return h
+}
+
+// appliedPaths lists what the cluster's Flux Kustomizations and Argo CD
+// Applications apply from the indexed repository.
+func appliedPaths(set *objects.Set, indexed func(route.Source) bool) []Applied {
+	if set == nil {
+		return nil
+	}
+	var out []Applied
+	for i := range set.Kustomizations {
+		k := &set.Kustomizations[i]
+		if indexed(route.FluxSource(set, k)) {
+			out = append(out, Applied{
+				Path: cleanRepoPath(k.Spec.Path), Namespace: k.Spec.TargetNamespace, Force: k.Spec.TargetNamespace != "",
+				Via: route.KustomizationVia(k),
+			})
+		}
+	}
+	for _, app := range set.Applications {
+		for _, s := range argo.Sources(&app) {
+			if s.Src.Chart == "" && s.Src.Path != "" && indexed(route.ArgoSource(&app, s.Src)) {
+				out = append(out, Applied{
+					Path: cleanRepoPath(s.Src.Path), Namespace: app.Spec.Destination.Namespace,
+					Via: argo.Via(&app), Directory: argo.DirectoryOf(&app, s),
+				})
+			}
+		}
+	}
+	return out
+}
+
+// workloadHints reads the tracking metadata of one workload.
+func workloadHints(set *objects.Set, w drift.Workload, indexed func(route.Source) bool) Hints {
+	if name := w.Labels[route.FluxHelmNameLabel]; name != "" {
+		ref := helmrelease.Ref{Namespace: w.Labels[route.FluxHelmNamespaceLabel], Name: name}
+		return Hints{Helm: ref.String(), Release: &ref}
+	}
+	if k := route.KustomizationOf(set, w); k != nil {
+		h := Hints{
+			Paths:           []string{cleanRepoPath(k.Spec.Path)},
+			TargetNamespace: k.Spec.TargetNamespace,
+			Via:             route.KustomizationVia(k),
+			Flux:            flux.Of(set, *k),
+		}
+		if src := route.FluxSource(set, k); !indexed(src) {
+			h.OtherRepo = src.URL
+		}
+		return h
+	}
+	if app := route.ApplicationOf(set, w); app != nil {
+		return applicationHints(app, indexed)
+	}
+	return Hints{}
+}
+
+// Applier names the GitOps object that applies a workload, from its
+// tracking metadata alone; "" when it carries none.
+func Applier(w drift.Workload) string {
+	if name := w.Labels[route.FluxHelmNameLabel]; name != "" {
+		// The HelmRelease is what changes; helm-controller upgrades the
+		// release with it, which restarts the workload.
+		return "Flux helm-controller (upgrading HelmRelease " + w.Labels[route.FluxHelmNamespaceLabel] + "/" + name + ")"
+	}
+	if name := w.Labels[route.FluxKustomizeNameLabel]; name != "" {
+		return "Flux Kustomization " + w.Labels[route.FluxKustomizeNamespaceLabel] + "/" + name
+	}
+	if id := w.Annotations[route.ArgoTrackingIDAnnotation]; id != "" {
+		app, _, _ := strings.Cut(id, ":")
+		return "Argo CD Application " + app
+	}
+	if app := w.Labels[route.ArgoInstanceLabel]; app != "" {
+		return "Argo CD Application " + app
+	}
+	return ""
+}
+
+func applicationHints(app *objects.Application, indexed func(route.Source) bool) Hints {
+	via := argo.Via(app)
+	h := Hints{Via: via}
+	var charts, others []string
+	for _, as := range argo.Sources(app) {
+		s := as.Src
+		switch {
+		case s.Chart != "":
+			charts = append(charts, s.Chart)
+		case !indexed(route.ArgoSource(app, s)):
+			others = append(others, s.RepoURL)
+		case s.Path != "":
+			h.Paths = append(h.Paths, cleanRepoPath(s.Path))
+			h.Directories = append(h.Directories, *argo.DirectoryOf(app, as))
+		}
+	}
+	if len(h.Paths) > 0 {
+		if len(charts) > 0 {
+			h.Charts = via + " (chart " + strings.Join(charts, ", ") + ")"
+			h.ChartSources = argo.ChartSources(app)
+		}
+		return h
+	}
+	if len(charts) > 0 {
+		return Hints{Helm: via + " (chart " + strings.Join(charts, ", ") + ")", Via: via, ChartSources: argo.ChartSources(app)}
+	}
+	if len(others) > 0 {
+		h.OtherRepo = others[0]
+	}
+	return h
+}
+
+// cleanRepoPath turns a tool's path into the repo-relative form of the
+// index.
+func cleanRepoPath(p string) string { return route.CleanPath(p) }
+
+// WithPulledCharts returns the hints with the pulled charts (by chart.Key)
+// of their chart sources filled in.
+func WithPulledCharts(h Hints, pulled map[string]chart.Pulled) Hints {
+	h.pulled = pulled
+	h.ChartSources = argo.WithPulled(h.ChartSources, pulled)
+	return h
+}
+
+// withoutApplied leaves out the applied paths and their index: the list is
+// the cluster's whole, handed to every workload, and compared apart.
+func (h Hints) withoutApplied() Hints {
+	h.Applied, h.appliedByPath = nil, nil
+	return h
+}
