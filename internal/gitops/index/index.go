@@ -135,8 +135,8 @@ type Index struct {
 	maxChartBytes int64
 	// kustomizeAll is Options.KustomizeEveryRoot.
 	kustomizeAll bool
-	paths         []string
-	Problems      []Problem
+	paths        []string
+	Problems     []Problem
 
 	roots      map[string]*Root
 	objects    []Object
