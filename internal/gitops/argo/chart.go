@@ -43,29 +43,20 @@ func (s *ValuesSite) Source() index.Source {
 	m := s.manifest
 	return index.Source{Path: m.File, Document: m.Document, APIVersion: m.App.APIVersion, Kind: "Application", Name: m.App.Name, Namespace: m.App.Namespace}
 }
-func (s *ValuesSite) Rendered() restart.WorkloadID {
-	kind, name, _ := strings.Cut(s.value.Workload, "/")
-	return restart.WorkloadID{Kind: kind, Name: name}
-}
+func (s *ValuesSite) Rendered() restart.WorkloadID { return s.value.Rendered() }
 func (s *ValuesSite) CheckKey() string {
 	return fmt.Sprintf("argo values %s#%d %s %s", s.manifest.File, s.manifest.Document, s.at, s.value.Workload)
 }
 
 // Check renders the chart with the source as it was and as edited.
 func (s *ValuesSite) Check(ix *index.Index, e restart.FileEdit, intents map[restart.WorkloadID]restart.Intent) error {
-	for _, in := range intents {
-		valuesIn := func(data []byte) (map[string]any, error) {
-			src, err := sourceAt(data, s.manifest.Document, s.at)
-			if err != nil {
-				return nil, err
-			}
-			return chartValues(ix, s.value.Chart.Dir, src.Helm)
+	return s.value.CheckEach(ix, e, intents, func(data []byte) (map[string]any, error) {
+		src, err := sourceAt(data, s.manifest.Document, s.at)
+		if err != nil {
+			return nil, err
 		}
-		if err := s.value.Check(ix, e, in.Set, valuesIn); err != nil {
-			return fmt.Errorf("rendering the chart of the release in %s with the edit: %v", e.Path, err)
-		}
-	}
-	return nil
+		return chartValues(ix, s.value.Chart.Dir, src.Helm)
+	})
 }
 
 func (valuesKind) Name() string { return "chart values of an Argo CD Application" }
@@ -78,7 +69,7 @@ func (valuesKind) Intents(restarts []restart.Restart) []restart.Intent {
 // helm block of its Application source: in valuesObject, or in the YAML
 // text of values when the source writes its values there.
 func (valuesKind) Write(ix *index.Index, file string, restarts []restart.Restart) ([]restart.FileEdit, error) {
-	return chart.WriteValues(ix, file, restarts, func(data []byte, r restart.Restart) ([]byte, bool, error) {
+	return restart.WriteEach(ix, file, restarts, func(data []byte, r restart.Restart) ([]byte, bool, error) {
 		return r.Site.(*ValuesSite).set(data, r.Set)
 	})
 }

@@ -208,14 +208,15 @@ type Site struct {
 	// at is the source's place in the Application ("spec.sources[1]").
 	at   string
 	path string
-	// patches are the source's kustomize patches in the repository copy.
-	patches []objects.KustomizePatch
 	// rendered is the workload's identity in the path's build with the
 	// source's kustomize block.
 	rendered restart.WorkloadID
 	// target is the name the patch selects: the document's, as the path's
 	// kustomization sees it before its own prefix and Argo CD's.
 	target string
+	// Listed finds kedge's entry among the source's kustomize patches in
+	// the repository copy.
+	restart.Listed
 }
 
 var patchKind = restart.PatchListKind{What: "an Argo CD Application"}
@@ -255,8 +256,11 @@ func PatchSite(ix *index.Index, w drift.Workload, dirs []Directory, src index.So
 			continue
 		}
 		site := &Site{manifest: m, src: src, at: d.Source.At, path: d.Path, rendered: id, target: ix.PatchTargetName(o)}
+		site.Listed = restart.Listed{Target: site.target}
 		if source.Kustomize != nil {
-			site.patches = source.Kustomize.Patches
+			for _, p := range source.Kustomize.Patches {
+				site.Patches = append(site.Patches, restart.ListedPatch{Patch: p.Patch, Target: p.Target, Other: p.Path != "" || len(p.Options) > 0})
+			}
 		}
 		return site
 	}
@@ -272,28 +276,6 @@ func rendersOf(ix *index.Index, root string, src index.Source) []*index.Object {
 		}
 	}
 	return out
-}
-
-// restartEntry returns kedge's entry of the site's patches for kind, or nil.
-func (s *Site) restartEntry(kind string) *objects.KustomizePatch {
-	for i, p := range s.patches {
-		if p.Path == "" && len(p.Options) == 0 && len(p.Target) == 2 && p.Target["kind"] == kind && p.Target["name"] == s.target && restart.RestartShaped(p.Patch) != nil {
-			return &s.patches[i]
-		}
-	}
-	return nil
-}
-
-// HasRestart reports whether the source carries kedge's entry for kind.
-func (s *Site) HasRestart(kind string) bool { return s.restartEntry(kind) != nil }
-
-// AnnotationsOver returns the render's template annotations with those of
-// kedge's entry on top, as Argo CD's build applies them.
-func (s *Site) AnnotationsOver(rendered map[string]string, kind string) map[string]string {
-	if p := s.restartEntry(kind); p != nil {
-		return restart.WithRestartPatch(rendered, p.Patch)
-	}
-	return rendered
 }
 
 // Check builds the source's path as Argo CD builds it, with the

@@ -10,7 +10,6 @@
 package chart
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -226,6 +225,22 @@ type Value struct {
 	Workload string
 }
 
+// Rendered is the workload as the chart renders it.
+func (v Value) Rendered() restart.WorkloadID {
+	kind, name, _ := strings.Cut(v.Workload, "/")
+	return restart.WorkloadID{Kind: kind, Name: name}
+}
+
+// CheckEach checks the edit for each intent of the site.
+func (v Value) CheckEach(ix *index.Index, e restart.FileEdit, intents map[restart.WorkloadID]restart.Intent, valuesIn func([]byte) (map[string]any, error)) error {
+	for _, in := range intents {
+		if err := v.Check(ix, e, in.Set, valuesIn); err != nil {
+			return fmt.Errorf("rendering the chart of the release in %s with the edit: %v", e.Path, err)
+		}
+	}
+	return nil
+}
+
 // Check renders the chart with the values a version of the site's file
 // gives it (valuesIn), before and after the edit: the intended workload's
 // pod template gains exactly the intended annotations, and nothing else of
@@ -247,29 +262,6 @@ func (v Value) Check(ix *index.Index, e restart.FileEdit, set map[string]string,
 		return err
 	}
 	return OnlyAnnotated(renders[0], renders[1], v.Workload, set)
-}
-
-// WriteValues writes each restart with set into file, in workload order.
-func WriteValues(ix *index.Index, file string, restarts []restart.Restart, set func(data []byte, r restart.Restart) ([]byte, bool, error)) ([]restart.FileEdit, error) {
-	before, err := ix.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	restarts = restart.ByID(restarts)
-	after := before
-	for _, r := range restarts {
-		out, changed, err := set(after, r)
-		if err != nil {
-			return nil, err
-		}
-		if changed {
-			after = out
-		}
-	}
-	if bytes.Equal(before, after) {
-		return nil, nil
-	}
-	return []restart.FileEdit{{Path: file, Before: before, After: after, Workloads: restart.IDs(restarts)}}, nil
 }
 
 // Pulled is the outcome of pulling one chart of a chart repository before

@@ -28,6 +28,8 @@ type Site struct {
 	// target is the name the patch selects: the document's, as the path's
 	// kustomization sees it before its own prefix and Flux's.
 	target string
+	// Listed finds kedge's entry among the Kustomization's patches.
+	restart.Listed
 }
 
 var patchKind = restart.PatchListKind{What: "a Flux Kustomization"}
@@ -67,6 +69,10 @@ func PatchSite(ix *index.Index, w drift.Workload, f *Kustomization, src index.So
 		ns = t
 	}
 	site := &Site{manifest: m, src: src, target: ix.PatchTargetName(o), rendered: restart.WorkloadID{Namespace: ns, Kind: o.Kind, Name: NameOf(ix, o, f)}}
+	site.Listed = restart.Listed{Target: site.target}
+	for _, p := range m.Spec.Patches {
+		site.Patches = append(site.Patches, restart.ListedPatch{Patch: p.Patch, Target: p.Target})
+	}
 	sub := SubstitutionOf(ix, f)
 	if o.SubstituteDisabled {
 		sub = nil
@@ -75,29 +81,6 @@ func PatchSite(ix *index.Index, w drift.Workload, f *Kustomization, src index.So
 		return nil
 	}
 	return site
-}
-
-// restartEntry returns kedge's entry of the site's patches for kind, or nil.
-func (s *Site) restartEntry(kind string) *index.FluxPatch {
-	for i, p := range s.manifest.Spec.Patches {
-		if len(p.Target) == 2 && p.Target["kind"] == kind && p.Target["name"] == s.target && restart.RestartShaped(p.Patch) != nil {
-			return &s.manifest.Spec.Patches[i]
-		}
-	}
-	return nil
-}
-
-// HasRestart reports whether the Kustomization carries kedge's entry for
-// the document's kind.
-func (s *Site) HasRestart(kind string) bool { return s.restartEntry(kind) != nil }
-
-// AnnotationsOver returns the render's template annotations with those of
-// kedge's entry on top, as kustomize-controller's build applies them.
-func (s *Site) AnnotationsOver(rendered map[string]string, kind string) map[string]string {
-	if p := s.restartEntry(kind); p != nil {
-		return restart.WithRestartPatch(rendered, p.Patch)
-	}
-	return rendered
 }
 
 // Check renders the Kustomization's path as kustomize-controller builds it,

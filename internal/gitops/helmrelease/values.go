@@ -3,7 +3,6 @@ package helmrelease
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
@@ -60,27 +59,18 @@ type ValuesSite struct {
 
 type valuesKind struct{}
 
-func (s *ValuesSite) File() string         { return s.src.Path }
-func (s *ValuesSite) Kind() restart.Kind   { return valuesKind{} }
-func (s *ValuesSite) Source() index.Source { return s.src }
-func (s *ValuesSite) Reads() restart.Reads { return restart.ReadsCharts }
-func (s *ValuesSite) Rendered() restart.WorkloadID {
-	kind, name, _ := strings.Cut(s.value.Workload, "/")
-	return restart.WorkloadID{Kind: kind, Name: name}
-}
+func (s *ValuesSite) File() string                 { return s.src.Path }
+func (s *ValuesSite) Kind() restart.Kind           { return valuesKind{} }
+func (s *ValuesSite) Source() index.Source         { return s.src }
+func (s *ValuesSite) Reads() restart.Reads         { return restart.ReadsCharts }
+func (s *ValuesSite) Rendered() restart.WorkloadID { return s.value.Rendered() }
 func (s *ValuesSite) CheckKey() string {
 	return fmt.Sprintf("release values %s#%d %s", s.src.Path, s.src.Document, s.value.Workload)
 }
 
 // Check renders the chart with the release as it was and as edited.
 func (s *ValuesSite) Check(ix *index.Index, e restart.FileEdit, intents map[restart.WorkloadID]restart.Intent) error {
-	for _, in := range intents {
-		valuesIn := func(data []byte) (map[string]any, error) { return valuesOf(data, s.src.Document) }
-		if err := s.value.Check(ix, e, in.Set, valuesIn); err != nil {
-			return fmt.Errorf("rendering the chart of the release in %s with the edit: %v", e.Path, err)
-		}
-	}
-	return nil
+	return s.value.CheckEach(ix, e, intents, func(data []byte) (map[string]any, error) { return valuesOf(data, s.src.Document) })
 }
 
 func (valuesKind) Name() string { return "chart values of a Flux HelmRelease" }
@@ -90,7 +80,7 @@ func (valuesKind) Intents(restarts []restart.Restart) []restart.Intent {
 }
 
 func (valuesKind) Write(ix *index.Index, file string, restarts []restart.Restart) ([]restart.FileEdit, error) {
-	return chart.WriteValues(ix, file, restarts, func(data []byte, r restart.Restart) ([]byte, bool, error) {
+	return restart.WriteEach(ix, file, restarts, func(data []byte, r restart.Restart) ([]byte, bool, error) {
 		s := r.Site.(*ValuesSite)
 		return yamledit.SetChartValues(data, s.src.Document, yamledit.ValuesMap{Kind: "HelmRelease", At: "spec.values"}, s.value.Key, r.Set)
 	})

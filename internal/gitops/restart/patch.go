@@ -123,6 +123,44 @@ func WithRestartPatch(rendered map[string]string, patch string) map[string]strin
 	return out
 }
 
+// Listed is a GitOps object's patch list as the repository writes it, and
+// the name kedge's entry would select: where a patch site finds the entry
+// kedge wrote before.
+type Listed struct {
+	Patches []ListedPatch
+	Target  string
+}
+
+// ListedPatch is one entry of a patch list. Other is set when it names a
+// file or options besides a target and a patch: never kedge's.
+type ListedPatch struct {
+	Patch  string
+	Target map[string]string
+	Other  bool
+}
+
+// entry returns kedge's entry for kind, or nil.
+func (l Listed) entry(kind string) *ListedPatch {
+	for i, p := range l.Patches {
+		if !p.Other && len(p.Target) == 2 && p.Target["kind"] == kind && p.Target["name"] == l.Target && RestartShaped(p.Patch) != nil {
+			return &l.Patches[i]
+		}
+	}
+	return nil
+}
+
+// HasRestart reports whether the list carries kedge's entry for kind.
+func (l Listed) HasRestart(kind string) bool { return l.entry(kind) != nil }
+
+// AnnotationsOver returns the render's template annotations with those of
+// kedge's entry on top, as the object's build applies them.
+func (l Listed) AnnotationsOver(rendered map[string]string, kind string) map[string]string {
+	if p := l.entry(kind); p != nil {
+		return WithRestartPatch(rendered, p.Patch)
+	}
+	return rendered
+}
+
 // PatchListSite is a restart written as an entry of a GitOps object's patch
 // list: a Flux Kustomization's spec.patches, an Argo CD Application
 // source's kustomize.patches. The entry selects the workload's document by
@@ -147,6 +185,19 @@ type PatchListKind struct{ What string }
 func (k PatchListKind) Name() string { return k.What + "'s patches" }
 
 func (k PatchListKind) Write(ix *index.Index, file string, restarts []Restart) ([]FileEdit, error) {
+	return WriteEach(ix, file, restarts, func(data []byte, r Restart) ([]byte, bool, error) {
+		site := r.Site.(PatchListSite)
+		entry, err := patchEntry(r, site.Target())
+		if err != nil {
+			return nil, false, err
+		}
+		return yamledit.SetPatchEntry(data, site.Document(), site.List(), entry, ownsEntry(r, site.Target()))
+	})
+}
+
+// WriteEach writes each restart into file with write, in workload order,
+// and returns the file's edit, or none when nothing changed.
+func WriteEach(ix *index.Index, file string, restarts []Restart, write func(data []byte, r Restart) ([]byte, bool, error)) ([]FileEdit, error) {
 	before, err := ix.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -154,12 +205,7 @@ func (k PatchListKind) Write(ix *index.Index, file string, restarts []Restart) (
 	after := before
 	restarts = ByID(restarts)
 	for _, r := range restarts {
-		site := r.Site.(PatchListSite)
-		entry, err := patchEntry(r, site.Target())
-		if err != nil {
-			return nil, err
-		}
-		out, changed, err := yamledit.SetPatchEntry(after, site.Document(), site.List(), entry, ownsEntry(r, site.Target()))
+		out, changed, err := write(after, r)
 		if err != nil {
 			return nil, err
 		}
