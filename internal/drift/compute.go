@@ -24,6 +24,8 @@ func Compute(set *objects.Set, m *mesh.Model, opts Options) Plan {
 		filter:     newNamespaceFilter(opts),
 		kinds:      opts.kindSet(),
 		optOut:     opts.optOutAnnotation(),
+		images:     opts.Images,
+		sameImage:  map[imagePair]bool{},
 		namespaces: map[string]*namespaceInfo{},
 		groups:     map[groupKey]*group{},
 		statuses:   map[string]string{},
@@ -35,17 +37,23 @@ func Compute(set *objects.Set, m *mesh.Model, opts Options) Plan {
 }
 
 type computation struct {
-	model      *mesh.Model
-	index      *index
-	filter     *namespaceFilter
-	kinds      map[string]bool
-	optOut     string
+	model  *mesh.Model
+	index  *index
+	filter *namespaceFilter
+	kinds  map[string]bool
+	optOut string
+	images image.Identity
+	// sameImage memoises images.Runs: a cluster runs a handful of proxy
+	// images, each compared with a handful of injected ones.
+	sameImage  map[imagePair]bool
 	namespaces map[string]*namespaceInfo
 	groups     map[groupKey]*group
 	// statuses memoises the revision parsed from identical status
 	// annotations, which most pods of a revision share.
 	statuses map[string]string
 }
+
+type imagePair struct{ running, injected string }
 
 type namespaceInfo struct {
 	labels   map[string]string
@@ -242,7 +250,7 @@ func (c *computation) compare(sc sidecar, d mesh.Decision) reasonBits {
 		if current != "" && current != d.Revision {
 			return bitOf(ReasonRevision)
 		}
-		if d.Image != "" && !image.Same(sc.image, d.Image) {
+		if d.Image != "" && !c.runs(sc.image, d.Image) {
 			return bitOf(ReasonProxyImage)
 		}
 		return 0
@@ -252,6 +260,20 @@ func (c *computation) compare(sc sidecar, d mesh.Decision) reasonBits {
 		return bitOf(ReasonUnwantedSidecar)
 	}
 	return 0
+}
+
+// runs tells whether a pod running the image running runs the injected one.
+func (c *computation) runs(running, injected string) bool {
+	if running == injected {
+		return true
+	}
+	key := imagePair{running, injected}
+	same, seen := c.sameImage[key]
+	if !seen {
+		same = c.images.Runs(running, injected)
+		c.sameImage[key] = same
+	}
+	return same
 }
 
 func startOf(p *objects.Pod) time.Time {

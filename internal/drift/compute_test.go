@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/image"
 	"github.com/kedge-io/kedge/internal/testing/meshtest"
 )
 
@@ -14,6 +15,8 @@ const (
 	digestOld = "registry.example.com/istio/proxyv2@sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	digestNew = "registry.example.com/istio/proxyv2@sha256:2222222222222222222222222222222222222222222222222222222222222222"
 	fipsImage = "registry.example.com/mesh/proxyv2:1.24.1-fips"
+	mirror124 = "mirror.corp/istio/proxyv2:1.24.1"
+	digest64  = "sha256:4f2a9c0b7d1e5f3a8b6c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c"
 )
 
 var enabled = map[string]string{"istio-injection": "enabled"}
@@ -223,6 +226,56 @@ func TestCompute(t *testing.T) {
 			},
 			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "cart", 2, 2, reasons(drift.ReasonProxyImage),
 				current([]string{"default"}, []string{digestOld}), drift.Desired{Revision: "default", Image: digestNew})},
+		},
+		{
+			// Kyverno's verifyImages (mutateDigest, on by default) and
+			// google/k8s-digester append the digest after injection.
+			name: "a digest appended after injection is the injected image; another tag under a digest still drifts",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 2, &cart, injected("default", image124+"@"+digest64))
+				web := c.deployment("shop", "web", tmpl{})
+				c.pods("shop", "web", 2, &web, injected("default", image123+"@"+digest64))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "web", 2, 2, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{image123 + "@" + digest64}), drift.Desired{Revision: "default", Image: image124})},
+		},
+		{
+			name: "a registry mirror a policy rewrites to is the injected image once configured",
+			opts: drift.Options{Images: image.Identity{Mirrors: map[string]string{"mirror.corp/istio": "docker.io/istio"}}},
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 2, &cart, injected("default", mirror124+"@"+digest64))
+				web := c.deployment("shop", "web", tmpl{})
+				c.pods("shop", "web", 1, &web, injected("default", "mirror.corp/istio/proxyv2:1.23.2"))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "web", 1, 1, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{"mirror.corp/istio/proxyv2:1.23.2"}), drift.Desired{Revision: "default", Image: image124})},
+		},
+		{
+			name: "a registry mirror that is not configured drifts, shown as the pods run it",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 2, &cart, injected("default", mirror124))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "cart", 2, 2, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{mirror124}), drift.Desired{Revision: "default", Image: image124})},
+		},
+		{
+			name: "images.compareRegistry false compares the image name and tag alone",
+			opts: drift.Options{Images: image.Identity{IgnoreRegistry: true}},
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 2, &cart, injected("default", "gcr.io/istio-release/proxyv2:1.24.1"))
+				web := c.deployment("shop", "web", tmpl{})
+				c.pods("shop", "web", 1, &web, injected("default", "gcr.io/istio-release/proxyv2:1.23.2"))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "web", 1, 1, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{"gcr.io/istio-release/proxyv2:1.23.2"}), drift.Desired{Revision: "default", Image: image124})},
 		},
 		{
 			name: "proxyImage annotation on the template overrides the revision's image",

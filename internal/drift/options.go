@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/kedge-io/kedge/internal/image"
 )
 
 // DefaultOptOutAnnotation is the annotation whose value "true" on a
@@ -43,6 +45,9 @@ type Options struct {
 	Kinds []string
 	// OptOutAnnotation defaults to DefaultOptOutAnnotation.
 	OptOutAnnotation string
+	// Images says when the proxy image a pod runs is the one its revision
+	// injects; the zero value compares registries and knows no mirrors.
+	Images image.Identity
 }
 
 // Validate reports malformed globs and kinds kedge cannot restart.
@@ -57,6 +62,9 @@ func (o Options) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: pattern %q: %w", field.name, p, err))
 			}
 		}
+	}
+	if err := o.Images.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("image mirrors: %w", err))
 	}
 	for _, k := range o.Kinds {
 		if canonicalKind(k) == "" {
