@@ -480,6 +480,8 @@ func decodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
 		typed = &objects.AuthorizationPolicy{}
 	case kindGateway:
 		typed = &objects.Gateway{}
+	case kindCanary:
+		typed = &objects.Canary{}
 	default:
 		return u, nil
 	}
@@ -510,6 +512,8 @@ func typedMeta(typed any) *metav1.ObjectMeta {
 	case *objects.AuthorizationPolicy:
 		return &t.ObjectMeta
 	case *objects.Gateway:
+		return &t.ObjectMeta
+	case *objects.Canary:
 		return &t.ObjectMeta
 	}
 	return &metav1.ObjectMeta{}
