@@ -28,6 +28,10 @@ const (
 	KindPod     = "Pod"
 )
 
+// KindCanary is Flagger's Canary, through which a change of its target's
+// template reaches the pods of its primary.
+const KindCanary = "Canary"
+
 // DefaultKinds are the workload kinds acted on when Options.Kinds is empty.
 func DefaultKinds() []string {
 	return []string{KindDeployment, KindStatefulSet, KindDaemonSet, KindRollout}
