@@ -371,7 +371,7 @@ func (ix *index) referencedDeployment(r *objects.Rollout) *appsv1.Deployment {
 // rolloutOfDeployment makes the Deployment a Rollout references the owner
 // of the Rollout's pods: Argo Rollouts rolls a change of the Deployment's
 // template out in the Rollout's pods
-// (https://argoproj.github.io/argo-rollouts/migrating/#reference-deployment-from-rollout),
+// (https://argoproj.github.io/argo-rollouts/migrating/),
 // so the restart is the Deployment's, edited in Git like any other.
 func rolloutOfDeployment(rollout *owner, r *objects.Rollout, d *appsv1.Deployment) *owner {
 	o := &owner{namespace: rollout.namespace, kind: KindDeployment, name: d.Name, runKind: KindRollout,
