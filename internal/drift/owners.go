@@ -24,8 +24,7 @@ const (
 	labelPodHash     = "pod-template-hash"
 	labelRolloutHash = "rollouts-pod-template-hash"
 	// primarySuffix ends the name of the workload Flagger runs a Canary's
-	// target in (pkg/canary/deployment_controller.go and
-	// daemonset_controller.go: fmt.Sprintf("%s-primary", targetRef.Name)).
+	// target in (docs/design.md, "What runs the pods").
 	primarySuffix = "-primary"
 )
 
@@ -285,8 +284,8 @@ func (o *owner) fill(meta *metav1.ObjectMeta, apiVersion string, template *corev
 }
 
 // managedBy follows a workload's owner references, with or without the
-// controller flag (an operator may set either), to the controller that
-// writes its pod template. A Flagger Canary's primary belongs to the
+// controller flag (an operator may set either; docs/design.md, "What runs
+// the pods"), to the controller that writes its pod template. A Flagger Canary's primary belongs to the
 // Canary's target, whose template Flagger promotes to it; any other owner is
 // an operator's resource, which kedge cannot restart through Git.
 func (ix *index) managedBy(o *owner, refs []metav1.OwnerReference) *owner {
@@ -370,9 +369,8 @@ func (ix *index) referencedDeployment(r *objects.Rollout) *appsv1.Deployment {
 
 // rolloutOfDeployment makes the Deployment a Rollout references the owner
 // of the Rollout's pods: Argo Rollouts rolls a change of the Deployment's
-// template out in the Rollout's pods
-// (https://argoproj.github.io/argo-rollouts/migrating/),
-// so the restart is the Deployment's, edited in Git like any other.
+// template out in the Rollout's pods (docs/design.md, "What runs the
+// pods"), so the restart is the Deployment's, edited in Git like any other.
 func rolloutOfDeployment(rollout *owner, r *objects.Rollout, d *appsv1.Deployment) *owner {
 	o := &owner{namespace: rollout.namespace, kind: KindDeployment, name: d.Name, runKind: KindRollout,
 		via: &Via{Kind: KindRollout, Name: r.Name, APIVersion: apiVersionArgo}}

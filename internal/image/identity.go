@@ -13,7 +13,8 @@ import (
 // policies may still rewrite the image: Kyverno's verifyImages (mutateDigest
 // is on by default) and google/k8s-digester append the digest the tag
 // resolves to, and a replace-registry policy moves every image to a mirror.
-// Neither changes what runs, so neither is drift.
+// Neither changes what runs, so neither is drift (docs/design.md, "What runs
+// the pods").
 //
 // Two references are the same image when their repositories are the same,
 // once Docker Hub's implicit registry and library path are spelled out and

@@ -6,8 +6,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // workload it delivers. Flagger runs that workload's template in a copy of
 // it named <targetRef.name>-primary, which it creates with the Canary as its
 // controller, and copies the target's template onto the primary when its
-// analysis promotes a change
-// (https://docs.flagger.app/usage/how-it-works).
+// analysis promotes a change (docs/design.md, "What runs the pods").
 type Canary struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
