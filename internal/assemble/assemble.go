@@ -57,6 +57,7 @@ func PlanOptions(cfg *config.Config, repoRoot string) plan.Options {
 			ExcludeNamespaces: cfg.Namespaces.Exclude,
 			Kinds:             cfg.Workloads.Kinds,
 			OptOutAnnotation:  cfg.Workloads.OptOutAnnotation,
+			Images:            cfg.Images.Identity(),
 		},
 		RepoRoot:    repoRoot,
 		RepoURLs:    RepoURLs(cfg),

@@ -111,6 +111,9 @@ var customResources = []customResource{
 	{group: "networking.istio.io", resource: "proxyconfigs", kind: kindProxyConfig},
 	{group: "security.istio.io", resource: "authorizationpolicies", kind: kindAuthorizationPolicy},
 	{group: "gateway.networking.k8s.io", resource: "gateways", kind: kindGateway},
+	// A Canary says which workload's template Flagger promotes to the
+	// primary whose pods it runs.
+	{group: "flagger.app", resource: "canaries", kind: kindCanary},
 }
 
 // Kinds read to tell whether a namespace can move to ambient mode.
@@ -118,6 +121,9 @@ const (
 	kindAuthorizationPolicy = "AuthorizationPolicy"
 	kindGateway             = "Gateway"
 )
+
+// kindCanary is Flagger's Canary.
+const kindCanary = "Canary"
 
 // kindProxyConfig is Istio's ProxyConfig, the one custom kind that changes
 // what the mesh injects.
@@ -373,6 +379,7 @@ func (l *Live) Set() *objects.Set {
 	set.ProxyConfigs = copied(l, custom[kindProxyConfig], copyCustom[objects.ProxyConfig](custom[kindProxyConfig]))
 	set.AuthorizationPolicies = copied(l, custom[kindAuthorizationPolicy], copyCustom[objects.AuthorizationPolicy](custom[kindAuthorizationPolicy]))
 	set.Gateways = copied(l, custom[kindGateway], copyCustom[objects.Gateway](custom[kindGateway]))
+	set.Canaries = copied(l, custom[kindCanary], copyCustom[objects.Canary](custom[kindCanary]))
 	return set
 }
 

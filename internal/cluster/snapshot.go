@@ -297,6 +297,8 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 		return appendTo(&set.HelmRepositories)
 	case "networking.istio.io/ProxyConfig":
 		return appendTo(&set.ProxyConfigs)
+	case "flagger.app/Canary":
+		return appendTo(&set.Canaries)
 	case "/Node":
 		return appendDecoded(&set.Nodes, trim, decodeNode)
 	case "security.istio.io/AuthorizationPolicy":
@@ -380,6 +382,7 @@ func mergeAll(parts []*objects.Set) *objects.Set {
 		GitRepositories:  concat(parts, func(s *objects.Set) []objects.GitRepository { return s.GitRepositories }),
 		HelmRepositories: concat(parts, func(s *objects.Set) []objects.HelmRepository { return s.HelmRepositories }),
 		ProxyConfigs:     concat(parts, func(s *objects.Set) []objects.ProxyConfig { return s.ProxyConfigs }),
+		Canaries:         concat(parts, func(s *objects.Set) []objects.Canary { return s.Canaries }),
 		Nodes:            concat(parts, func(s *objects.Set) []corev1.Node { return s.Nodes }),
 		AuthorizationPolicies: concat(parts, func(s *objects.Set) []objects.AuthorizationPolicy {
 			return s.AuthorizationPolicies

@@ -138,6 +138,7 @@ func (d *streamDecoder) mergeReady() {
 		appendSized(&s.GitRepositories, src.GitRepositories, p.bytes, d.size)
 		appendSized(&s.HelmRepositories, src.HelmRepositories, p.bytes, d.size)
 		appendSized(&s.ProxyConfigs, src.ProxyConfigs, p.bytes, d.size)
+		appendSized(&s.Canaries, src.Canaries, p.bytes, d.size)
 		appendSized(&s.Nodes, src.Nodes, p.bytes, d.size)
 		appendSized(&s.AuthorizationPolicies, src.AuthorizationPolicies, p.bytes, d.size)
 		appendSized(&s.Gateways, src.Gateways, p.bytes, d.size)

@@ -63,6 +63,7 @@ func WriteSnapshot(set *objects.Set, dir string) error {
 		{"gitrepositories.yaml", "source.toolkit.fluxcd.io/v1", "GitRepository", items(set.GitRepositories)},
 		{"helmrepositories.yaml", "source.toolkit.fluxcd.io/v1", "HelmRepository", items(set.HelmRepositories)},
 		{"proxyconfigs.yaml", "networking.istio.io/v1beta1", "ProxyConfig", items(set.ProxyConfigs)},
+		{"canaries.yaml", "flagger.app/v1beta1", "Canary", items(set.Canaries)},
 		{"nodes.yaml", "v1", "Node", items(set.Nodes)},
 		{"authorizationpolicies.yaml", "security.istio.io/v1", "AuthorizationPolicy", items(set.AuthorizationPolicies)},
 		{"gateways.yaml", "gateway.networking.k8s.io/v1", "Gateway", items(set.Gateways)},

@@ -95,6 +95,9 @@ func snapshotWriteSet() *objects.Set {
 			// An empty selector differs from none and must stay empty.
 			{ObjectMeta: meta("shop", "nothing"), Spec: objects.ProxyConfigSpec{Selector: &objects.WorkloadSelector{}}},
 		},
+		Canaries: []objects.Canary{{ObjectMeta: meta("shop", "cart"), Spec: objects.CanarySpec{
+			TargetRef: objects.CanaryTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "cart"},
+		}}},
 		Nodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}},
 		AuthorizationPolicies: []objects.AuthorizationPolicy{{ObjectMeta: meta("shop", "get-only"), Spec: objects.AuthorizationPolicySpec{
 			Rules: []objects.AuthorizationRule{{To: []objects.RuleTo{{Operation: objects.RuleOperation{Methods: []string{"GET"}}}}}},
@@ -179,6 +182,10 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		o.TypeMeta = tm("networking.istio.io/v1beta1", "ProxyConfig")
 		out.ProxyConfigs = append(out.ProxyConfigs, o)
 	}
+	for _, o := range set.Canaries {
+		o.TypeMeta = tm("flagger.app/v1beta1", "Canary")
+		out.Canaries = append(out.Canaries, o)
+	}
 	for _, o := range set.Nodes {
 		o.TypeMeta = tm("v1", "Node")
 		out.Nodes = append(out.Nodes, o)
@@ -213,7 +220,7 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 
 			files, err := filepath.Glob(filepath.Join(dir, "*"))
 			require.NoError(t, err)
-			assert.Len(t, files, 19, "one file per kind, and no temporary files left")
+			assert.Len(t, files, 20, "one file per kind, and no temporary files left")
 		})
 	}
 }

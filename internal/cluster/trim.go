@@ -149,7 +149,9 @@ func withKind[P interface{ SetGroupVersionKind(schema.GroupVersionKind) }](o P, 
 }
 
 // The workloads keep their identity, their replica counts and status (the
-// rollout gate reads them) and their pod template as trimTemplate leaves it.
+// rollout gate reads them), their pod template as trimTemplate leaves it,
+// and the type of a StatefulSet's or DaemonSet's update strategy: with
+// OnDelete, a template change restarts no pod.
 func trimDeployment(o *appsv1.Deployment) {
 	trimMeta(&o.ObjectMeta)
 	o.Spec = appsv1.DeploymentSpec{Replicas: o.Spec.Replicas, Template: trimTemplate(o.Spec.Template)}
@@ -158,13 +160,19 @@ func trimDeployment(o *appsv1.Deployment) {
 
 func trimStatefulSet(o *appsv1.StatefulSet) {
 	trimMeta(&o.ObjectMeta)
-	o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas, Template: trimTemplate(o.Spec.Template)}
+	o.Spec = appsv1.StatefulSetSpec{
+		Replicas: o.Spec.Replicas, Template: trimTemplate(o.Spec.Template),
+		UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: o.Spec.UpdateStrategy.Type},
+	}
 	o.Status.Conditions = nil
 }
 
 func trimDaemonSet(o *appsv1.DaemonSet) {
 	trimMeta(&o.ObjectMeta)
-	o.Spec = appsv1.DaemonSetSpec{Template: trimTemplate(o.Spec.Template)}
+	o.Spec = appsv1.DaemonSetSpec{
+		Template:       trimTemplate(o.Spec.Template),
+		UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: o.Spec.UpdateStrategy.Type},
+	}
 	o.Status.Conditions = nil
 }
 
@@ -480,6 +488,8 @@ func decodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
 		typed = &objects.AuthorizationPolicy{}
 	case kindGateway:
 		typed = &objects.Gateway{}
+	case kindCanary:
+		typed = &objects.Canary{}
 	default:
 		return u, nil
 	}
@@ -510,6 +520,8 @@ func typedMeta(typed any) *metav1.ObjectMeta {
 	case *objects.AuthorizationPolicy:
 		return &t.ObjectMeta
 	case *objects.Gateway:
+		return &t.ObjectMeta
+	case *objects.Canary:
 		return &t.ObjectMeta
 	}
 	return &metav1.ObjectMeta{}

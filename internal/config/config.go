@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path"
@@ -17,6 +18,8 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/kedge-io/kedge/internal/image"
 )
 
 // Error is a configuration problem. Key names the offending key (or file)
@@ -40,6 +43,7 @@ type Config struct {
 	Helm       HelmConfig       `mapstructure:"helm"`
 	Namespaces NamespacesConfig `mapstructure:"namespaces"`
 	Workloads  WorkloadsConfig  `mapstructure:"workloads"`
+	Images     ImagesConfig     `mapstructure:"images"`
 	Git        GitConfig        `mapstructure:"git"`
 	Limits     LimitsConfig     `mapstructure:"limits"`
 	Reviewers  ReviewersConfig  `mapstructure:"reviewers"`
@@ -113,6 +117,24 @@ type NamespacesConfig struct {
 type WorkloadsConfig struct {
 	Kinds            []string `mapstructure:"kinds"`
 	OptOutAnnotation string   `mapstructure:"optOutAnnotation"`
+}
+
+// ImagesConfig says when the proxy image a pod runs is the one its
+// revision injects, after admission policies rewrote it.
+type ImagesConfig struct {
+	// Mirrors maps a repository prefix a policy rewrites images to onto
+	// the prefix it mirrors ("mirror.corp/istio": "docker.io/istio"). Its
+	// keys hold dots, which viper reads as nesting when it decodes the
+	// whole configuration, so Load reads the key on its own.
+	Mirrors map[string]string `mapstructure:"-"`
+	// CompareRegistry false compares only the image name, tag and pinned
+	// digest, whatever registry and path come before the name.
+	CompareRegistry bool `mapstructure:"compareRegistry"`
+}
+
+// Identity is how drift compares proxy images under this configuration.
+func (c ImagesConfig) Identity() image.Identity {
+	return image.Identity{Mirrors: c.Mirrors, IgnoreRegistry: !c.CompareRegistry}
 }
 
 type GitConfig struct {
@@ -229,6 +251,8 @@ var defaults = map[string]any{
 	"namespaces.exclude":         []string{},
 	"workloads.kinds":            []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"},
 	"workloads.optOutAnnotation": "kedge.io/ignore",
+	"images.mirrors":             map[string]string{},
+	"images.compareRegistry":     true,
 	"git.cacheDir":               "",
 	"git.authorName":             "kedge",
 	"git.authorEmail":            "kedge@users.noreply.github.com",
@@ -306,10 +330,50 @@ func Load(file string, flags *pflag.FlagSet, flagKeys map[string]string) (*Confi
 			mapstructure.StringToSliceHookFunc(","),
 		)
 	}
+	// Read before Unmarshal: rebuilding the nested settings, viper writes
+	// the dotted keys' components into the very map the file was read into.
+	mirrors, err := stringMap(v.Get("images.mirrors"))
+	if err != nil {
+		return nil, &Error{Key: "images.mirrors", Msg: err.Error()}
+	}
 	if err := v.Unmarshal(&cfg, decode); err != nil {
 		return nil, &Error{Key: keyOf(err), Msg: err.Error()}
 	}
+	cfg.Images.Mirrors = mirrors
 	return &cfg, nil
+}
+
+// stringMap reads a map of strings as the file writes it, or as one
+// string of comma-separated key=value pairs (KEDGE_IMAGES_MIRRORS).
+func stringMap(value any) (map[string]string, error) {
+	out := map[string]string{}
+	switch v := value.(type) {
+	case nil:
+	case map[string]string:
+		maps.Copy(out, v)
+	case map[string]any:
+		for k, val := range v {
+			s, ok := val.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s: %v is not a string", k, val)
+			}
+			out[k] = s
+		}
+	case string:
+		for _, pair := range strings.Split(v, ",") {
+			if strings.TrimSpace(pair) == "" {
+				continue
+			}
+			k, val, ok := strings.Cut(pair, "=")
+			if !ok {
+				return nil, fmt.Errorf("%q is not key=value", pair)
+			}
+			out[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		}
+	default:
+		return nil, fmt.Errorf("want a map of strings, got %T", value)
+	}
+	return out, nil
 }
 
 func readError(err error) string {
@@ -328,7 +392,7 @@ func unknownKeys(v *viper.Viper) error {
 		known[strings.ToLower(k)] = true
 	}
 	for _, k := range v.AllKeys() {
-		if known[k] || strings.HasPrefix(k, "reviewers.bynamespace.") || strings.HasPrefix(k, "migrations") || strings.HasPrefix(k, "waves") {
+		if known[k] || strings.HasPrefix(k, "reviewers.bynamespace.") || strings.HasPrefix(k, "images.mirrors.") || strings.HasPrefix(k, "migrations") || strings.HasPrefix(k, "waves") {
 			continue
 		}
 		return &Error{Key: k, Msg: "unknown key (see config/kedge.example.yaml)"}
@@ -402,6 +466,9 @@ func (c *Config) Validate(mode Mode) error {
 		if !allowed[k] {
 			return &Error{Key: "workloads.kinds", Msg: fmt.Sprintf("unsupported kind %q (Deployment, StatefulSet, DaemonSet, Rollout)", k)}
 		}
+	}
+	if err := c.Images.Identity().Validate(); err != nil {
+		return &Error{Key: "images.mirrors", Msg: err.Error()}
 	}
 	if err := validAnnotationKey("restart.annotation", c.Restart.Annotation); err != nil {
 		return err

@@ -59,6 +59,35 @@ func TestDefaults(t *testing.T) {
 	assert.Error(t, cfg.Validate(ModeRun), "run needs cluster, repo and credentials")
 }
 
+// images.mirrors keys are registry hosts and paths, dots included, which
+// must not be read as nested keys.
+func TestImageMirrors(t *testing.T) {
+	cfg, err := Load("", nil, nil)
+	require.NoError(t, err)
+	assert.True(t, cfg.Images.CompareRegistry)
+	assert.Empty(t, cfg.Images.Mirrors)
+
+	file := writeConfig(t, "images:\n  compareRegistry: false\n  mirrors:\n    mirror.corp/istio: docker.io/istio\n    registry.corp:5000: docker.io\n")
+	// viper walks its keys in map order: each load takes another path.
+	for range 20 {
+		cfg, err = Load(file, nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, cfg.Validate(ModePlan))
+		assert.False(t, cfg.Images.CompareRegistry)
+		assert.Equal(t, map[string]string{"mirror.corp/istio": "docker.io/istio", "registry.corp:5000": "docker.io"}, cfg.Images.Mirrors)
+	}
+
+	t.Setenv("KEDGE_IMAGES_MIRRORS", "mirror.corp/istio=docker.io/istio, quay.corp=quay.io")
+	cfg, err = Load("", nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"mirror.corp/istio": "docker.io/istio", "quay.corp": "quay.io"}, cfg.Images.Mirrors)
+	t.Setenv("KEDGE_IMAGES_MIRRORS", "mirror.corp/istio")
+	_, err = Load("", nil, nil)
+	var cerr *Error
+	require.ErrorAs(t, err, &cerr)
+	assert.Equal(t, "images.mirrors", cerr.Key)
+}
+
 func TestPrecedenceFileEnvFlag(t *testing.T) {
 	file := writeConfig(t, "cluster: c\ngithub: {token: t}\nrepo: {owner: from-file, name: gitops, baseBranch: main}\nlimits: {maxOpenPRs: 5}\n")
 	t.Setenv("KEDGE_REPO_OWNER", "from-env")
@@ -117,6 +146,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"waves with one name", "waves: [{name: a}, {name: a}]\n", ModePlan, "waves[1].name"},
 		{"negative soak", "waves: [{name: a, soak: -1m}]\n", ModePlan, "waves[0].soak"},
 		{"bad soak", "waves: [{name: a, soak: soon}]\n", ModePlan, "waves[0].soak"},
+		{"mirror with a tag", "images: {mirrors: {'mirror.corp/istio:1.24': docker.io/istio}}\n", ModePlan, "images.mirrors"},
+		{"mirror onto nothing", "images: {mirrors: {mirror.corp/istio: ''}}\n", ModePlan, "images.mirrors"},
 		{"negative maxUnhealthy", "waves: [{name: a, maxUnhealthy: -1}]\n", ModePlan, "waves[0].maxUnhealthy"},
 		{"negative maxProxyRestarts", "waves: [{name: a, maxProxyRestarts: -2}]\n", ModePlan, "waves[0].maxProxyRestarts"},
 		{"bad wave glob", "waves: [{name: a, namespaces: ['[']}]\n", ModePlan, "waves[0].namespaces"},

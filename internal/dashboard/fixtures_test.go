@@ -428,6 +428,52 @@ var cases = []struct {
 	{"relabel-only", relabelOnly},
 	{"waves", rolloutWaves},
 	{"to-ambient", toAmbient},
+	{"delivered", delivered},
+}
+
+// delivered is a namespace whose pods other controllers run: a Flagger
+// Canary's primary and an Argo Rollout taking its template from a
+// Deployment, restarted through the workloads Git holds, beside an
+// operator's StatefulSet and an OnDelete one kedge skips. The pods run
+// digested and mirrored images, shown as they run.
+func delivered() fixture {
+	const mirrored = "mirror.acme.io/istio/proxyv2:1.23.2@sha256:4f2a9c0b7d1e5f3a8b6c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c"
+	podinfo := workload("shop", "Deployment", "podinfo", []drift.Reason{drift.ReasonProxyImage}, 3, 3,
+		[]string{"1-24-0"}, []string{mirrored}, "1-24-0", img1240, found("apps/shop/podinfo.yaml", drift.EditInPlace), ago(6*24*time.Hour))
+	podinfo.Via = &drift.Via{Kind: drift.KindCanary, Name: "podinfo", APIVersion: "flagger.app/v1beta1", Primary: "podinfo-primary"}
+	api := workload("shop", "Deployment", "api-template", []drift.Reason{drift.ReasonRevision}, 2, 2,
+		[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/shop/api.yaml", drift.EditInPlace), ago(2*24*time.Hour))
+	api.Via = &drift.Via{Kind: drift.KindRollout, Name: "api", APIVersion: "argoproj.io/v1alpha1"}
+	cart := workload("shop", "Deployment", "cart", []drift.Reason{drift.ReasonRevision}, 1, 2,
+		[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/shop/cart.yaml", drift.EditInPlace), ago(3*time.Hour))
+	// A mirror nobody declared in images.mirrors: the same version, another
+	// image.
+	search := workload("shop", "Deployment", "search", []drift.Reason{drift.ReasonProxyImage}, 2, 2,
+		[]string{"1-24-0"}, []string{"mirror.acme.io/istio/proxyv2:1.24.0"}, "1-24-0", img1240, found("apps/shop/search.yaml", drift.EditInPlace), ago(5*time.Hour))
+	shop := []drift.Workload{podinfo, api, cart, search}
+	pr := prFor("shop", shop, map[string]int{"1.23.2": 3, "1.24.0": 4})
+	skipped := []drift.Skipped{
+		{Namespace: "shop", Kind: "StatefulSet", Name: "orders-db", Reason: drift.SkipOnDelete,
+			Detail: "updateStrategy OnDelete: a new pod template reaches a pod only when the pod is deleted; delete the pods of StatefulSet orders-db to restart them"},
+		{Namespace: "shop", Kind: "Dragonfly", Name: "cache", Reason: drift.SkipNotRestartable,
+			Detail: "StatefulSet cache owned by Dragonfly cache (dragonflydb.io/v1alpha1, owner reference without controller: true): the operator behind Dragonfly cache writes the pod template, which kedge cannot restart through Git"},
+	}
+	dashboard := ClusterDashboard{
+		Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+		Namespaces: []NamespaceStatus{{Namespace: "shop", State: PROpen, PRNumber: 21, PRURL: pullURL(21), Workloads: shop}},
+		Skipped:    skipped,
+		Stragglers: []Straggler{{Namespace: "shop", PRNumber: 20, PRURL: pullURL(20), MergedAt: now.Add(-2 * time.Hour), Workloads: []drift.Workload{podinfo}}},
+		LastCycle:  now, LastCycleDuration: 2100 * time.Millisecond,
+	}
+	m := mesh()
+	return fixture{
+		pr: pr, dashboard: dashboard,
+		comments: commentsFor(pr, []drift.Workload{podinfo}),
+		plan: PlanView{
+			Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: shop, Skipped: skipped}, Mesh: &m, Now: now,
+			ProxyVersions: map[string]map[string]int{"shop": pr.ProxyVersions},
+		},
+	}
 }
 
 // policyOf allows links to every file the fixture's workloads, migration

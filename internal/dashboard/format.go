@@ -129,6 +129,7 @@ var skipMeaning = map[drift.SkipReason]string{
 	drift.SkipNoOwner:        "a bare pod: nothing recreates it, so delete it when convenient",
 	drift.SkipConflict:       "several revisions would inject it: fix the webhooks first",
 	drift.SkipOptedOut:       "opted out by annotation",
+	drift.SkipOnDelete:       "updated OnDelete: a template edit restarts none of its pods; delete them, one at a time, to restart them",
 }
 
 var manifestMeaning = map[string]string{

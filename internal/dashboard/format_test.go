@@ -68,6 +68,33 @@ func TestChange(t *testing.T) {
 	assert.Equal(t, `a\|b → **&lt;c&gt;**`, change([]string{"a|b"}, "<c>"))
 }
 
+// The proxy column shows versions, unless they read the same while the
+// images differ: then the images, as the pods run them.
+func TestProxyChange(t *testing.T) {
+	const (
+		upstream = "docker.io/istio/proxyv2:1.24.0"
+		mirrored = "mirror.corp/istio/proxyv2:1.24.0"
+		pinned   = "docker.io/istio/proxyv2@sha256:4f2a9c0b7d1e5f3a8b6c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c"
+		other    = "docker.io/istio/proxyv2@sha256:4f2a9c0b7d1e00000000000000000000000000000000000000000000000000ff"
+	)
+	tests := []struct {
+		images  []string
+		desired string
+		want    string
+	}{
+		{[]string{"docker.io/istio/proxyv2:1.23.2"}, upstream, "1.23.2 → **1.24.0**"},
+		{[]string{upstream}, upstream, "1.24.0"},
+		{nil, upstream, "no sidecar → **1.24.0**"},
+		{[]string{upstream}, "", "1.24.0 → **no sidecar**"},
+		{[]string{mirrored}, upstream, "mirror.corp/istio/proxyv2:1.24.0 → **docker.io/istio/proxyv2:1.24.0**"},
+		{[]string{mirrored, upstream}, upstream, "mirror.corp/istio/proxyv2:1.24.0, docker.io/istio/proxyv2:1.24.0 → **docker.io/istio/proxyv2:1.24.0**"},
+		{[]string{other}, pinned, EscapeMarkdown(other) + " → **" + EscapeMarkdown(pinned) + "**"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, proxyChange(tt.images, tt.desired), "%v → %s", tt.images, tt.desired)
+	}
+}
+
 func TestMeaningShowsUnknownCodes(t *testing.T) {
 	assert.Equal(t, "opted out by annotation", meaning(drift.SkipOptedOut))
 	assert.Equal(t, "several files could define it", meaning(drift.ManifestAmbiguous))

@@ -28,6 +28,7 @@ func funcs() template.FuncMap {
 		},
 		// Escaped compound values.
 		"change":      change,
+		"proxyChange": proxyChange,
 		"plainChange": plainChange,
 		"codes":       codes,
 		"names":       names,
@@ -83,6 +84,23 @@ func change(current []string, desired string) string {
 		return cur[0]
 	}
 	return strings.Join(cur, ", ") + " → **" + EscapeMarkdown(desired) + "**"
+}
+
+// proxyChange is change of the proxy versions the pods run and the one
+// they should, or of the images as the pods run them when the versions
+// read the same: a pod on an undeclared mirror, or on another digest than
+// the one the injector pins, runs another image under the same version.
+func proxyChange(images []string, desired string) string {
+	current, want := proxyVersions(images), versionOf(desired)
+	if desired == "" || len(current) != 1 || current[0] != want {
+		return change(current, want)
+	}
+	for _, img := range images {
+		if img != desired {
+			return change(images, desired)
+		}
+	}
+	return change(current, want)
 }
 
 // codes writes a list of string-like values (reasons, states) as inline

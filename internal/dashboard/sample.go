@@ -29,6 +29,22 @@ func samples() []sample {
 			OldestDriftedPodStart: &started,
 		},
 		{
+			Namespace: "shop", Kind: "Deployment", Name: "podinfo",
+			Reasons: []drift.Reason{drift.ReasonProxyImage}, Pods: drift.PodCount{Total: 2, Drifted: 2},
+			Current:  drift.Current{Revisions: []string{"1-24-0"}, Images: []string{"mirror.example.com/istio/proxyv2:1.23.2"}},
+			Desired:  drift.Desired{Revision: "1-24-0", Image: "docker.io/istio/proxyv2:1.24.0"},
+			Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "apps/shop/podinfo.yaml", Edit: drift.EditInPlace},
+			Via:      &drift.Via{Kind: drift.KindCanary, Name: "podinfo", APIVersion: "flagger.app/v1beta1", Primary: "podinfo-primary"},
+		},
+		{
+			Namespace: "shop", Kind: "Deployment", Name: "api-template",
+			Reasons: []drift.Reason{drift.ReasonRevision}, Pods: drift.PodCount{Total: 1, Drifted: 1},
+			Current:  drift.Current{Revisions: []string{"1-23-2"}, Images: []string{"docker.io/istio/proxyv2:1.23.2"}},
+			Desired:  drift.Desired{Revision: "1-24-0", Image: "docker.io/istio/proxyv2:1.24.0"},
+			Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "apps/shop/api.yaml", Edit: drift.EditInPlace},
+			Via:      &drift.Via{Kind: drift.KindRollout, Name: "api", APIVersion: "argoproj.io/v1alpha1"},
+		},
+		{
 			Namespace: "shop", Kind: "StatefulSet", Name: "db",
 			Reasons: []drift.Reason{drift.ReasonMissingSidecar}, Pods: drift.PodCount{Total: 2, Drifted: 1},
 			Desired:  drift.Desired{Revision: "1-24-0", Image: "docker.io/istio/proxyv2:1.24.0"},

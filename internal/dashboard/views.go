@@ -86,6 +86,10 @@ type PRView struct {
 	Fix   []drift.Workload
 	Table WorkloadTable
 	Totals
+	// Carried are the workloads of Fix whose pods another controller runs
+	// from their template (a Flagger Canary, an Argo Rollout's
+	// workloadRef): the body says what it does with the change.
+	Carried []drift.Workload
 	// Unfixable are the namespace's drifted workloads this PR cannot
 	// restart (manifest not found, Helm, ambiguous, no repository).
 	Unfixable Listing[UnfixableRow]
@@ -111,11 +115,23 @@ func newPRView(pr NamespacePR, limit int) PRView {
 			Branch:     pr.Branch,
 		},
 		Totals:     totalsOf(fix),
+		Carried:    carried(fix),
 		Unfixable:  listing(unfixableRows(unfixable), limit),
 		StateBlock: pr.State.Block(),
 	}
 	v.Pie, v.PiePods = pieOf(pr.ProxyVersions)
 	return v
+}
+
+// carried are the workloads whose pods another controller runs.
+func carried(ws []drift.Workload) []drift.Workload {
+	var out []drift.Workload
+	for _, w := range ws {
+		if w.Via != nil {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // splitFixable sorts workloads and separates those the PR can edit.

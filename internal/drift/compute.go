@@ -24,6 +24,8 @@ func Compute(set *objects.Set, m *mesh.Model, opts Options) Plan {
 		filter:     newNamespaceFilter(opts),
 		kinds:      opts.kindSet(),
 		optOut:     opts.optOutAnnotation(),
+		images:     opts.Images,
+		sameImage:  map[imagePair]bool{},
 		namespaces: map[string]*namespaceInfo{},
 		groups:     map[groupKey]*group{},
 		statuses:   map[string]string{},
@@ -35,17 +37,23 @@ func Compute(set *objects.Set, m *mesh.Model, opts Options) Plan {
 }
 
 type computation struct {
-	model      *mesh.Model
-	index      *index
-	filter     *namespaceFilter
-	kinds      map[string]bool
-	optOut     string
+	model  *mesh.Model
+	index  *index
+	filter *namespaceFilter
+	kinds  map[string]bool
+	optOut string
+	images image.Identity
+	// sameImage memoises images.Runs: a cluster runs a handful of proxy
+	// images, each compared with a handful of injected ones.
+	sameImage  map[imagePair]bool
 	namespaces map[string]*namespaceInfo
 	groups     map[groupKey]*group
 	// statuses memoises the revision parsed from identical status
 	// annotations, which most pods of a revision share.
 	statuses map[string]string
 }
+
+type imagePair struct{ running, injected string }
 
 type namespaceInfo struct {
 	labels   map[string]string
@@ -80,6 +88,12 @@ type group struct {
 	// name wins so the detail does not depend on pod order.
 	conflictFrom string
 	optedOut     bool
+	// via is the controller that runs the pods of a workload edited
+	// through another (a Canary's target, a Rollout's workloadRef).
+	via *Via
+	// operates names, for an operator's resource, the workloads it owns
+	// whose pods drift, sorted when read.
+	operates []string
 
 	revisions []string
 	images    []string
@@ -122,7 +136,7 @@ func (c *computation) addPod(p *objects.Pod) {
 	// Kinds kedge could restart but was told to leave alone stay out of the
 	// plan; pods of every other owner are reported, even when nothing can
 	// be done for them, so none vanishes silently.
-	if isRestartableKind(o.kind) && !c.kinds[o.kind] {
+	if kind := o.filterKind(); isRestartableKind(kind) && !c.kinds[kind] {
 		return
 	}
 
@@ -134,6 +148,12 @@ func (c *computation) addPod(p *objects.Pod) {
 		c.groups[key] = g
 	}
 	g.total++
+	if o.via != nil && g.via == nil {
+		g.via = o.via
+	}
+	if o.operates != nil {
+		g.operates = addDistinct(g.operates, o.operates.kind+" "+o.operates.name)
+	}
 	if ns.optedOut || o.annotations[c.optOut] == "true" {
 		g.optedOut = true
 	}
@@ -242,7 +262,7 @@ func (c *computation) compare(sc sidecar, d mesh.Decision) reasonBits {
 		if current != "" && current != d.Revision {
 			return bitOf(ReasonRevision)
 		}
-		if d.Image != "" && !image.Same(sc.image, d.Image) {
+		if d.Image != "" && !c.runs(sc.image, d.Image) {
 			return bitOf(ReasonProxyImage)
 		}
 		return 0
@@ -252,6 +272,20 @@ func (c *computation) compare(sc sidecar, d mesh.Decision) reasonBits {
 		return bitOf(ReasonUnwantedSidecar)
 	}
 	return 0
+}
+
+// runs tells whether a pod running the image running runs the injected one.
+func (c *computation) runs(running, injected string) bool {
+	if running == injected {
+		return true
+	}
+	key := imagePair{running, injected}
+	same, seen := c.sameImage[key]
+	if !seen {
+		same = c.images.Runs(running, injected)
+		c.sameImage[key] = same
+	}
+	return same
 }
 
 func startOf(p *objects.Pod) time.Time {
@@ -291,7 +325,10 @@ func (c *computation) plan(cluster string) Plan {
 			skip.Reason = SkipNoOwner
 		case !isRestartableKind(key.kind):
 			skip.Reason = SkipNotRestartable
-			skip.Detail = notRestartableDetail(g.owner)
+			skip.Detail = notRestartableDetail(g)
+		case g.owner.onDelete:
+			skip.Reason = SkipOnDelete
+			skip.Detail = onDeleteDetail(key)
 		}
 		if skip.Reason != "" {
 			p.Skipped = append(p.Skipped, skip)
@@ -312,14 +349,45 @@ func (c *computation) plan(cluster string) Plan {
 
 // notRestartableDetail says why a template change would not help. Jobs and
 // CronJobs need no words: their next run picks up the mesh.
-func notRestartableDetail(o *owner) string {
+func notRestartableDetail(g *group) string {
+	o := g.owner
 	switch {
 	case o.kind == KindJob || o.kind == KindCronJob:
 		return ""
 	case o.kind == kindReplicaSet && groupOf(o.apiVersion) == "apps":
 		return "a ReplicaSet with no Deployment or Rollout above it: a template change restarts none of its pods"
+	case o.operates != nil:
+		return operatedDetail(o, g.operates)
 	}
 	return fmt.Sprintf("owned by %s (%s), which kedge cannot restart through a pod template", o.kind, o.apiVersion)
+}
+
+// operatedDetail names the workloads an operator's resource owns and every
+// owner reference of the first: the operator writes their pod templates,
+// and kedge knows no mapping from them to what Git holds.
+func operatedDetail(o *owner, workloads []string) string {
+	sorted := append([]string(nil), workloads...)
+	sort.Strings(sorted)
+	if o.operates.unmapped != "" {
+		return fmt.Sprintf("%s is controlled by Flagger Canary %s (%s), %s: "+
+			"Flagger promotes the template of the Canary's target to its primary, and that template is where the restart belongs",
+			strings.Join(sorted, ", "), o.name, o.apiVersion, o.operates.unmapped)
+	}
+	refs := make([]string, 0, len(o.operates.refs))
+	for _, ref := range o.operates.refs {
+		how := "owner reference without controller: true"
+		if ref.Controller != nil && *ref.Controller {
+			how = "controller"
+		}
+		refs = append(refs, fmt.Sprintf("%s %s (%s, %s)", ref.Kind, ref.Name, ref.APIVersion, how))
+	}
+	return fmt.Sprintf("%s owned by %s: the operator behind %s %s writes the pod template, which kedge cannot restart through Git",
+		strings.Join(sorted, ", "), strings.Join(refs, " and "), o.kind, o.name)
+}
+
+// onDeleteDetail says what restarting an OnDelete workload takes.
+func onDeleteDetail(key groupKey) string {
+	return fmt.Sprintf("updateStrategy OnDelete: a new pod template reaches a pod only when the pod is deleted; delete the pods of %s %s to restart them", key.kind, key.name)
 }
 
 func less(ans, akind, aname, bns, bkind, bname string) bool {
@@ -361,5 +429,6 @@ func (g *group) workload(key groupKey) Workload {
 		Labels:                g.owner.labels,
 		Annotations:           g.owner.annotations,
 		APIVersion:            g.owner.apiVersion,
+		Via:                   g.via,
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/image"
 	"github.com/kedge-io/kedge/internal/testing/meshtest"
 )
 
@@ -14,6 +16,8 @@ const (
 	digestOld = "registry.example.com/istio/proxyv2@sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	digestNew = "registry.example.com/istio/proxyv2@sha256:2222222222222222222222222222222222222222222222222222222222222222"
 	fipsImage = "registry.example.com/mesh/proxyv2:1.24.1-fips"
+	mirror124 = "mirror.corp/istio/proxyv2:1.24.1"
+	digest64  = "sha256:4f2a9c0b7d1e5f3a8b6c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c"
 )
 
 var enabled = map[string]string{"istio-injection": "enabled"}
@@ -44,6 +48,19 @@ func workload(ns, kind, name string, total, drifted int, r []drift.Reason, cur d
 		Manifest:   drift.Manifest{Status: drift.ManifestNoRepo},
 		APIVersion: apiVersion,
 	}
+}
+
+func via(w drift.Workload, v drift.Via) drift.Workload {
+	w.Via = &v
+	return w
+}
+
+func rolloutVia(name string) drift.Via {
+	return drift.Via{Kind: "Rollout", Name: name, APIVersion: "argoproj.io/v1alpha1"}
+}
+
+func canaryVia(name, primary string) drift.Via {
+	return drift.Via{Kind: "Canary", Name: name, APIVersion: "flagger.app/v1beta1", Primary: primary}
 }
 
 func skipped(ns, kind, name string, reason drift.SkipReason, detail string) drift.Skipped {
@@ -225,6 +242,56 @@ func TestCompute(t *testing.T) {
 				current([]string{"default"}, []string{digestOld}), drift.Desired{Revision: "default", Image: digestNew})},
 		},
 		{
+			// Kyverno's verifyImages (mutateDigest, on by default) and
+			// google/k8s-digester append the digest after injection.
+			name: "a digest appended after injection is the injected image; another tag under a digest still drifts",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 2, &cart, injected("default", image124+"@"+digest64))
+				web := c.deployment("shop", "web", tmpl{})
+				c.pods("shop", "web", 2, &web, injected("default", image123+"@"+digest64))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "web", 2, 2, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{image123 + "@" + digest64}), drift.Desired{Revision: "default", Image: image124})},
+		},
+		{
+			name: "a registry mirror a policy rewrites to is the injected image once configured",
+			opts: drift.Options{Images: image.Identity{Mirrors: map[string]string{"mirror.corp/istio": "docker.io/istio"}}},
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 2, &cart, injected("default", mirror124+"@"+digest64))
+				web := c.deployment("shop", "web", tmpl{})
+				c.pods("shop", "web", 1, &web, injected("default", "mirror.corp/istio/proxyv2:1.23.2"))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "web", 1, 1, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{"mirror.corp/istio/proxyv2:1.23.2"}), drift.Desired{Revision: "default", Image: image124})},
+		},
+		{
+			name: "a registry mirror that is not configured drifts, shown as the pods run it",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 2, &cart, injected("default", mirror124))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "cart", 2, 2, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{mirror124}), drift.Desired{Revision: "default", Image: image124})},
+		},
+		{
+			name: "images.compareRegistry false compares the image name and tag alone",
+			opts: drift.Options{Images: image.Identity{IgnoreRegistry: true}},
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				cart := c.deployment("shop", "cart", tmpl{})
+				c.pods("shop", "cart", 2, &cart, injected("default", "gcr.io/istio-release/proxyv2:1.24.1"))
+				web := c.deployment("shop", "web", tmpl{})
+				c.pods("shop", "web", 1, &web, injected("default", "gcr.io/istio-release/proxyv2:1.23.2"))
+			},
+			wantWorkloads: []drift.Workload{workload("shop", "Deployment", "web", 1, 1, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{"gcr.io/istio-release/proxyv2:1.23.2"}), drift.Desired{Revision: "default", Image: image124})},
+		},
+		{
 			name: "proxyImage annotation on the template overrides the revision's image",
 			build: func(c *cluster) {
 				c.namespace("shop", enabled)
@@ -310,8 +377,8 @@ func TestCompute(t *testing.T) {
 			wantWorkloads: []drift.Workload{
 				workload("data", "DaemonSet", "logs", 2, 2, reasons(drift.ReasonProxyImage),
 					current([]string{"default"}, []string{image123}), drift.Desired{Revision: "default", Image: image124}),
-				workload("data", "Rollout", "api", 2, 2, reasons(drift.ReasonUnwantedSidecar),
-					current([]string{"default"}, []string{image124}), drift.Desired{}),
+				via(workload("data", "Deployment", "api-template", 2, 2, reasons(drift.ReasonUnwantedSidecar),
+					current([]string{"default"}, []string{image124}), drift.Desired{}), rolloutVia("api")),
 				workload("data", "Rollout", "web", 2, 2, reasons(drift.ReasonProxyImage),
 					current([]string{"default"}, []string{image123}), drift.Desired{Revision: "default", Image: image124}),
 				workload("data", "StatefulSet", "db", 3, 3, reasons(drift.ReasonProxyImage),
@@ -357,6 +424,129 @@ func TestCompute(t *testing.T) {
 					"a ReplicaSet with no Deployment or Rollout above it: a template change restarts none of its pods"),
 				skipped("shop", "ReplicationController", "old-web", drift.SkipNotRestartable,
 					"owned by ReplicationController (v1), which kedge cannot restart through a pod template"),
+			},
+		},
+		{
+			name: "the pods of a Flagger Canary's primary belong to the Canary's target, judged by the primary's template",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				target := c.deployment("shop", "podinfo", tmpl{})
+				primary := c.flaggerCanary("shop", "podinfo", "podinfo", tmpl{})
+				c.pods("shop", "podinfo-primary", 3, &primary, injected("default", image123), startedDaysAgo(9))
+				// An analysis under way: the target's own pods already
+				// run the new proxy.
+				c.pod("shop", "podinfo-7d9f8b6c5-x2x4q", &target, injected("default", image124))
+			},
+			wantWorkloads: []drift.Workload{via(workload("shop", "Deployment", "podinfo", 4, 3, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{image123}), drift.Desired{Revision: "default", Image: image124}), canaryVia("podinfo", "podinfo-primary"))},
+		},
+		{
+			name: "a Flagger primary promoted onto the new proxy no longer drifts",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				c.deployment("shop", "podinfo", tmpl{})
+				primary := c.flaggerCanary("shop", "podinfo", "podinfo", tmpl{})
+				c.pods("shop", "podinfo-primary", 3, &primary, injected("default", image124))
+			},
+		},
+		{
+			name: "a primary whose Canary kedge did not read is skipped, naming the Canary",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				c.deployment("shop", "podinfo", tmpl{})
+				primary := c.flaggerCanary("shop", "podinfo", "podinfo", tmpl{})
+				c.pods("shop", "podinfo-primary", 2, &primary, injected("default", image123))
+				c.set.Canaries = nil
+			},
+			wantSkipped: []drift.Skipped{skipped("shop", "Canary", "podinfo", drift.SkipNotRestartable,
+				"Deployment podinfo-primary is controlled by Flagger Canary podinfo (flagger.app/v1beta1), which kedge did not read: "+
+					"Flagger promotes the template of the Canary's target to its primary, and that template is where the restart belongs")},
+		},
+		{
+			name: "a primary whose Canary's target kedge did not read is skipped, naming the target",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				primary := c.flaggerCanary("shop", "podinfo", "podinfo", tmpl{})
+				c.pods("shop", "podinfo-primary", 2, &primary, injected("default", image123))
+			},
+			wantSkipped: []drift.Skipped{skipped("shop", "Canary", "podinfo", drift.SkipNotRestartable,
+				"Deployment podinfo-primary is controlled by Flagger Canary podinfo (flagger.app/v1beta1), whose target Deployment podinfo kedge did not read: "+
+					"Flagger promotes the template of the Canary's target to its primary, and that template is where the restart belongs")},
+		},
+		{
+			name: "a Rollout taking its template from a Deployment is restarted through the Deployment; the configured kinds select the Rollout",
+			opts: drift.Options{Kinds: []string{"Deployment"}},
+			build: func(c *cluster) {
+				c.namespace("data", enabled)
+				ref := c.rolloutWithWorkloadRef("data", "api", "api-template", tmpl{})
+				c.pods("data", "api", 2, &ref, injected("default", image123))
+				web := c.deployment("data", "web", tmpl{})
+				c.pods("data", "web", 1, &web, injected("default", image123))
+			},
+			wantWorkloads: []drift.Workload{workload("data", "Deployment", "web", 1, 1, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{image123}), drift.Desired{Revision: "default", Image: image124})},
+		},
+		{
+			name: "a workload an operator's resource owns, controller or not, is skipped naming the resource",
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				engine := c.deployment("shop", "engine-api", tmpl{})
+				c.ownedWorkload("Deployment", c.operatorRef("example.com/v1", "Engine", "engine", true))
+				c.pods("shop", "engine-api", 2, &engine, injected("default", image123))
+				// The Dragonfly operator owns its StatefulSets without the
+				// controller flag, and updates them OnDelete itself.
+				cache := c.statefulSet("shop", "cache", tmpl{})
+				c.ownedWorkload("StatefulSet", c.operatorRef("dragonflydb.io/v1alpha1", "Dragonfly", "cache", false))
+				c.onDelete("StatefulSet")
+				c.pods("shop", "cache", 2, &cache, injected("default", image123))
+				inSync := c.statefulSet("shop", "in-sync", tmpl{})
+				c.ownedWorkload("StatefulSet", c.operatorRef("dragonflydb.io/v1alpha1", "Dragonfly", "in-sync", false))
+				c.pods("shop", "in-sync", 1, &inSync, injected("default", image124))
+			},
+			wantSkipped: []drift.Skipped{
+				skipped("shop", "Dragonfly", "cache", drift.SkipNotRestartable,
+					"StatefulSet cache owned by Dragonfly cache (dragonflydb.io/v1alpha1, owner reference without controller: true): "+
+						"the operator behind Dragonfly cache writes the pod template, which kedge cannot restart through Git"),
+				skipped("shop", "Engine", "engine", drift.SkipNotRestartable,
+					"Deployment engine-api owned by Engine engine (example.com/v1, controller): "+
+						"the operator behind Engine engine writes the pod template, which kedge cannot restart through Git"),
+			},
+		},
+		{
+			name: "an operator's workload that opts out is opted out; one the configured kinds leave out is not reported",
+			opts: drift.Options{Kinds: []string{"Deployment"}},
+			build: func(c *cluster) {
+				c.namespace("shop", enabled)
+				engine := c.deployment("shop", "engine-api", tmpl{}, map[string]string{"kedge.io/ignore": "true"})
+				c.ownedWorkload("Deployment", c.operatorRef("example.com/v1", "Engine", "engine", true))
+				c.pods("shop", "engine-api", 1, &engine, injected("default", image123))
+				cache := c.statefulSet("shop", "cache", tmpl{})
+				c.ownedWorkload("StatefulSet", c.operatorRef("dragonflydb.io/v1alpha1", "Dragonfly", "cache", false))
+				c.pods("shop", "cache", 1, &cache, injected("default", image123))
+			},
+			wantSkipped: []drift.Skipped{skipped("shop", "Engine", "engine", drift.SkipOptedOut, "annotation kedge.io/ignore=true")},
+		},
+		{
+			name: "StatefulSets and DaemonSets updated OnDelete are skipped: their pods must be deleted",
+			build: func(c *cluster) {
+				c.namespace("data", enabled)
+				db := c.statefulSet("data", "db", tmpl{})
+				c.onDelete("StatefulSet")
+				c.pods("data", "db", 3, &db, injected("default", image123))
+				logs := c.daemonSet("data", "logs", tmpl{})
+				c.onDelete("DaemonSet")
+				c.pods("data", "logs", 2, &logs, injected("default", image123))
+				rolling := c.statefulSet("data", "queue", tmpl{})
+				c.set.StatefulSets[len(c.set.StatefulSets)-1].Spec.UpdateStrategy.Type = appsv1.RollingUpdateStatefulSetStrategyType
+				c.pods("data", "queue", 1, &rolling, injected("default", image123))
+			},
+			wantWorkloads: []drift.Workload{workload("data", "StatefulSet", "queue", 1, 1, reasons(drift.ReasonProxyImage),
+				current([]string{"default"}, []string{image123}), drift.Desired{Revision: "default", Image: image124})},
+			wantSkipped: []drift.Skipped{
+				skipped("data", "DaemonSet", "logs", drift.SkipOnDelete,
+					"updateStrategy OnDelete: a new pod template reaches a pod only when the pod is deleted; delete the pods of DaemonSet logs to restart them"),
+				skipped("data", "StatefulSet", "db", drift.SkipOnDelete,
+					"updateStrategy OnDelete: a new pod template reaches a pod only when the pod is deleted; delete the pods of StatefulSet db to restart them"),
 			},
 		},
 		{

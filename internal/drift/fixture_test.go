@@ -196,6 +196,71 @@ func (c *cluster) rolloutWithWorkloadRef(ns, name, deployment string, t tmpl) ow
 	return c.replicaSet(ns, name, controllerRef("argoproj.io/v1alpha1", "Rollout", name, r.UID), d.Spec.Template, "rollouts-pod-template-hash")
 }
 
+// ownedWorkload gives the last workload created the owner references an operator
+// writes on it.
+func (c *cluster) ownedWorkload(kind string, refs ...metav1.OwnerReference) {
+	switch kind {
+	case "Deployment":
+		c.set.Deployments[len(c.set.Deployments)-1].OwnerReferences = refs
+	case "StatefulSet":
+		c.set.StatefulSets[len(c.set.StatefulSets)-1].OwnerReferences = refs
+	case "DaemonSet":
+		c.set.DaemonSets[len(c.set.DaemonSets)-1].OwnerReferences = refs
+	case "Rollout":
+		c.set.Rollouts[len(c.set.Rollouts)-1].OwnerReferences = refs
+	}
+}
+
+// onDelete sets updateStrategy OnDelete on the last StatefulSet or
+// DaemonSet created.
+func (c *cluster) onDelete(kind string) {
+	switch kind {
+	case "StatefulSet":
+		c.set.StatefulSets[len(c.set.StatefulSets)-1].Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
+	case "DaemonSet":
+		c.set.DaemonSets[len(c.set.DaemonSets)-1].Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType
+	}
+}
+
+// operatorRef is an owner reference as an operator writes it, with or
+// without the controller flag.
+func (c *cluster) operatorRef(apiVersion, kind, name string, controller bool) metav1.OwnerReference {
+	ref := metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: c.uid()}
+	if controller {
+		yes := true
+		ref.Controller, ref.BlockOwnerDeletion = &yes, &yes
+	}
+	return ref
+}
+
+// flaggerCanary is a Flagger Canary of the Deployment target (created
+// before), with the primary Flagger runs it in: a Deployment named
+// <target>-primary, controlled by the Canary, whose template is the last one
+// promoted (primaryTemplate) with the selector label Flagger rewrites. The
+// target is scaled to zero between analyses, so its own pods come and go.
+func (c *cluster) flaggerCanary(ns, name, target string, primaryTemplate tmpl) owned {
+	cd := objects.Canary{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "flagger.app/v1beta1", Kind: "Canary"},
+		ObjectMeta: meta(ns, name, c.uid(), nil),
+		Spec:       objects.CanarySpec{TargetRef: objects.CanaryTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: target}},
+	}
+	c.set.Canaries = append(c.set.Canaries, cd)
+	spec := primaryTemplate.spec(target + "-primary")
+	spec.Annotations = maps.Clone(spec.Annotations)
+	if spec.Annotations == nil {
+		spec.Annotations = map[string]string{}
+	}
+	spec.Annotations["flagger-id"] = "5a9c3d1e-8f2b-4c7d-9e6a-0b1c2d3e4f5a"
+	primary := appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta(ns, target+"-primary", c.uid(), controllerRef("flagger.app/v1beta1", "Canary", name, cd.UID)),
+		Spec:       appsv1.DeploymentSpec{Template: spec},
+	}
+	primary.Labels = map[string]string{"app": target + "-primary"}
+	c.set.Deployments = append(c.set.Deployments, &primary)
+	return c.replicaSet(ns, primary.Name, controllerRef("apps/v1", "Deployment", primary.Name, primary.UID), spec, "pod-template-hash")
+}
+
 // bareReplicaSet is a ReplicaSet created on its own: no owner, and no hash
 // label on its pods. Sources keep ReplicaSets trimmed, so its template is
 // dropped here as well.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/kedge-io/kedge/internal/image"
 )
 
 // DefaultOptOutAnnotation is the annotation whose value "true" on a
@@ -26,6 +28,10 @@ const (
 	KindPod     = "Pod"
 )
 
+// KindCanary is Flagger's Canary, through which a change of its target's
+// template reaches the pods of its primary.
+const KindCanary = "Canary"
+
 // DefaultKinds are the workload kinds acted on when Options.Kinds is empty.
 func DefaultKinds() []string {
 	return []string{KindDeployment, KindStatefulSet, KindDaemonSet, KindRollout}
@@ -43,6 +49,9 @@ type Options struct {
 	Kinds []string
 	// OptOutAnnotation defaults to DefaultOptOutAnnotation.
 	OptOutAnnotation string
+	// Images says when the proxy image a pod runs is the one its revision
+	// injects; the zero value compares registries and knows no mirrors.
+	Images image.Identity
 }
 
 // Validate reports malformed globs and kinds kedge cannot restart.
@@ -57,6 +66,9 @@ func (o Options) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: pattern %q: %w", field.name, p, err))
 			}
 		}
+	}
+	if err := o.Images.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("image mirrors: %w", err))
 	}
 	for _, k := range o.Kinds {
 		if canonicalKind(k) == "" {

@@ -27,6 +27,10 @@ const (
 	SkipNoOwner        SkipReason = "no-owner"
 	SkipConflict       SkipReason = "conflict"
 	SkipOptedOut       SkipReason = "opted-out"
+	// SkipOnDelete: a StatefulSet or DaemonSet with updateStrategy
+	// OnDelete replaces a pod only when the pod is deleted, so a template
+	// change restarts nothing; its pods must be deleted.
+	SkipOnDelete SkipReason = "on-delete"
 )
 
 // Manifest statuses and edit kinds (docs/design.md, "Contracts").
@@ -82,6 +86,24 @@ type Workload struct {
 	Annotations map[string]string `json:"-"`
 	// APIVersion of the workload object (apps/v1, argoproj.io/v1alpha1).
 	APIVersion string `json:"-"`
+	// Via is the controller that runs the workload's template in the pods
+	// that drift; nil when the workload runs its pods itself.
+	Via *Via `json:"via,omitempty"`
+}
+
+// Via is a controller that carries a change of a workload's pod template to
+// pods it runs itself: the workload is edited in Git like any other, and Via
+// replaces the pods.
+type Via struct {
+	// Kind is KindCanary (Flagger analyses the edited target and promotes
+	// its template to Primary) or KindRollout (an Argo Rollout whose
+	// spec.workloadRef takes its template from the workload).
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	APIVersion string `json:"apiVersion"`
+	// Primary is the workload Flagger runs the promoted template in,
+	// <target>-primary; empty for a Rollout, whose own pods run it.
+	Primary string `json:"primary,omitempty"`
 }
 
 // PodCount is how many of a workload's live pods drift.

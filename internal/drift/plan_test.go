@@ -109,6 +109,21 @@ func TestPlanJSON(t *testing.T) {
 			nightly := c.cronJob("batch", "nightly", tmpl{})
 			c.pod("batch", "nightly-29000000-abcde", &nightly, injected("default", image123))
 		}},
+		{name: "delivered", build: func(c *cluster) {
+			c.namespace("shop", enabled)
+			c.deployment("shop", "podinfo", tmpl{})
+			primary := c.flaggerCanary("shop", "podinfo", "podinfo", tmpl{})
+			c.pods("shop", "podinfo-primary", 2, &primary, injected("default", image123), startedDaysAgo(4))
+			api := c.rolloutWithWorkloadRef("shop", "api", "api-template", tmpl{})
+			c.pods("shop", "api", 2, &api, injected("default", image124+"@"+digest64), startedDaysAgo(3))
+			c.pod("shop", "api-old", &api, injected("default", image123+"@"+digest64), startedDaysAgo(6))
+			db := c.statefulSet("shop", "db", tmpl{})
+			c.onDelete("StatefulSet")
+			c.pods("shop", "db", 2, &db, injected("default", image123))
+			cache := c.statefulSet("shop", "cache", tmpl{})
+			c.ownedWorkload("StatefulSet", c.operatorRef("dragonflydb.io/v1alpha1", "Dragonfly", "cache", false))
+			c.pods("shop", "cache", 1, &cache, injected("default", image123))
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

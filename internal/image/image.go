@@ -55,35 +55,28 @@ func Parse(s string) Ref {
 	return r
 }
 
-// Same reports whether two references name the same image once Docker
-// Hub's implicit registry and library path are spelled out, since runtimes
-// and humans write both forms.
-func Same(a, b string) bool {
-	return a == b || Parse(a).Equal(Parse(b))
-}
-
-// Equal compares normalized references; one whose name did not parse
-// equals only the same text.
-func (r Ref) Equal(o Ref) bool {
-	if r.named == nil || o.named == nil {
-		return r.written == o.written
-	}
-	return r.normalized() == o.normalized()
-}
-
-func (r Ref) normalized() string {
-	name := r.named.String()
+// repository is the normalized repository name: registry host and path,
+// without tag or digest, with Docker Hub's implicit registry and library
+// path spelled out, since runtimes and humans write both forms.
+func (r Ref) repository() string {
+	name := r.named.Name()
 	// Docker Hub's registry host is one more spelling of docker.io, which
 	// the parser folds only for index.docker.io.
 	if rest, ok := strings.CutPrefix(name, dockerHubRegistryHost+"/"); ok {
 		if named, err := reference.ParseNormalizedNamed(rest); err == nil {
-			name = named.String()
+			name = named.Name()
 		}
 	}
-	if r.looseDigest != "" {
-		return name + "@" + r.looseDigest
-	}
 	return name
+}
+
+// digest is the reference's digest ("" without one), one the parser
+// rejects included.
+func (r Ref) digest() string {
+	if digested, ok := r.named.(reference.Digested); ok {
+		return digested.Digest().String()
+	}
+	return r.looseDigest
 }
 
 // dockerHubRegistryHost is the host Docker Hub's registry API is served

@@ -18,6 +18,7 @@ func (h *HelmRepository) DeepCopyObject() runtime.Object      { return deepCopy(
 func (p *ProxyConfig) DeepCopyObject() runtime.Object         { return deepCopy(p) }
 func (a *AuthorizationPolicy) DeepCopyObject() runtime.Object { return deepCopy(a) }
 func (g *Gateway) DeepCopyObject() runtime.Object             { return deepCopy(g) }
+func (c *Canary) DeepCopyObject() runtime.Object              { return deepCopy(c) }
 
 // deepCopy copies through the JSON form the types are declared by. Caches
 // copy their objects rarely (to compare two versions of a changed one), and

@@ -36,6 +36,9 @@ type Set struct {
 	GitRepositories               []GitRepository
 	HelmRepositories              []HelmRepository
 	ProxyConfigs                  []ProxyConfig
+	// Canaries are Flagger's: the pods of a Canary's primary are restarted
+	// through its target's template.
+	Canaries []Canary
 	// Nodes, AuthorizationPolicies and Gateways tell whether a namespace
 	// can move to ambient mode: ztunnel on every node, and a waypoint for
 	// the policies only a waypoint enforces.

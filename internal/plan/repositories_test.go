@@ -233,7 +233,7 @@ func editedPaths(r plan.RepositoryEdits) map[string][]string {
 	return out
 }
 
-var updateSnapshot = flag.Bool("update", false, "rewrite testdata/repos/platform-and-teams/cluster from teamsCluster")
+var updateSnapshot = flag.Bool("update", false, "rewrite the snapshots and goldens built by the tests: testdata/repos/platform-and-teams/cluster, testdata/runtime")
 
 // TestTeamsSnapshotIsCurrent keeps the snapshot `kedge plan` reads in the
 // CLI test the same cluster as teamsCluster; -update rewrites it.

@@ -2,8 +2,8 @@ package waves
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -54,12 +54,15 @@ func Read(set *objects.Set, namespace, kind, name string, drifted bool) Workload
 	if !wl.Found {
 		return wl
 	}
-	owners := replicaSetOwners(set, namespace)
+	// The pods are those the plan counts for the workload: a Flagger
+	// Canary's target also answers for its primary's pods, a Deployment a
+	// Rollout's workloadRef names for the Rollout's.
+	ownerOf := drift.PodOwners(set, namespace)
 	for _, p := range set.Pods {
 		if p.Namespace != namespace || !p.Live() {
 			continue
 		}
-		if k, n := topOwner(p, owners); k == kind && n == name {
+		if k, n := ownerOf(p); k == kind && n == name {
 			wl.Pods = append(wl.Pods, podOf(p))
 		}
 	}
@@ -72,34 +75,6 @@ func replicas(r *int32) int32 {
 		return 1
 	}
 	return *r
-}
-
-// replicaSetOwners maps each ReplicaSet of the namespace to its controller
-// (a Deployment or an Argo Rollout).
-func replicaSetOwners(set *objects.Set, namespace string) map[string]metav1.OwnerReference {
-	out := map[string]metav1.OwnerReference{}
-	for _, rs := range set.ReplicaSets {
-		if rs.Namespace != namespace {
-			continue
-		}
-		if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-			out[rs.Name] = *ref
-		}
-	}
-	return out
-}
-
-func topOwner(p *objects.Pod, rsOwners map[string]metav1.OwnerReference) (kind, name string) {
-	ref := p.Controller()
-	if ref == nil {
-		return "", ""
-	}
-	if ref.Kind == "ReplicaSet" {
-		if top, ok := rsOwners[ref.Name]; ok {
-			return top.Kind, top.Name
-		}
-	}
-	return ref.Kind, ref.Name
 }
 
 func podOf(p *objects.Pod) Pod {

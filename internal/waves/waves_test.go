@@ -230,6 +230,48 @@ func TestRead(t *testing.T) {
 	assert.False(t, Read(set, "shop", "Deployment", "gone", false).Found)
 }
 
+// TestReadCountsThePodsTheWorkloadRestarts: a Flagger Canary's target is
+// judged by its primary's pods, a Deployment a Rollout's workloadRef names
+// by the Rollout's, as the plan attributes them.
+func TestReadCountsThePodsTheWorkloadRestarts(t *testing.T) {
+	zero := int32(0)
+	controller := true
+	ref := func(apiVersion, kind, name string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, Controller: &controller}}
+	}
+	pod := func(name, rs string) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, OwnerReferences: ref("apps/v1", "ReplicaSet", rs)}}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return p
+	}
+	meta := func(name string, owners []metav1.OwnerReference) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "shop", Name: name, OwnerReferences: owners}
+	}
+	set := &objects.Set{
+		Deployments: []*appsv1.Deployment{
+			{ObjectMeta: meta("podinfo", nil), Spec: appsv1.DeploymentSpec{Replicas: &zero}},
+			{ObjectMeta: meta("podinfo-primary", ref("flagger.app/v1beta1", "Canary", "podinfo"))},
+			{ObjectMeta: meta("api", nil), Spec: appsv1.DeploymentSpec{Replicas: &zero}},
+		},
+		Canaries: []objects.Canary{{ObjectMeta: meta("podinfo", nil), Spec: objects.CanarySpec{
+			TargetRef: objects.CanaryTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "podinfo"}}}},
+		Rollouts: []*objects.Rollout{{ObjectMeta: meta("api", nil), Spec: objects.RolloutSpec{
+			WorkloadRef: &objects.WorkloadRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}}}},
+		ReplicaSets: []*objects.ReplicaSet{
+			{ObjectMeta: meta("podinfo-primary-5d", ref("apps/v1", "Deployment", "podinfo-primary"))},
+			{ObjectMeta: meta("api-7c", ref("argoproj.io/v1alpha1", "Rollout", "api"))},
+		},
+		Pods: objects.Pods(pod("podinfo-primary-5d-a", "podinfo-primary-5d"), pod("api-7c-a", "api-7c"), pod("api-7c-b", "api-7c")),
+	}
+	podinfo := Read(set, "shop", "Deployment", "podinfo", false)
+	assert.Equal(t, []Pod{{Name: "podinfo-primary-5d-a", Ready: true}}, podinfo.Pods)
+	assert.Empty(t, notReady(podinfo), "a target scaled to zero between analyses is judged by its primary")
+	api := Read(set, "shop", "Deployment", "api", false)
+	assert.Equal(t, []Pod{{Name: "api-7c-a", Ready: true}, {Name: "api-7c-b", Ready: true}}, api.Pods)
+	assert.Empty(t, Read(set, "shop", "Rollout", "api", false).Pods, "the Rollout's pods are the Deployment's to restart")
+}
+
 // TestMayOpen: namespaces of done waves and of the active one get their PRs;
 // a blocked active wave holds even its own namespaces still without one.
 func TestMayOpen(t *testing.T) {

@@ -79,6 +79,14 @@ const customObjects = `
     selector: {matchLabels: {app: cart}}
     environmentVariables: {ISTIO_META_DNS_CAPTURE: "true"}
     image: {imageType: debug}
+- apiVersion: flagger.app/v1beta1
+  kind: Canary
+  metadata: {name: podinfo, namespace: shop}
+  spec:
+    targetRef: {apiVersion: apps/v1, kind: Deployment, name: podinfo}
+    service: {port: 9898}
+    analysis: {interval: 1m, threshold: 10, maxWeight: 50, stepWeight: 5}
+  status: {phase: Succeeded, canaryWeight: 0}
 `
 
 func TestLiveReadsCustomResourcesWhenServed(t *testing.T) {
@@ -131,6 +139,16 @@ func TestLiveReadsCustomResourcesWhenServed(t *testing.T) {
 		Image:    &objects.ProxyImage{ImageType: "debug"},
 	}, set.ProxyConfigs[1].Spec)
 
+	require.Len(t, set.Canaries, 1)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "flagger.app/v1beta1", Kind: "Canary"}, set.Canaries[0].TypeMeta)
+	assert.Equal(t, objects.CanarySpec{TargetRef: objects.CanaryTargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "podinfo"}}, set.Canaries[0].Spec)
+	// The start-up permission check asks for every served kind it reads.
+	perms, permErr := live.Permissions()
+	require.NoError(t, permErr)
+	for _, verb := range []string{"list", "watch"} {
+		assert.Contains(t, perms, cluster.Permission{Verb: verb, Group: "flagger.app", Resource: "canaries", GrantedBy: cluster.ReadRBAC})
+	}
+
 	// Watches keep running: a resource created after the first sync shows
 	// up, and a ProxyConfig counts as a mesh change.
 	got := &reasons{}
@@ -165,7 +183,7 @@ func resourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 	plural := map[string]string{
 		"Rollout": "rollouts", "Application": "applications",
 		"Kustomization": "kustomizations", "GitRepository": "gitrepositories",
-		"ProxyConfig": "proxyconfigs",
+		"ProxyConfig": "proxyconfigs", "Canary": "canaries",
 	}[gvk.Kind]
 	return gvk.GroupVersion().WithResource(plural)
 }

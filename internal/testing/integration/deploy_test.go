@@ -361,7 +361,7 @@ func flatten(prefix string, v map[string]any, out map[string]any) {
 		if prefix != "" {
 			key = prefix + "." + k
 		}
-		if sub, ok := val.(map[string]any); ok && key != "reviewers.byNamespace" {
+		if sub, ok := val.(map[string]any); ok && key != "reviewers.byNamespace" && key != "images.mirrors" {
 			flatten(key, sub, out)
 			continue
 		}

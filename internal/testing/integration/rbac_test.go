@@ -32,6 +32,7 @@ var kedgeReads = []readResource{
 	{"source.toolkit.fluxcd.io", "gitrepositories"}, {"source.toolkit.fluxcd.io", "helmrepositories"},
 	{"networking.istio.io", "proxyconfigs"},
 	{"security.istio.io", "authorizationpolicies"}, {"gateway.networking.k8s.io", "gateways"},
+	{"flagger.app", "canaries"},
 }
 
 type access struct {
