@@ -19,8 +19,9 @@ import (
 
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/gitops/edit"
+	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/image"
-	"github.com/kedge-io/kedge/internal/manifest"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/meshtest"
@@ -304,7 +305,7 @@ func TestWhatReallyRuns(t *testing.T) {
 			data, err := json.MarshalIndent(res.Plan, "", "  ")
 			require.NoError(t, err)
 			runtimeGolden(t, tt.name+".json", append(data, '\n'))
-			runtimeGolden(t, tt.name+".diff", []byte(manifest.UnifiedDiff(res.Edits.All())))
+			runtimeGolden(t, tt.name+".diff", []byte(edit.UnifiedDiff(res.Edits.All())))
 
 			var edited []string
 			for _, e := range res.Edits.All() {
@@ -350,7 +351,7 @@ func TestDigestedPodsAfterTheirRestartDoNotDrift(t *testing.T) {
 
 	// The GitOps controller applies the template; the Deployment rolls its
 	// pods, and Kyverno pins the new ones by digest too.
-	target := manifest.TargetValue(cart.Desired)
+	target := restart.TargetValue(cart.Desired)
 	after := *set
 	after.Deployments = slices.Clone(set.Deployments)
 	after.Pods = nil
@@ -359,8 +360,8 @@ func TestDigestedPodsAfterTheirRestartDoNotDrift(t *testing.T) {
 			restarted := *d
 			restarted.Spec.Template = *d.Spec.Template.DeepCopy()
 			restarted.Spec.Template.Annotations = map[string]string{
-				manifest.DefaultRestartAnnotation: manifest.RestartValue(cart, target),
-				manifest.DefaultTargetAnnotation:  target,
+				restart.DefaultRestartAnnotation: restart.RestartValue(cart, target),
+				restart.DefaultTargetAnnotation:  target,
 			}
 			after.Deployments[i] = &restarted
 		}
