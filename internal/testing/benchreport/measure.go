@@ -86,17 +86,18 @@ func measureCapped(ctx context.Context, dir string, env []string, discard bool, 
 	return r, nil
 }
 
-// watchPeakRSS follows a process's VmHWM (the peak resident set of its
-// program, since exec) until done, and calls over once when it passes
-// limit (0: never). getrusage's ru_maxrss cannot be used:
-// Go starts children with vfork, and Linux then carries the parent's peak
-// into the child's.
+// watchPeakRSS follows a process's peak resident set until done: its
+// VmHWM (the peak of its program, since exec) or, when higher, the resident
+// set of it and its render workers together, sampled, as a pod's memory
+// limit counts them. It calls over once when the peak passes limit (0:
+// never). getrusage's ru_maxrss cannot be used: Go starts children with
+// vfork, and Linux then carries the parent's peak into the child's.
 func watchPeakRSS(pid int, done <-chan struct{}, limit int64, over func()) int64 {
 	var peak int64
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		peak = max(peak, readStatus(pid, "VmHWM:"))
+		peak = max(peak, readStatus(pid, "VmHWM:"), treeRSS(pid))
 		if limit > 0 && peak > limit {
 			over()
 			limit = 0

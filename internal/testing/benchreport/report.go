@@ -250,7 +250,7 @@ func (r *report) markdown() string {
 		"every drifted workload, and with `--repo` every one found in a file. The floor *generic decode* is a child process " +
 		"that knows nothing of Kubernetes: it decodes every object of the same JSON files into `any` with `encoding/json` " +
 		"on one core (GOMAXPROCS=1), List items one by one; *index* is one that indexes the same repository with `index.Read`. " +
-		"Peak RSS is the child program's VmHWM, read from /proc while it runs (getrusage would report the parent's peak: Go starts children with vfork). Runs (wall time / peak RSS):\n\n")
+		"Peak RSS is the child program's VmHWM, read from /proc while it runs (getrusage would report the parent's peak: Go starts children with vfork), or, when higher, the sampled resident set of kedge and its render workers together. Runs (wall time / peak RSS):\n\n")
 	fmt.Fprintf(&b, "- generic decode: %s\n- `kedge plan`: %s\n- index of the fleet's repository: %s\n- `kedge plan --repo`: %s\n\n",
 		runsOf(r.Decode), runsOf(r.Plan), runsOf(r.IndexFleet), runsOf(r.PlanRepo))
 	fmt.Fprintf(&b, "**Index of a %d-file repository**: `index.Read` in a child process on the repository of a fleet "+
@@ -307,7 +307,7 @@ func (r *report) liveMarkdown(b *strings.Builder, l *liveResult) {
 		"and the PR limits lifted, so that the first cycle opens every drifted namespace's PR (%d, in %s) and no change waits on a limit. "+
 		"The caches synced %s after the start, at %s resident. "+
 		"The steady state runs from the end of the first cycle to the end of the measurement (%d unchanged cycles, then %d changes, %s in all); "+
-		"VmRSS is read from /proc every %s (%d samples: median %s, highest %s); VmHWM, the peak of the whole run including the first sync "+
+		"VmRSS of kedge and its render workers together is read from /proc every %s (%d samples: median %s, highest %s); VmHWM, the peak of kedge's own process over the whole run including the first sync "+
 		"and the first cycle, is %s. "+
 		"An unchanged cycle's CPU is the process's user and system time (/proc/<pid>/stat, 10 ms ticks) from its \"cycle started\" to its "+
 		"\"cycle finished\" log line, the third cycle on (the second reads the listings the first changed); each pushed nothing and made no mutating call. "+

@@ -437,7 +437,44 @@ func readStatus(pid int, key string) int64 {
 	return 0
 }
 
-// sampler reads a process's resident set at a fixed pace.
+// treeRSS is the resident set of a process and of every process below it:
+// the service's render workers are children of its own, and the pod's
+// memory limit counts them all.
+func treeRSS(pid int) int64 {
+	total := readStatus(pid, "VmRSS:")
+	for _, child := range childrenOf(pid) {
+		total += treeRSS(child)
+	}
+	return total
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		// The command may hold spaces and parentheses: the fields start
+		// after the last ')'.
+		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// sampler reads a process tree's resident set at a fixed pace.
 type sampler struct {
 	stopped chan struct{}
 	samples chan []int64
@@ -450,7 +487,7 @@ func startSampling(pid int) *sampler {
 		tick := time.NewTicker(rssSampling)
 		defer tick.Stop()
 		for {
-			if v := readStatus(pid, "VmRSS:"); v > 0 {
+			if v := treeRSS(pid); v > 0 {
 				out = append(out, v)
 			}
 			select {
