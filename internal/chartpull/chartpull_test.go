@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,7 +75,7 @@ func TestPull(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _ := chartRepo(t, archives, "")
-			p := &Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
+			p := loopbackPuller(t.TempDir(), 10*time.Second)
 			got, err := p.Pull(context.Background(), Ref{RepoURL: srv.URL + "/repo", Chart: "podinfo", Version: tt.version})
 			require.NoError(t, err)
 			c, err := loader.Load(got)
@@ -87,7 +88,7 @@ func TestPull(t *testing.T) {
 
 func TestPullKeepsAnExactVersion(t *testing.T) {
 	srv, requests := chartRepo(t, map[string][]byte{"6.7.0": packaged(t, "6.7.0")}, "")
-	p := &Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
+	p := loopbackPuller(t.TempDir(), 10*time.Second)
 	ref := Ref{RepoURL: srv.URL + "/repo", Chart: "podinfo", Version: "6.7.0"}
 	first, err := p.Pull(context.Background(), ref)
 	require.NoError(t, err)
@@ -149,13 +150,36 @@ func TestPullReports(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := &Puller{Dir: dir, Timeout: 200 * time.Millisecond}
+			p := loopbackPuller(dir, 200*time.Millisecond)
 			_, err := p.Pull(context.Background(), Ref{RepoURL: tt.serve(t), Chart: "podinfo", Version: tt.version})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.Contains(t, err.Error(), "chart podinfo "+tt.version, "the error names the chart")
-			entries, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
-			assert.Empty(t, entries, "nothing is cached")
+			assert.Empty(t, filesUnder(t, dir), "nothing is cached")
 		})
 	}
+}
+
+// loopbackPuller pulls from the tests' servers, which listen on loopback:
+// helm.allowedHosts must list 127.0.0.1 for a pull to start there or
+// connect to it.
+func loopbackPuller(dir string, timeout time.Duration) *Puller {
+	return &Puller{Dir: dir, Timeout: timeout, AllowedHosts: []string{"127.0.0.1"}}
+}
+
+// filesUnder lists every file and symbolic link below dir, relative to it.
+func filesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	}))
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -40,39 +39,51 @@ func ociRepository(ref Ref) string {
 // pullOCI fetches the chart layer of the manifest tagged with the version.
 // A range is resolved against the repository's tags as Helm, Flux and Argo
 // CD do; an exact version already in the cache needs no registry at all.
-func (p *Puller) pullOCI(ctx context.Context, ref Ref) (string, error) {
-	dir := filepath.Join(p.Dir, repoKey(ociRepository(ref)))
-	if exact := filepath.Join(dir, archiveName(ref.Chart, ref.Version)); isExactVersion(ref.Version) && fileExists(exact) {
-		return exact, nil
-	}
-	repo, err := name.NewRepository(ociRepository(ref))
-	if err != nil {
-		return "", fmt.Errorf("%s: not an OCI repository: %w", ref, err)
-	}
-	ctx, cancel := p.withTimeout(ctx)
-	defer cancel()
-	opts := []remote.Option{remote.WithContext(ctx)}
-	if p.Client != nil && p.Client.Transport != nil {
-		opts = append(opts, remote.WithTransport(p.Client.Transport))
-	}
-	version := ref.Version
-	if !isExactVersion(version) {
-		if version, err = newestTag(repo, ref.Version, opts); err != nil {
-			return "", fmt.Errorf("%s: %w", ref, err)
+func (s *Session) pullOCI(ctx context.Context, ref Ref, v version) (string, error) {
+	repoName := ociRepository(ref)
+	if v.exact != nil {
+		if cached, err := s.cached(repoName, ref.Chart, v.exact); err != nil || cached != "" {
+			return cached, err
 		}
 	}
-	target := filepath.Join(dir, archiveName(ref.Chart, version))
-	if fileExists(target) {
-		return target, nil
-	}
-	data, err := chartLayer(repo.Tag(ociTag(version)), opts)
+	repo, err := name.NewRepository(repoName)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", ref, err)
+		return "", fmt.Errorf("not an OCI repository: %w", err)
 	}
-	if err := writeAtomically(target, data); err != nil {
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(s.p.transport)}
+	tag, chosen := "", v.exact
+	if chosen != nil {
+		tag = ociTag(chosen.Original())
+	} else {
+		tags, err := once(&s.mu, s.tags, repoName, func() ([]string, error) {
+			tags, err := remote.List(repo, opts...)
+			if err != nil {
+				return nil, fmt.Errorf("listing the tags of %s: %w", repo, s.failed(ref.RepoURL, err))
+			}
+			return tags, nil
+		})
+		if err != nil {
+			return "", err
+		}
+		if tag, chosen, err = newestTag(repo, tags, v); err != nil {
+			return "", err
+		}
+	}
+	rel, err := entry(repoName, ref.Chart, chosen.String())
+	if err != nil {
 		return "", err
 	}
-	return target, nil
+	c := cache{dir: s.p.Dir}
+	if cached := c.lookup(rel); cached != "" {
+		return cached, nil
+	}
+	data, err := chartLayer(repo.Tag(tag), opts)
+	if err != nil {
+		return "", s.failed(ref.RepoURL, err)
+	}
+	return c.store(rel, data)
 }
 
 // ociTag is the tag Helm pushes a version under: OCI tags cannot hold the
@@ -81,34 +92,24 @@ func ociTag(version string) string {
 	return strings.ReplaceAll(version, "+", "_")
 }
 
-// newestTag lists the repository's tags and picks the highest version that
-// satisfies the constraint (empty: the latest stable one).
-func newestTag(repo name.Repository, constraint string, opts []remote.Option) (string, error) {
-	if constraint == "" {
-		constraint = "*"
-	}
-	c, err := semver.NewConstraint(constraint)
-	if err != nil {
-		return "", fmt.Errorf("version %q: %w", constraint, err)
-	}
-	tags, err := remote.List(repo, opts...)
-	if err != nil {
-		return "", fmt.Errorf("listing the tags of %s: %w", repo, err)
-	}
+// newestTag picks the tag of the highest version v allows among the
+// repository's tags.
+func newestTag(repo name.Repository, tags []string, v version) (string, *semver.Version, error) {
 	var best *semver.Version
+	bestTag := ""
 	for _, tag := range tags {
-		v, err := semver.StrictNewVersion(strings.ReplaceAll(tag, "_", "+"))
-		if err != nil || !c.Check(v) {
+		candidate, err := semver.StrictNewVersion(strings.ReplaceAll(tag, "_", "+"))
+		if err != nil || !v.allows(candidate) {
 			continue
 		}
-		if best == nil || v.GreaterThan(best) {
-			best = v
+		if best == nil || candidate.GreaterThan(best) {
+			best, bestTag = candidate, tag
 		}
 	}
 	if best == nil {
-		return "", fmt.Errorf("%s has no tag matching %q", repo, constraint)
+		return "", nil, fmt.Errorf("%s has no tag matching %s", repo, shown(v.String()))
 	}
-	return best.Original(), nil
+	return bestTag, best, nil
 }
 
 // chartLayer reads the manifest at the tag and returns its chart archive,
@@ -168,16 +169,12 @@ func chartLayerDescriptor(m *v1.Manifest) (v1.Descriptor, error) {
 	return v1.Descriptor{}, fmt.Errorf("no layer of media type %q (layers: %s)", helmChartLayerMediaType, strings.Join(got, ", "))
 }
 
-// withTimeout bounds a whole OCI pull by the client's timeout, else the
-// puller's: the registry's token, tag, manifest and blob requests share one
-// deadline, as an HTTP repository's index and archive each get one.
-func (p *Puller) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	timeout := p.Timeout
-	if p.Client != nil && p.Client.Timeout > 0 {
-		timeout = p.Client.Timeout
-	}
-	if timeout > 0 {
-		return context.WithTimeout(ctx, timeout)
+// withTimeout bounds a whole OCI pull by the puller's timeout: the
+// registry's token, tag, manifest and blob requests share one deadline, as
+// an HTTP repository's index and archive each get one.
+func (s *Session) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.p.Timeout > 0 {
+		return context.WithTimeout(ctx, s.p.Timeout)
 	}
 	return ctx, func() {}
 }

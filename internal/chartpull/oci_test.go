@@ -42,12 +42,19 @@ func ociRegistry(t *testing.T, charts map[string]v1.Image) (string, *httptest.Se
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
+	pushCharts(t, host, charts)
+	return host, srv
+}
+
+// pushCharts pushes the charts to the registry at host under
+// charts/podinfo.
+func pushCharts(t *testing.T, host string, charts map[string]v1.Image, opts ...remote.Option) {
+	t.Helper()
 	for version, img := range charts {
 		tag, err := name.NewTag(host + "/charts/podinfo:" + ociTag(version))
 		require.NoError(t, err)
-		require.NoError(t, remote.Write(tag, img))
+		require.NoError(t, remote.Write(tag, img, opts...))
 	}
-	return host, srv
 }
 
 func helmChart(t *testing.T, version string) v1.Image {
@@ -73,7 +80,7 @@ func TestPullOCI(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
+			p := loopbackPuller(t.TempDir(), 10*time.Second)
 			got, err := p.Pull(context.Background(), Ref{RepoURL: tt.repoURL, Chart: "podinfo", Version: tt.version})
 			require.NoError(t, err)
 			c, err := loader.Load(got)
@@ -86,7 +93,7 @@ func TestPullOCI(t *testing.T) {
 
 func TestPullOCIKeepsAnExactVersion(t *testing.T) {
 	host, srv := ociRegistry(t, map[string]v1.Image{"6.7.0": helmChart(t, "6.7.0")})
-	p := &Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
+	p := loopbackPuller(t.TempDir(), 10*time.Second)
 	ref := Ref{RepoURL: "oci://" + host + "/charts", Chart: "podinfo", Version: "6.7.0"}
 	first, err := p.Pull(context.Background(), ref)
 	require.NoError(t, err)
@@ -145,13 +152,12 @@ func TestPullOCIReports(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := &Puller{Dir: dir, Timeout: 200 * time.Millisecond}
+			p := loopbackPuller(dir, 200*time.Millisecond)
 			_, err := p.Pull(context.Background(), Ref{RepoURL: tt.serve(t), Chart: "podinfo", Version: tt.version})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.Contains(t, err.Error(), "chart podinfo "+tt.version, "the error names the chart")
-			entries, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
-			assert.Empty(t, entries, "nothing is cached")
+			assert.Empty(t, filesUnder(t, dir), "nothing is cached")
 		})
 	}
 }
