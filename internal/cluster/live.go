@@ -108,6 +108,10 @@ var customResources = []customResource{
 	{group: "kustomize.toolkit.fluxcd.io", resource: "kustomizations", kind: "Kustomization"},
 	{group: "source.toolkit.fluxcd.io", resource: "gitrepositories", kind: "GitRepository"},
 	{group: "source.toolkit.fluxcd.io", resource: "helmrepositories", kind: "HelmRepository"},
+	// OCIRepositories and AppProjects name the hosts charts may be pulled
+	// from (internal/chartpull).
+	{group: "source.toolkit.fluxcd.io", resource: "ocirepositories", kind: kindOCIRepository},
+	{group: "argoproj.io", resource: "appprojects", kind: kindAppProject},
 	{group: "networking.istio.io", resource: "proxyconfigs", kind: kindProxyConfig},
 	{group: "security.istio.io", resource: "authorizationpolicies", kind: kindAuthorizationPolicy},
 	{group: "gateway.networking.k8s.io", resource: "gateways", kind: kindGateway},
@@ -124,6 +128,12 @@ const (
 
 // kindCanary is Flagger's Canary.
 const kindCanary = "Canary"
+
+// Kinds read to tell which hosts charts may be pulled from.
+const (
+	kindOCIRepository = "OCIRepository"
+	kindAppProject    = "AppProject"
+)
 
 // kindProxyConfig is Istio's ProxyConfig, the one custom kind that changes
 // what the mesh injects.
@@ -376,6 +386,8 @@ func (l *Live) Set() *objects.Set {
 	set.Kustomizations = copied(l, custom["Kustomization"], copyCustom[objects.Kustomization](custom["Kustomization"]))
 	set.GitRepositories = copied(l, custom["GitRepository"], copyCustom[objects.GitRepository](custom["GitRepository"]))
 	set.HelmRepositories = copied(l, custom["HelmRepository"], copyCustom[objects.HelmRepository](custom["HelmRepository"]))
+	set.OCIRepositories = copied(l, custom[kindOCIRepository], copyCustom[objects.OCIRepository](custom[kindOCIRepository]))
+	set.AppProjects = copied(l, custom[kindAppProject], copyCustom[objects.AppProject](custom[kindAppProject]))
 	set.ProxyConfigs = copied(l, custom[kindProxyConfig], copyCustom[objects.ProxyConfig](custom[kindProxyConfig]))
 	set.AuthorizationPolicies = copied(l, custom[kindAuthorizationPolicy], copyCustom[objects.AuthorizationPolicy](custom[kindAuthorizationPolicy]))
 	set.Gateways = copied(l, custom[kindGateway], copyCustom[objects.Gateway](custom[kindGateway]))

@@ -305,6 +305,10 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 		return appendTo(&set.AuthorizationPolicies)
 	case "gateway.networking.k8s.io/Gateway":
 		return appendTo(&set.Gateways)
+	case "source.toolkit.fluxcd.io/OCIRepository":
+		return appendTo(&set.OCIRepositories)
+	case "argoproj.io/AppProject":
+		return appendTo(&set.AppProjects)
 	}
 	return nil
 }
@@ -387,7 +391,9 @@ func mergeAll(parts []*objects.Set) *objects.Set {
 		AuthorizationPolicies: concat(parts, func(s *objects.Set) []objects.AuthorizationPolicy {
 			return s.AuthorizationPolicies
 		}),
-		Gateways: concat(parts, func(s *objects.Set) []objects.Gateway { return s.Gateways }),
+		Gateways:        concat(parts, func(s *objects.Set) []objects.Gateway { return s.Gateways }),
+		OCIRepositories: concat(parts, func(s *objects.Set) []objects.OCIRepository { return s.OCIRepositories }),
+		AppProjects:     concat(parts, func(s *objects.Set) []objects.AppProject { return s.AppProjects }),
 	}
 }
 

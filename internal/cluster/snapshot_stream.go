@@ -142,6 +142,8 @@ func (d *streamDecoder) mergeReady() {
 		appendSized(&s.Nodes, src.Nodes, p.bytes, d.size)
 		appendSized(&s.AuthorizationPolicies, src.AuthorizationPolicies, p.bytes, d.size)
 		appendSized(&s.Gateways, src.Gateways, p.bytes, d.size)
+		appendSized(&s.OCIRepositories, src.OCIRepositories, p.bytes, d.size)
+		appendSized(&s.AppProjects, src.AppProjects, p.bytes, d.size)
 	}
 }
 

@@ -67,6 +67,8 @@ func WriteSnapshot(set *objects.Set, dir string) error {
 		{"nodes.yaml", "v1", "Node", items(set.Nodes)},
 		{"authorizationpolicies.yaml", "security.istio.io/v1", "AuthorizationPolicy", items(set.AuthorizationPolicies)},
 		{"gateways.yaml", "gateway.networking.k8s.io/v1", "Gateway", items(set.Gateways)},
+		{"ocirepositories.yaml", "source.toolkit.fluxcd.io/v1", "OCIRepository", items(set.OCIRepositories)},
+		{"appprojects.yaml", "argoproj.io/v1alpha1", "AppProject", items(set.AppProjects)},
 	}
 	for _, f := range files {
 		if err := f.write(dir); err != nil {

@@ -75,7 +75,8 @@ func snapshotWriteSet() *objects.Set {
 			WorkloadRef: &objects.WorkloadRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "checkout"},
 		}}},
 		Applications: []objects.Application{{ObjectMeta: meta("argocd", "shop"), Spec: objects.ApplicationSpec{
-			Source: &objects.ApplicationSource{RepoURL: "https://github.com/example/fleet", Path: "apps/shop", TargetRevision: "main"},
+			Project: "team-a",
+			Source:  &objects.ApplicationSource{RepoURL: "https://github.com/example/fleet", Path: "apps/shop", TargetRevision: "main"},
 		}}},
 		Kustomizations: []objects.Kustomization{{
 			// A resource that names its version keeps it.
@@ -104,6 +105,10 @@ func snapshotWriteSet() *objects.Set {
 		}}},
 		Gateways: []objects.Gateway{{ObjectMeta: meta("shop", "waypoint"), Spec: objects.GatewaySpec{GatewayClassName: "istio-waypoint"},
 			Status: objects.GatewayStatus{Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed"}}}}},
+		OCIRepositories: []objects.OCIRepository{{ObjectMeta: meta("flux-system", "podinfo"), Spec: objects.OCIRepositorySpec{URL: "oci://ghcr.io/stefanprodan/charts/podinfo"}}},
+		AppProjects: []objects.AppProject{{ObjectMeta: meta("argocd", "team-a"), Spec: objects.AppProjectSpec{
+			SourceRepos: []string{"https://charts.example.com/*", "!https://charts.example.com/private/*"},
+		}}},
 	}
 }
 
@@ -198,6 +203,14 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		o.TypeMeta = tm("gateway.networking.k8s.io/v1", "Gateway")
 		out.Gateways = append(out.Gateways, o)
 	}
+	for _, o := range set.OCIRepositories {
+		o.TypeMeta = tm("source.toolkit.fluxcd.io/v1", "OCIRepository")
+		out.OCIRepositories = append(out.OCIRepositories, o)
+	}
+	for _, o := range set.AppProjects {
+		o.TypeMeta = tm("argoproj.io/v1alpha1", "AppProject")
+		out.AppProjects = append(out.AppProjects, o)
+	}
 	return out
 }
 
@@ -220,7 +233,7 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 
 			files, err := filepath.Glob(filepath.Join(dir, "*"))
 			require.NoError(t, err)
-			assert.Len(t, files, 20, "one file per kind, and no temporary files left")
+			assert.Len(t, files, 22, "one file per kind, and no temporary files left")
 		})
 	}
 }

@@ -482,6 +482,10 @@ func decodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
 		typed = &objects.GitRepository{}
 	case "HelmRepository":
 		typed = &objects.HelmRepository{}
+	case kindOCIRepository:
+		typed = &objects.OCIRepository{}
+	case kindAppProject:
+		typed = &objects.AppProject{}
 	case kindProxyConfig:
 		typed = &objects.ProxyConfig{}
 	case kindAuthorizationPolicy:
@@ -514,6 +518,10 @@ func typedMeta(typed any) *metav1.ObjectMeta {
 	case *objects.GitRepository:
 		return &t.ObjectMeta
 	case *objects.HelmRepository:
+		return &t.ObjectMeta
+	case *objects.OCIRepository:
+		return &t.ObjectMeta
+	case *objects.AppProject:
 		return &t.ObjectMeta
 	case *objects.ProxyConfig:
 		return &t.ObjectMeta

@@ -1,5 +1,23 @@
 package objects
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// AppProject is the part of an Argo CD AppProject kedge reads: the
+// repositories its Applications may take sources from. Argo CD refuses an
+// Application a source its project's sourceRepos do not match
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/projects/).
+type AppProject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              AppProjectSpec `json:"spec,omitempty"`
+}
+
+// AppProjectSpec holds the project's source repository globs; one starting
+// with "!" denies what it matches.
+type AppProjectSpec struct {
+	SourceRepos []string `json:"sourceRepos,omitempty"`
+}
+
 // ApplicationSourceDirectory is how an Argo CD Application reads a source
 // of plain manifests: by default only the files at the top of its path, each
 // kept or dropped by the include and exclude globs matched against its path

@@ -15,6 +15,8 @@ func (a *Application) DeepCopyObject() runtime.Object         { return deepCopy(
 func (k *Kustomization) DeepCopyObject() runtime.Object       { return deepCopy(k) }
 func (g *GitRepository) DeepCopyObject() runtime.Object       { return deepCopy(g) }
 func (h *HelmRepository) DeepCopyObject() runtime.Object      { return deepCopy(h) }
+func (o *OCIRepository) DeepCopyObject() runtime.Object       { return deepCopy(o) }
+func (a *AppProject) DeepCopyObject() runtime.Object          { return deepCopy(a) }
 func (p *ProxyConfig) DeepCopyObject() runtime.Object         { return deepCopy(p) }
 func (a *AuthorizationPolicy) DeepCopyObject() runtime.Object { return deepCopy(a) }
 func (g *Gateway) DeepCopyObject() runtime.Object             { return deepCopy(g) }

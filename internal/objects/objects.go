@@ -45,6 +45,11 @@ type Set struct {
 	Nodes                 []corev1.Node
 	AuthorizationPolicies []AuthorizationPolicy
 	Gateways              []Gateway
+	// OCIRepositories and AppProjects say where the cluster takes charts
+	// from, and where its Applications may: kedge pulls charts from no
+	// other host.
+	OCIRepositories []OCIRepository
+	AppProjects     []AppProject
 }
 
 // Copies returns a pointer to a shallow copy of each item, for a Set
@@ -93,6 +98,9 @@ type Application struct {
 
 // ApplicationSpec holds a single source or several.
 type ApplicationSpec struct {
+	// Project names the AppProject whose sourceRepos the sources must
+	// match; empty is Argo CD's "default".
+	Project     string                 `json:"project,omitempty"`
 	Source      *ApplicationSource     `json:"source,omitempty"`
 	Sources     []ApplicationSource    `json:"sources,omitempty"`
 	Destination ApplicationDestination `json:"destination,omitempty"`

@@ -87,6 +87,21 @@ const customObjects = `
     service: {port: 9898}
     analysis: {interval: 1m, threshold: 10, maxWeight: 50, stepWeight: 5}
   status: {phase: Succeeded, canaryWeight: 0}
+- apiVersion: source.toolkit.fluxcd.io/v1
+  kind: OCIRepository
+  metadata: {name: podinfo, namespace: flux-system}
+  spec:
+    interval: 10m
+    url: oci://ghcr.io/stefanprodan/charts/podinfo
+    ref: {semver: ">=6.0.0"}
+  status: {artifact: {revision: "6.7.1@sha256:0123"}}
+- apiVersion: argoproj.io/v1alpha1
+  kind: AppProject
+  metadata: {name: default, namespace: argocd}
+  spec:
+    sourceRepos: ["https://github.com/example/*", "!https://github.com/example/private"]
+    destinations: [{namespace: "*", server: "*"}]
+    clusterResourceWhitelist: [{group: "*", kind: "*"}]
 `
 
 func TestLiveReadsCustomResourcesWhenServed(t *testing.T) {
@@ -122,6 +137,14 @@ func TestLiveReadsCustomResourcesWhenServed(t *testing.T) {
 	assert.Equal(t, &objects.ApplicationSource{RepoURL: "https://github.com/example/fleet", Path: "apps/shop", TargetRevision: "main"}, set.Applications[0].Spec.Source)
 	assert.Equal(t, objects.ApplicationDestination{Server: "https://kubernetes.default.svc", Namespace: "shop"}, set.Applications[0].Spec.Destination)
 
+	assert.Equal(t, "default", set.Applications[0].Spec.Project)
+
+	require.Len(t, set.OCIRepositories, 1)
+	assert.Equal(t, metav1.TypeMeta{APIVersion: "source.toolkit.fluxcd.io/v1", Kind: "OCIRepository"}, set.OCIRepositories[0].TypeMeta)
+	assert.Equal(t, objects.OCIRepositorySpec{URL: "oci://ghcr.io/stefanprodan/charts/podinfo"}, set.OCIRepositories[0].Spec)
+	require.Len(t, set.AppProjects, 1)
+	assert.Equal(t, objects.AppProjectSpec{SourceRepos: []string{"https://github.com/example/*", "!https://github.com/example/private"}}, set.AppProjects[0].Spec)
+
 	require.Len(t, set.Kustomizations, 1)
 	assert.Equal(t, objects.KustomizationSpec{
 		Path: "./apps/shop", TargetNamespace: "shop", SourceRef: objects.CrossObjectRef{Kind: "GitRepository", Name: "fleet"},
@@ -147,6 +170,8 @@ func TestLiveReadsCustomResourcesWhenServed(t *testing.T) {
 	require.NoError(t, permErr)
 	for _, verb := range []string{"list", "watch"} {
 		assert.Contains(t, perms, cluster.Permission{Verb: verb, Group: "flagger.app", Resource: "canaries", GrantedBy: cluster.ReadRBAC})
+		assert.Contains(t, perms, cluster.Permission{Verb: verb, Group: "source.toolkit.fluxcd.io", Resource: "ocirepositories", GrantedBy: cluster.ReadRBAC})
+		assert.Contains(t, perms, cluster.Permission{Verb: verb, Group: "argoproj.io", Resource: "appprojects", GrantedBy: cluster.ReadRBAC})
 	}
 
 	// Watches keep running: a resource created after the first sync shows
@@ -183,7 +208,7 @@ func resourceFor(gvk schema.GroupVersionKind) schema.GroupVersionResource {
 	plural := map[string]string{
 		"Rollout": "rollouts", "Application": "applications",
 		"Kustomization": "kustomizations", "GitRepository": "gitrepositories",
-		"ProxyConfig": "proxyconfigs", "Canary": "canaries",
+		"ProxyConfig": "proxyconfigs", "Canary": "canaries", "OCIRepository": "ocirepositories", "AppProject": "appprojects",
 	}[gvk.Kind]
 	return gvk.GroupVersion().WithResource(plural)
 }

@@ -30,6 +30,7 @@ var kedgeReads = []readResource{
 	{"argoproj.io", "rollouts"}, {"argoproj.io", "applications"},
 	{"kustomize.toolkit.fluxcd.io", "kustomizations"},
 	{"source.toolkit.fluxcd.io", "gitrepositories"}, {"source.toolkit.fluxcd.io", "helmrepositories"},
+	{"source.toolkit.fluxcd.io", "ocirepositories"}, {"argoproj.io", "appprojects"},
 	{"networking.istio.io", "proxyconfigs"},
 	{"security.istio.io", "authorizationpolicies"}, {"gateway.networking.k8s.io", "gateways"},
 	{"flagger.app", "canaries"},
