@@ -18,6 +18,7 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kedge-io/kedge/internal/image"
 )
@@ -41,6 +42,7 @@ type Config struct {
 	Source     SourceConfig     `mapstructure:"source"`
 	Restart    RestartConfig    `mapstructure:"restart"`
 	Helm       HelmConfig       `mapstructure:"helm"`
+	Render     RenderConfig     `mapstructure:"render"`
 	Namespaces NamespacesConfig `mapstructure:"namespaces"`
 	Workloads  WorkloadsConfig  `mapstructure:"workloads"`
 	Images     ImagesConfig     `mapstructure:"images"`
@@ -101,6 +103,54 @@ type HelmConfig struct {
 	// (a chart value that reaches the pod template, in spec.values, when
 	// the chart is in the repository and has one).
 	Prefer string `mapstructure:"prefer"`
+	// AllowedHosts are globs (path.Match, without case) of hosts charts
+	// may be pulled from besides those the cluster's HelmRepositories,
+	// OCIRepositories and Argo CD Applications name, and the only hosts a
+	// pull may reach at a loopback, link-local, private, CGNAT,
+	// unspecified or multicast address.
+	AllowedHosts []string `mapstructure:"allowedHosts"`
+	// MaxChartSize bounds a chart, uncompressed with its subcharts: bytes
+	// or a quantity ("10Mi"); see MaxChartBytes.
+	MaxChartSize string `mapstructure:"maxChartSize"`
+}
+
+// MaxChartBytes reads helm.maxChartSize.
+func (h HelmConfig) MaxChartBytes() (int64, error) {
+	return byteQuantity("helm.maxChartSize", h.MaxChartSize)
+}
+
+// RenderConfig bounds the kustomize builds and Helm renders of repository
+// content, each run in a worker process of kedge.
+type RenderConfig struct {
+	// Timeout bounds one build or render, wall clock.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// Memory bounds what one worker may allocate: bytes or a quantity.
+	Memory string `mapstructure:"memory"`
+	// Workers bounds how many workers run at once; 0 is the number of
+	// cores, at most 4.
+	Workers int `mapstructure:"workers"`
+}
+
+// MemoryBytes reads render.memory.
+func (r RenderConfig) MemoryBytes() (int64, error) {
+	return byteQuantity("render.memory", r.Memory)
+}
+
+// byteQuantity reads a size written as bytes or as a Kubernetes quantity
+// ("10Mi", "1G"), as a pod's resources are written.
+func byteQuantity(key, value string) (int64, error) {
+	q, err := resource.ParseQuantity(strings.TrimSpace(value))
+	if err != nil {
+		return 0, &Error{Key: key, Msg: fmt.Sprintf("%q is neither a number of bytes nor a quantity such as 10Mi", value)}
+	}
+	n, ok := q.AsInt64()
+	if !ok {
+		n = q.Value()
+	}
+	if n <= 0 {
+		return 0, &Error{Key: key, Msg: fmt.Sprintf("%q: must be more than 0 bytes", value)}
+	}
+	return n, nil
 }
 
 // The values of helm.prefer.
@@ -247,6 +297,11 @@ var defaults = map[string]any{
 	"restart.annotation":         "kedge.io/restartedAt",
 	"restart.targetAnnotation":   "kedge.io/restart-target",
 	"helm.prefer":                HelmPreferPostRenderer,
+	"helm.allowedHosts":          []string{},
+	"helm.maxChartSize":          "10Mi",
+	"render.timeout":             20 * time.Second,
+	"render.memory":              "256Mi",
+	"render.workers":             0,
 	"namespaces.include":         []string{},
 	"namespaces.exclude":         []string{},
 	"workloads.kinds":            []string{"Deployment", "StatefulSet", "DaemonSet", "Rollout"},
@@ -482,6 +537,12 @@ func (c *Config) Validate(mode Mode) error {
 	if c.Helm.Prefer != HelmPreferPostRenderer && c.Helm.Prefer != HelmPreferValues {
 		return &Error{Key: "helm.prefer", Msg: fmt.Sprintf("%q is neither %s nor %s", c.Helm.Prefer, HelmPreferPostRenderer, HelmPreferValues)}
 	}
+	if err := validHelmPulls(c.Helm); err != nil {
+		return err
+	}
+	if err := validRender(c.Render); err != nil {
+		return err
+	}
 	if _, err := c.Server.SlogLevel(); err != nil {
 		return err
 	}
@@ -561,6 +622,38 @@ func (c *Config) Validate(mode Mode) error {
 		}
 	case c.GitHub.Token == "":
 		return &Error{Key: "github.token", Msg: "required: github.token or github.appID + github.privateKeyFile"}
+	}
+	return nil
+}
+
+// validHelmPulls checks helm.allowedHosts and helm.maxChartSize.
+func validHelmPulls(h HelmConfig) error {
+	for i, pattern := range h.AllowedHosts {
+		key := fmt.Sprintf("helm.allowedHosts[%d]", i)
+		switch {
+		case strings.TrimSpace(pattern) == "":
+			return &Error{Key: key, Msg: "empty: list host names or globs (charts.example.com, *.example.com)"}
+		case strings.ContainsAny(pattern, "/@"):
+			return &Error{Key: key, Msg: fmt.Sprintf("%q is not a host name or glob: write the host alone, without scheme, path or user", pattern)}
+		}
+		if _, err := path.Match(pattern, ""); err != nil {
+			return &Error{Key: key, Msg: fmt.Sprintf("bad glob %q", pattern)}
+		}
+	}
+	_, err := h.MaxChartBytes()
+	return err
+}
+
+// validRender checks the render budgets.
+func validRender(r RenderConfig) error {
+	if r.Timeout <= 0 {
+		return &Error{Key: "render.timeout", Msg: "must be more than 0"}
+	}
+	if _, err := r.MemoryBytes(); err != nil {
+		return err
+	}
+	if r.Workers < 0 {
+		return &Error{Key: "render.workers", Msg: "must be >= 0 (0: the number of cores, at most 4)"}
 	}
 	return nil
 }

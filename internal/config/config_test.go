@@ -152,6 +152,20 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"negative maxProxyRestarts", "waves: [{name: a, maxProxyRestarts: -2}]\n", ModePlan, "waves[0].maxProxyRestarts"},
 		{"bad wave glob", "waves: [{name: a, namespaces: ['[']}]\n", ModePlan, "waves[0].namespaces"},
 		{"bad resume label", "rollout: {resumeLabel: 'a b'}\n", ModePlan, "rollout.resumeLabel"},
+		{"allowed host a URL", "helm: {allowedHosts: [charts.example.com, 'https://charts.example.com/stable']}\n", ModePlan, "helm.allowedHosts[1]"},
+		{"allowed host with a user", "helm: {allowedHosts: ['charts.example.com@evil.example']}\n", ModePlan, "helm.allowedHosts[0]"},
+		{"allowed host empty", "helm: {allowedHosts: ['']}\n", ModePlan, "helm.allowedHosts[0]"},
+		{"allowed host bad glob", "helm: {allowedHosts: ['[charts']}\n", ModePlan, "helm.allowedHosts[0]"},
+		{"chart size not a size", "helm: {maxChartSize: ten}\n", ModePlan, "helm.maxChartSize"},
+		{"chart size zero", "helm: {maxChartSize: 0}\n", ModePlan, "helm.maxChartSize"},
+		{"chart size negative", "helm: {maxChartSize: -1Mi}\n", ModePlan, "helm.maxChartSize"},
+		{"render timeout zero", "render: {timeout: 0s}\n", ModePlan, "render.timeout"},
+		{"render timeout not a duration", "render: {timeout: soon}\n", ModePlan, "render.timeout"},
+		{"render memory not a size", "render: {memory: lots}\n", ModePlan, "render.memory"},
+		{"render memory zero", "render: {memory: 0Mi}\n", ModePlan, "render.memory"},
+		{"render workers negative", "render: {workers: -1}\n", ModePlan, "render.workers"},
+		{"render workers not a number", "render: {workers: many}\n", ModePlan, "render.workers"},
+		{"misspelt render key", "render: {timout: 1s}\n", ModePlan, "render.timout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,4 +199,62 @@ func TestMissingFile(t *testing.T) {
 func TestEnvName(t *testing.T) {
 	assert.Equal(t, "KEDGE_REPO_BASEBRANCH", EnvName("repo.baseBranch"))
 	assert.Equal(t, "KEDGE_GITHUB_TOKEN", EnvName("github.token"))
+}
+
+func TestChartPullAndRenderKeys(t *testing.T) {
+	tests := []struct {
+		name, content   string
+		env             map[string]string
+		wantHosts       []string
+		wantChartBytes  int64
+		wantTimeout     time.Duration
+		wantMemoryBytes int64
+		wantWorkers     int
+	}{
+		{
+			name:      "defaults",
+			wantHosts: []string{}, wantChartBytes: 10 << 20, wantTimeout: 20 * time.Second, wantMemoryBytes: 256 << 20,
+		},
+		{
+			name:      "quantities in the file",
+			content:   "helm: {allowedHosts: [chartmuseum.charts.svc, '*.corp.example'], maxChartSize: 20Mi}\nrender: {timeout: 45s, memory: 1Gi, workers: 2}\n",
+			wantHosts: []string{"chartmuseum.charts.svc", "*.corp.example"}, wantChartBytes: 20 << 20, wantTimeout: 45 * time.Second, wantMemoryBytes: 1 << 30, wantWorkers: 2,
+		},
+		{
+			name:      "bytes and SI quantities",
+			content:   "helm: {maxChartSize: 5000000}\nrender: {memory: 300M}\n",
+			wantHosts: []string{}, wantChartBytes: 5000000, wantTimeout: 20 * time.Second, wantMemoryBytes: 300000000,
+		},
+		{
+			name: "the environment",
+			env: map[string]string{
+				"KEDGE_HELM_ALLOWEDHOSTS": "charts.example.com,*.example.org", "KEDGE_HELM_MAXCHARTSIZE": "1Mi",
+				"KEDGE_RENDER_TIMEOUT": "1m", "KEDGE_RENDER_MEMORY": "512Mi", "KEDGE_RENDER_WORKERS": "3",
+			},
+			wantHosts: []string{"charts.example.com", "*.example.org"}, wantChartBytes: 1 << 20, wantTimeout: time.Minute, wantMemoryBytes: 512 << 20, wantWorkers: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			file := ""
+			if tt.content != "" {
+				file = writeConfig(t, tt.content)
+			}
+			cfg, err := Load(file, nil, nil)
+			require.NoError(t, err)
+			require.NoError(t, cfg.Validate(ModePlan))
+			assert.Equal(t, tt.wantHosts, cfg.Helm.AllowedHosts)
+			chartBytes, err := cfg.Helm.MaxChartBytes()
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantChartBytes, chartBytes)
+			assert.Equal(t, tt.wantTimeout, cfg.Render.Timeout)
+			memory, err := cfg.Render.MemoryBytes()
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantMemoryBytes, memory)
+			assert.Equal(t, tt.wantWorkers, cfg.Render.Workers)
+		})
+	}
 }
