@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/chartpull"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
@@ -65,6 +65,9 @@ func newPlanCommand() *cobra.Command {
 		if err := cfg.Validate(config.ModePlan); err != nil {
 			return err
 		}
+		if err := assemble.ConfigureRendering(cfg); err != nil {
+			return err
+		}
 		// Indexing and rendering a large repository take no context: on
 		// a signal the command stops waiting for them, and the process
 		// exits with them unfinished; plan writes nothing, so nothing is
@@ -83,7 +86,7 @@ func newPlanCommand() *cobra.Command {
 			// Offline, the checkouts named are the only repositories
 			// kedge may write to.
 			opts.Repositories, opts.RepositoriesFrom = repos, "--repo"
-			if err := indexCheckouts(cmd.Context(), set, &opts, charts); err != nil {
+			if err := indexCheckouts(cmd.Context(), set, &opts, chartPulls(cmd, cfg, charts)); err != nil {
 				return err
 			}
 		} else if repo != "" {
@@ -102,8 +105,7 @@ func newPlanCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("index %s: %w", opts.RepoRoot, err)
 			}
-			puller := &chartpull.Puller{Dir: charts, Timeout: assemble.ChartPullTimeout}
-			opts.Charts = assemble.PullCharts(cmd.Context(), set, opts.Index, puller)
+			opts.Charts = chartPulls(cmd, cfg, charts).Pull(cmd.Context(), set, opts.Index)
 		}
 		res, err := untilCancelled(cmd.Context(), func() (*plan.Result, error) {
 			return plan.Build(set, opts)
@@ -143,6 +145,13 @@ func newPlanCommand() *cobra.Command {
 		}
 	}
 	return cmd
+}
+
+// chartPulls pulls a plan's charts into dir in one session, saying on
+// standard error which pulls policy refused.
+func chartPulls(cmd *cobra.Command, cfg *config.Config, dir string) *assemble.ChartPulls {
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return &assemble.ChartPulls{Puller: assemble.NewChartPuller(cfg, dir), Log: log}
 }
 
 // snapshotName names the cluster of an offline plan given no --cluster:

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/chartpull"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
 	"github.com/kedge-io/kedge/internal/gitops/index"
@@ -55,8 +54,7 @@ func isRepoName(s string) bool {
 
 // indexCheckouts indexes each named checkout and pulls the charts their
 // HelmReleases name, as the single-checkout plan does for its one.
-func indexCheckouts(ctx context.Context, set *objects.Set, opts *plan.Options, charts string) error {
-	puller := &chartpull.Puller{Dir: charts, Timeout: assemble.ChartPullTimeout}
+func indexCheckouts(ctx context.Context, set *objects.Set, opts *plan.Options, pulls *assemble.ChartPulls) error {
 	opts.Charts = map[string]chart.Pulled{}
 	for i := range opts.Repositories {
 		r := &opts.Repositories[i]
@@ -67,7 +65,7 @@ func indexCheckouts(ctx context.Context, set *objects.Set, opts *plan.Options, c
 			return fmt.Errorf("index %s (%s): %w", r.Root, r.Label(), err)
 		}
 		r.Index = ix
-		for k, v := range assemble.PullCharts(ctx, set, ix, puller) {
+		for k, v := range pulls.Pull(ctx, set, ix) {
 			opts.Charts[k] = v
 		}
 	}

@@ -17,8 +17,6 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
-	"github.com/kedge-io/kedge/internal/gitops/chart"
-	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/gitrepo"
 	"github.com/kedge-io/kedge/internal/migrate"
@@ -65,6 +63,9 @@ func PlanOptions(cfg *config.Config, repoRoot string) plan.Options {
 		Annotations: restart.Annotations{Restart: cfg.Restart.Annotation, Target: cfg.Restart.TargetAnnotation},
 		HelmValues:  cfg.Helm.Prefer == config.HelmPreferValues,
 		Migrations:  MigrationPolicies(cfg),
+		// A chart larger than this, uncompressed with its subcharts, is
+		// over budget and not rendered.
+		MaxChartBytes: MaxChartBytes(cfg),
 	}
 }
 
@@ -145,6 +146,9 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := ConfigureRendering(cfg); err != nil {
+		return nil, err
+	}
 	renderer, err := dashboard.NewRenderer(cfg.Templates.Dir)
 	if err != nil {
 		return nil, &config.Error{Key: "templates.dir", Msg: err.Error()}
@@ -191,11 +195,10 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 	if err != nil {
 		return nil, err
 	}
+	charts := &ChartPulls{Puller: puller, Log: log}
 	rec := reconcile.New(settings, reconcile.Deps{
-		Source: source,
-		Charts: func(ctx context.Context, set *objects.Set, ix *index.Index) map[string]chart.Pulled {
-			return PullCharts(ctx, set, ix, puller)
-		},
+		Source:   source,
+		Charts:   charts.Pull,
 		OpenRepo: func(ctx context.Context) (*gitrepo.Repo, error) { return gitrepo.Open(ctx, gitOpts) },
 		Forge:    client,
 		OpenTarget: func(ctx context.Context, t route.Target) (*gitrepo.Repo, error) {

@@ -26,7 +26,7 @@ type cache struct {
 // 2.0.0, which one flat name would confuse.
 func entry(repoURL, chart, version string) (string, error) {
 	if msg := validChartName(chart); msg != "" {
-		return "", errors.New(msg)
+		return "", &InputError{Msg: msg}
 	}
 	rel := path.Join(repoKey(repoURL), chart, chart+"-"+version+".tgz")
 	if !filepath.IsLocal(rel) || strings.Count(rel, "/") != 2 {

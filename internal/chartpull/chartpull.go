@@ -183,7 +183,7 @@ func (s *Session) pull(ctx context.Context, ref Ref) (string, error) {
 		return "", err
 	}
 	if msg := validChartName(ref.Chart); msg != "" {
-		return "", errors.New(msg)
+		return "", &InputError{Msg: msg}
 	}
 	if !isOCI(ref.RepoURL) {
 		if u, err := url.Parse(ref.RepoURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {

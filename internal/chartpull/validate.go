@@ -1,6 +1,7 @@
 package chartpull
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -26,6 +27,21 @@ const maxShown = 80
 
 // shown quotes a value a repository's writers control, bounded.
 func shown(v string) string { return fmt.Sprintf("%q", untrusted.Excerpt(v, maxShown)) }
+
+// InputError refuses a chart name or version that is not one.
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// Refused reports whether a pull was refused by policy (a host nothing
+// admits, an address of a forbidden class) or for a name or version that
+// is not one, rather than failed at a repository.
+func Refused(err error) bool {
+	var input *InputError
+	var host *HostError
+	var addr *AddressError
+	return errors.As(err, &input) || errors.As(err, &host) || errors.As(err, &addr)
+}
 
 // validChartName says what is wrong with a chart's name, "" when nothing
 // is.
@@ -65,7 +81,7 @@ func parseVersion(v string) (version, error) {
 	if c, err := semver.NewConstraint(v); err == nil && !strings.ContainsAny(v, `/\`) {
 		return version{constraint: c, asked: v}, nil
 	}
-	return version{}, fmt.Errorf("version %s is neither a semver version nor a semver range", shown(v))
+	return version{}, &InputError{Msg: fmt.Sprintf("version %s is neither a semver version nor a semver range", shown(v))}
 }
 
 func (v version) String() string {

@@ -88,7 +88,7 @@ func TestArgoChartFromAChartRepository(t *testing.T) {
 			snap, err := cluster.ReadSnapshot(filepath.Join(repo, "argocd"))
 			require.NoError(t, err)
 			set.Applications = snap.Applications
-			puller := &chartpull.Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
+			puller := &chartpull.Puller{Dir: t.TempDir(), Timeout: 10 * time.Second, AllowedHosts: []string{"127.0.0.1"}} // the test repository listens on loopback
 			opts := plan.Options{RepoRoot: repo, RepoURLs: []string{fleetURL}, Charts: assemble.PullCharts(context.Background(), set, nil, puller)}
 
 			res, err := plan.Build(set, opts)

@@ -73,7 +73,7 @@ func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 			set.HelmRepositories = tt.repos
 			ix, err := index.Read(before, index.Options{})
 			require.NoError(t, err)
-			puller := &chartpull.Puller{Dir: t.TempDir(), Timeout: 10 * time.Second}
+			puller := &chartpull.Puller{Dir: t.TempDir(), Timeout: 10 * time.Second, AllowedHosts: []string{"127.0.0.1"}} // the test repository listens on loopback
 			pulled := assemble.PullCharts(context.Background(), set, ix, puller)
 
 			res, err := plan.Build(set, plan.Options{RepoRoot: before, Index: ix, HelmValues: true, Charts: pulled})
