@@ -27,9 +27,32 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
+// TestBadBudgetsExitTwo: a chart-pull or render key set wrong in the
+// environment stops a command before anything runs, naming the key.
+func TestBadBudgetsExitTwo(t *testing.T) {
+	tests := []struct{ env, value, wantKey string }{
+		{"KEDGE_HELM_MAXCHARTSIZE", "ten megabytes", "helm.maxChartSize"},
+		{"KEDGE_HELM_ALLOWEDHOSTS", "charts.example.com,https://evil.example/x", "helm.allowedHosts[1]"},
+		{"KEDGE_RENDER_TIMEOUT", "0s", "render.timeout"},
+		{"KEDGE_RENDER_MEMORY", "-1Gi", "render.memory"},
+		{"KEDGE_RENDER_WORKERS", "-2", "render.workers"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			t.Setenv(tt.env, tt.value)
+			code, stdout, stderr := run(t, "plan", "--snapshot", demoCluster)
+			assert.Equal(t, exitUsage, code, stderr)
+			assert.Contains(t, stderr, "config "+tt.wantKey+":")
+			assert.Empty(t, stdout)
+		})
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	badConfig := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(badConfig, []byte("repo: {owner: o, nmae: typo}\n"), 0o600))
+	badBudget := filepath.Join(t.TempDir(), "budget.yaml")
+	require.NoError(t, os.WriteFile(badBudget, []byte("render: {memory: lots}\n"), 0o600))
 	tests := []struct {
 		name     string
 		args     []string
@@ -43,6 +66,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad output", []string{"plan", "--snapshot", demoCluster, "--output", "yaml"}, exitUsage, "--output"},
 		{"patch without repo", []string{"plan", "--snapshot", demoCluster, "--output", "patch"}, exitUsage, "--repo"},
 		{"unknown config key", []string{"plan", "--config", badConfig, "--snapshot", demoCluster}, exitUsage, "repo.nmae"},
+		{"bad render budget", []string{"plan", "--config", badBudget, "--snapshot", demoCluster}, exitUsage, "config render.memory"},
 		{"missing config file", []string{"plan", "--config", "/nonexistent/kedge.yaml"}, exitUsage, "/nonexistent/kedge.yaml"},
 		{"run without settings", []string{"run", "--once", "--snapshot", demoCluster}, exitUsage, "config cluster"},
 		{"snapshot without --out", []string{"snapshot"}, exitUsage, "--out"},
