@@ -42,7 +42,8 @@ var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 // may reach. An IPv4 address written as IPv6 (::ffff:a.b.c.d, or NAT64's)
 // is judged as the IPv4 address it reaches.
 func addressClass(a netip.Addr) string {
-	a = a.Unmap()
+	// A zone-qualified address matches no prefix: judge it without.
+	a = a.WithZone("").Unmap()
 	if a.Is6() && nat64.Contains(a) {
 		b := a.As16()
 		a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})

@@ -189,6 +189,8 @@ func (s *Session) pull(ctx context.Context, ref Ref) (string, error) {
 		if u, err := url.Parse(ref.RepoURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 			return "", errors.New("only http, https and OCI chart repositories are read")
 		}
+	} else if !namesRegistry(ref.RepoURL) {
+		return "", fmt.Errorf("%s names no registry host: write the registry, as oci://registry-1.docker.io/bitnamicharts", shown(ref.RepoURL))
 	}
 	if err := s.mayStart(ref.RepoURL); err != nil {
 		return "", err

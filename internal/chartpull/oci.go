@@ -29,6 +29,16 @@ func isOCI(repoURL string) bool {
 	return strings.HasPrefix(repoURL, "oci://") || !strings.Contains(repoURL, "://")
 }
 
+// namesRegistry reports whether an OCI repository URL starts with a
+// registry host, as the registry client reads one (a name with a dot or a
+// port, or localhost): the client reads any other first element as a
+// Docker Hub namespace, and would ask a host the policy never saw. Flux
+// and Argo CD both want the registry written.
+func namesRegistry(repoURL string) bool {
+	first, _, _ := strings.Cut(strings.TrimPrefix(repoURL, "oci://"), "/")
+	return strings.ContainsAny(first, ".:") || first == "localhost"
+}
+
 // ociRepository is the chart's repository in the registry: the URL's host
 // and path followed by the chart's name, as `helm pull oci://…/<chart>`.
 func ociRepository(ref Ref) string {

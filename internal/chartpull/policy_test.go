@@ -132,6 +132,7 @@ func TestRedirectsToForbiddenAddresses(t *testing.T) {
 		{name: "a name resolving to loopback", location: "http://rebound.example.com:" + target.port() + "/index.yaml", class: "a loopback address"},
 		{name: "instance metadata", location: "http://169.254.169.254/latest/meta-data/iam/security-credentials/", class: "a link-local address"},
 		{name: "IPv6 link-local", location: "http://[fe80::1]/index.yaml", class: "a link-local address"},
+		{name: "IPv6 link-local with a zone", location: "http://[fe80::1%25eth0]/index.yaml", class: "a link-local address"},
 		{name: "private 10/8", location: "http://10.1.2.3/index.yaml", class: "a private address"},
 		{name: "private 172.16/12", location: "http://172.20.0.1/index.yaml", class: "a private address"},
 		{name: "private 192.168/16", location: "http://192.168.1.1/index.yaml", class: "a private address"},
@@ -285,6 +286,20 @@ func TestHostsNotNamed(t *testing.T) {
 			assert.Contains(t, err.Error(), "list it in helm.allowedHosts to pull from it")
 			assert.Zero(t, dns.Asked(tt.wantHost), "not even a DNS question")
 			assert.Empty(t, filesUnder(t, dir))
+		})
+	}
+}
+
+// TestOCIRepositoryWithoutRegistry: an OCI URL whose first element the
+// registry client would read as a Docker Hub namespace is refused, listed
+// or not: the host asked would not be the host checked.
+func TestOCIRepositoryWithoutRegistry(t *testing.T) {
+	for _, repoURL := range []string{"oci://charts/podinfo", "charts/podinfo", "oci://bitnamicharts"} {
+		t.Run(repoURL, func(t *testing.T) {
+			p := &Puller{Dir: t.TempDir(), Timeout: time.Second, AllowedHosts: []string{"*"}}
+			_, err := p.Pull(context.Background(), Ref{RepoURL: repoURL, Chart: "podinfo", Version: "1.0.0"})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "names no registry host")
 		})
 	}
 }
