@@ -127,7 +127,7 @@ type RenderConfig struct {
 	// Memory bounds what one worker may allocate: bytes or a quantity.
 	Memory string `mapstructure:"memory"`
 	// Workers bounds how many workers run at once; 0 is the number of
-	// cores, at most 4.
+	// cores, at most 2.
 	Workers int `mapstructure:"workers"`
 }
 
@@ -653,7 +653,7 @@ func validRender(r RenderConfig) error {
 		return err
 	}
 	if r.Workers < 0 {
-		return &Error{Key: "render.workers", Msg: "must be >= 0 (0: the number of cores, at most 4)"}
+		return &Error{Key: "render.workers", Msg: "must be >= 0 (0: the number of cores, at most 2)"}
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ type Limits struct {
 // DefaultLimits keep two workers and kedge within the 1 GiB the deployment
 // gives the pod: a worker past its budget is killed long before the pod
 // is.
-var DefaultLimits = Limits{Timeout: 20 * time.Second, Memory: 256 << 20, Workers: min(runtime.GOMAXPROCS(0), 4)}
+var DefaultLimits = Limits{Timeout: 20 * time.Second, Memory: 256 << 20, Workers: min(runtime.GOMAXPROCS(0), 2)}
 
 // idleTimeout is how long an unused worker is kept: a service cycle with
 // nothing new to render holds none.
