@@ -110,26 +110,47 @@ func captureOutput() (*jobOutput, error) {
 	os.Stderr = w
 	log.SetOutput(w)
 	go func() {
-		s := bufio.NewScanner(r)
-		s.Buffer(make([]byte, 64<<10), 1<<20)
-		for s.Scan() {
-			line := s.Text()
+		lines := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, err := readLine(lines, maxOutputLine)
 			if line == outputMark {
 				o.mark <- struct{}{}
-				continue
+			} else if line != "" || err == nil {
+				o.mu.Lock()
+				if len(o.lines) < maxOutputLines {
+					o.lines = append(o.lines, line)
+				}
+				o.mu.Unlock()
 			}
-			o.mu.Lock()
-			if len(o.lines) < maxOutputLines {
-				o.lines = append(o.lines, line)
+			if err != nil {
+				return
 			}
-			o.mu.Unlock()
 		}
 	}()
 	return o, nil
 }
 
-// maxOutputLines bounds what one job's output may carry back.
-const maxOutputLines = 1000
+// maxOutputLines and maxOutputLine bound what one job's output may carry
+// back.
+const (
+	maxOutputLines = 1000
+	maxOutputLine  = 4 << 10
+)
+
+// readLine reads one line, keeping at most max bytes of it: a library that
+// prints a line without end never stops the reader.
+func readLine(r *bufio.Reader, max int) (string, error) {
+	var b []byte
+	for {
+		chunk, isPrefix, err := r.ReadLine()
+		if len(b) < max {
+			b = append(b, chunk[:min(len(chunk), max-len(b))]...)
+		}
+		if err != nil || !isPrefix {
+			return string(b), err
+		}
+	}
+}
 
 // take returns the lines printed since the last take.
 func (o *jobOutput) take() []string {
