@@ -120,12 +120,16 @@ func TestKustomizeReadsNothingOutside(t *testing.T) {
 		"escape/kustomization.yaml": "resources: [../../" + filepath.Base(outside) + "/secret.yaml]\n",
 		"link/kustomization.yaml":   "resources: [secret.yaml]\n",
 		"gen/kustomization.yaml":    "configMapGenerator:\n- name: c\n  files: [secret.yaml]\n",
+		"abs/kustomization.yaml":    "resources: [" + filepath.Join(outside, "secret.yaml") + "]\n",
 	})
 	require.NoError(t, os.Symlink(filepath.Join(outside, "secret.yaml"), filepath.Join(repo, "link", "secret.yaml")))
 	require.NoError(t, os.Symlink("../../"+filepath.Base(outside)+"/secret.yaml", filepath.Join(repo, "gen", "secret.yaml")))
-	for _, dir := range []string{"escape", "link", "gen"} {
+	for _, dir := range []string{"escape", "link", "gen", "abs"} {
 		res := Default().Kustomize(context.Background(), KustomizeJob{Root: repo, Dir: dir})
 		require.NotNil(t, res.Failure, dir)
+		// kustomize quotes a resource's error as text: the refusal is
+		// still one.
+		assert.Equal(t, FailOutside, res.Failure.Kind, "%s: %s", dir, res.Failure.Message)
 		assert.NotContains(t, res.Failure.Message, "TOPSECRET", dir)
 		for _, o := range res.Objects {
 			assert.NotContains(t, string(o), "TOPSECRET", dir)

@@ -309,7 +309,9 @@ func classify(err error) *Failure {
 		f.Kind = FailOverBudget
 	case errors.As(err, &outside):
 		f.Kind, f.File = FailOutside, outside.File
-	case repofs.IsOutside(err):
+	case repofs.IsOutside(err) || strings.Contains(err.Error(), repofs.ErrOutside.Error()):
+		// kustomize quotes the errors of the resources it accumulates
+		// rather than wrapping them: the refusal survives only as text.
 		f.Kind = FailOutside
 	case errors.Is(err, errNoFetch) || strings.Contains(err.Error(), errNoFetch.Error()):
 		f.Kind = FailRemote
