@@ -15,5 +15,7 @@ func TestMain(m *testing.M) {
 	if request := os.Getenv(caseEnv); request != "" {
 		os.Exit(runCase(request))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeKedgeBinary()
+	os.Exit(code)
 }
