@@ -201,6 +201,11 @@ func (f *FS) ReadFileLimit(rel string, limit int64) ([]byte, error) {
 	if !info.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: rel, Err: ErrNotRegular}
 	}
+	// The size said is the file's, not how far a read got before it
+	// stopped; the read still stops at the limit if the file grows.
+	if limit > 0 && info.Size() > limit {
+		return nil, &yamlguard.Error{Budget: "size", Found: info.Size(), Limit: limit}
+	}
 	return yamlguard.ReadAll(file, limit)
 }
 
