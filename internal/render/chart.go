@@ -173,7 +173,13 @@ func checkArchives(files []*loader.BufferedFile, remaining, max int64) (int64, e
 			remaining -= int64(len(g.Data))
 		}
 		if remaining, err = checkArchives(inner, remaining, max); err != nil {
-			return 0, err
+			// The archive to blame is the one in the chart's directory;
+			// the one inside it is named in the budget.
+			var over *OverBudgetError
+			if errors.As(err, &over) {
+				return 0, &OverBudgetError{File: f.Name, Budget: over.File + " inside it: " + over.Budget}
+			}
+			return 0, fmt.Errorf("%s: %w", f.Name, err)
 		}
 	}
 	return remaining, nil
