@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -269,12 +270,22 @@ func (w *hostileWorld) generate(t *testing.T, g hostileFile) {
 
 // bombArchives caches the archives of a size: compressing a 95 MiB
 // payload takes a while, and every copy is the same.
-var bombArchives = map[string][]byte{}
+var (
+	bombArchivesMu sync.Mutex
+	bombArchives   = map[string][]byte{}
+)
 
 // bombArchive is a packaged chart holding a file of size zero bytes
 // (gzip shrinks it about a thousand times); nested, the chart holds its
 // payload as a subchart archive of its own.
 func bombArchive(t *testing.T, size int, nested bool) []byte {
+	t.Helper()
+	bombArchivesMu.Lock()
+	defer bombArchivesMu.Unlock()
+	return bombArchiveLocked(t, size, nested)
+}
+
+func bombArchiveLocked(t *testing.T, size int, nested bool) []byte {
 	t.Helper()
 	key := fmt.Sprint(size, nested)
 	if a, ok := bombArchives[key]; ok {
@@ -284,7 +295,7 @@ func bombArchive(t *testing.T, size int, nested bool) []byte {
 		"Chart.yaml": []byte("apiVersion: v2\nname: bomb\nversion: 1.0.0\n"),
 	}
 	if nested {
-		files["charts/inner-1.0.0.tgz"] = bombArchive(t, size, false)
+		files["charts/inner-1.0.0.tgz"] = bombArchiveLocked(t, size, false)
 	} else {
 		files["files/zeros"] = make([]byte, size)
 	}
@@ -495,6 +506,7 @@ func runHostileCases(t *testing.T, holes bool) {
 
 	entries, err := os.ReadDir(hostileCorpus)
 	require.NoError(t, err)
+	var summaryMu sync.Mutex
 	var summary []string
 	ran := 0
 	for _, e := range entries {
@@ -515,6 +527,9 @@ func runHostileCases(t *testing.T, holes bool) {
 		}
 		ran++
 		t.Run(e.Name(), func(t *testing.T) {
+			// Each case is its own process tree, measured on its own; a
+			// plan mostly waits on its workers.
+			t.Parallel()
 			require.NotEmpty(t, c.About, "say what the case is")
 			require.True(t, len(c.Workloads)+len(c.Problems) > 0 || c.Hole != nil, "say what the plan reports")
 			w := newHostileWorld(t)
@@ -523,7 +538,9 @@ func runHostileCases(t *testing.T, holes bool) {
 			w.writeConfig(t, c.Config)
 			before := snapshotTree(t, w.root, w.kedgeCache)
 			out := w.plan(t)
+			summaryMu.Lock()
 			summary = append(summary, fmt.Sprintf("%-44s %6s %5d MiB", e.Name(), out.Wall.Round(10*time.Millisecond), out.Peak>>20))
+			summaryMu.Unlock()
 			require.False(t, out.TimedOut, "the plan was still running after %s", hostileKill)
 			require.Zero(t, out.ExitCode, "a hostile repository must not stop the plan: %s", out.Stderr)
 			checkContained(t, w, out, before, nil)
@@ -534,8 +551,10 @@ func runHostileCases(t *testing.T, holes bool) {
 		})
 	}
 	require.NotZero(t, ran, "no cases")
-	sort.Strings(summary)
-	t.Logf("case, wall time, peak RSS (kedge and its workers):\n%s", strings.Join(summary, "\n"))
+	t.Cleanup(func() {
+		sort.Strings(summary)
+		t.Logf("case, wall time, peak RSS (kedge and its workers):\n%s", strings.Join(summary, "\n"))
+	})
 }
 
 // closed is the case as it must pass once its hole is closed.
