@@ -276,6 +276,8 @@ func runCase(request string) int {
 		grow()
 	case "hang":
 		time.Sleep(time.Hour)
+	case "escape":
+		return escape(path)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown case operation %q\n", op)
 		return 2

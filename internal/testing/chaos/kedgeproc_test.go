@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -459,4 +461,113 @@ func (s secretFile) leakIn(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// escape is the child side of TestHostileHarnessSeesEveryEscape: it does
+// one thing a hostile repository must never get kedge to do ("kind:arg").
+func escape(request string) int {
+	kind, arg, _ := strings.Cut(request, ":")
+	switch kind {
+	case "request":
+		resp, err := http.Get(arg)
+		if err == nil {
+			resp.Body.Close()
+		}
+	case "program":
+		_ = exec.Command("git", "fetch", "--upload-pack=x").Run()
+	case "foreign":
+		_ = exec.Command("/bin/sleep", "1").Run()
+	case "write":
+		_ = os.WriteFile(arg, []byte("written"), 0o644)
+	case "leak":
+		data, _ := os.ReadFile(arg)
+		// An excerpt's worth, escaped as untrusted text is.
+		fmt.Printf("detail: %q\n", string(data[40:80]))
+	case "memory":
+		// Half the memory here, half in a child: only the sum of the
+		// tree is over the limit.
+		child := exec.Command(os.Args[0], "-test.run=^$")
+		child.Env = append(os.Environ(), caseEnv+"=escape:hold:"+arg)
+		_ = child.Start()
+		hold(arg)
+	case "hold":
+		hold(arg)
+	case "slow":
+		time.Sleep(time.Hour)
+	default:
+		return 2
+	}
+	return 0
+}
+
+// hold keeps n MiB resident until the process is killed.
+func hold(n string) {
+	mib, _ := strconv.Atoi(n)
+	b := make([]byte, mib<<20)
+	for i := range b {
+		b[i] = 1
+	}
+	time.Sleep(time.Hour)
+	runtime.KeepAlive(b)
+}
+
+// TestHostileHarnessSeesEveryEscape runs, in place of kedge, a process
+// that does one forbidden thing per case, and holds each detector of the
+// hostile-repository harness to seeing it: a request to the canary, a
+// program run from PATH, a process other than kedge in its tree, a file
+// written beside the checkout, a piece of the secret in its output, more
+// memory across its process tree than the limit (half in a child), and
+// running past the deadline.
+func TestHostileHarnessSeesEveryEscape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	cases := []struct {
+		kind  string
+		arg   func(w *hostileWorld) string
+		check func(t *testing.T, w *hostileWorld, before treeState, out kedgeOutcome)
+	}{
+		{"request", func(w *hostileWorld) string { return w.canary.URL() + "/x" }, func(t *testing.T, w *hostileWorld, _ treeState, _ kedgeOutcome) {
+			assert.NotEmpty(t, w.canary.Reached())
+		}},
+		{"program", nil, func(t *testing.T, w *hostileWorld, _ treeState, _ kedgeOutcome) {
+			assert.NotEmpty(t, marksLeft(t, w.marks))
+		}},
+		{"foreign", nil, func(t *testing.T, _ *hostileWorld, _ treeState, out kedgeOutcome) {
+			assert.NotEmpty(t, out.Foreign)
+		}},
+		{"write", func(w *hostileWorld) string { return filepath.Join(w.outside, "dropped") }, func(t *testing.T, w *hostileWorld, before treeState, _ kedgeOutcome) {
+			assert.Contains(t, before.diff(snapshotTree(t, w.root, w.kedgeCache)), "created outside/dropped")
+		}},
+		{"leak", func(w *hostileWorld) string { return w.key.Path }, func(t *testing.T, w *hostileWorld, _ treeState, out kedgeOutcome) {
+			assert.True(t, w.key.leakIn(out.Stdout))
+			assert.False(t, w.token.leakIn(out.Stdout))
+		}},
+		{"memory", func(*hostileWorld) string { return "200" }, func(t *testing.T, _ *hostileWorld, _ treeState, out kedgeOutcome) {
+			assert.True(t, out.Overran, "peak %d MiB", out.Peak>>20)
+			assert.GreaterOrEqual(t, out.Peak, int64(300<<20))
+		}},
+		{"slow", nil, func(t *testing.T, _ *hostileWorld, _ treeState, out kedgeOutcome) {
+			assert.True(t, out.TimedOut)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			w := newHostileWorld(t)
+			arg := ""
+			if c.arg != nil {
+				arg = c.arg(w)
+			}
+			before := snapshotTree(t, w.root, w.kedgeCache)
+			out := kedgeRun{
+				Env: []string{
+					"PATH=" + w.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+					caseEnv + "=escape:" + c.kind + ":" + arg,
+				},
+				Args:     []string{"-test.run=^$"},
+				Deadline: 5 * time.Second, MemoryLimit: 300 << 20,
+			}.run(t, os.Args[0])
+			c.check(t, w, before, out)
+		})
+	}
 }
