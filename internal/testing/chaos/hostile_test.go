@@ -55,6 +55,9 @@ type hostileCase struct {
 	// Problems are the files the plan reports as not indexed: the only
 	// problems beyond the demo's.
 	Problems []hostileProblem `json:"problems"`
+	// SameAsDemo says the plan is the demo's: every workload located as
+	// without the case, and no problem beyond the demo's.
+	SameAsDemo bool `json:"sameAsDemo"`
 	// Slow says why the case waits for the render deadline.
 	Slow string `json:"slow"`
 	// Hole describes a known gap the case exposes, and what the plan
@@ -112,6 +115,10 @@ type hostileFile struct {
 		// Nested puts the payload one archive deeper.
 		Nested bool `json:"nested"`
 	} `json:"archives"`
+	// Archive writes a subchart archive whose entries are given by name:
+	// content, or "symlink:TARGET" / "hardlink:TARGET" for a link entry
+	// (placeholders expanded), names kept as written ("../x", "/x").
+	Archive map[string]string `json:"archive"`
 	// Diamond makes a kustomize root at Path whose bases form a diamond
 	// Depth levels deep: every level includes the next twice, under two
 	// name prefixes, so the build doubles at each level.
@@ -157,6 +164,10 @@ func newHostileWorld(t *testing.T) *hostileWorld {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
 	installFakePrograms(t, w.bin, w.marks)
+	// A Kubernetes client that reads the environment (a chart's lookup
+	// function with a cluster to look in) would reach the canary.
+	kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: %q}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {token: canary}\n", w.canary.URL())
+	require.NoError(t, os.WriteFile(filepath.Join(w.home, "kubeconfig"), []byte(kubeconfig), 0o600))
 	w.key = newKeySecret(t, filepath.Join(root, "secret", "app.pem"))
 	w.token = newTokenSecret(t, filepath.Join(root, "secret", "token"), "ghs_")
 	return w
@@ -236,7 +247,7 @@ func (w *hostileWorld) generate(t *testing.T, g hostileFile) {
 	require.True(t, slices.Contains(hostileRoots, strings.SplitN(g.Path, "/", 2)[0]), "generate %s: not under %v", g.Path, hostileRoots)
 	full := filepath.Join(w.root, filepath.FromSlash(g.Path))
 	require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
-	if g.Archives == nil && g.Diamond == nil {
+	if g.Archives == nil && g.Diamond == nil && g.Archive == nil {
 		require.NoError(t, os.RemoveAll(full))
 	}
 	switch {
@@ -261,6 +272,8 @@ func (w *hostileWorld) generate(t *testing.T, g hostileFile) {
 		for i := range g.Archives.Count {
 			require.NoError(t, os.WriteFile(filepath.Join(full, fmt.Sprintf("bomb-%02d-1.0.0.tgz", i)), archive, 0o644))
 		}
+	case g.Archive != nil:
+		require.NoError(t, os.WriteFile(full, w.linkArchive(t, g.Archive), 0o644))
 	case g.Diamond != nil:
 		writeDiamond(t, full, g.Diamond.Depth, g.Diamond.Components)
 	default:
@@ -311,6 +324,31 @@ func bombArchiveLocked(t *testing.T, size int, nested bool) []byte {
 	require.NoError(t, tw.Close())
 	require.NoError(t, gz.Close())
 	bombArchives[key] = buf.Bytes()
+	return buf.Bytes()
+}
+
+// linkArchive packs entries as a gzipped tar, link entries as links.
+func (w *hostileWorld) linkArchive(t *testing.T, entries map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		content := w.expand(entries[name])
+		h := &tar.Header{Name: name, Mode: 0o644, Typeflag: tar.TypeReg, Size: int64(len(content))}
+		if target, ok := strings.CutPrefix(content, "symlink:"); ok {
+			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, target, 0
+		} else if target, ok := strings.CutPrefix(content, "hardlink:"); ok {
+			h.Typeflag, h.Linkname, h.Size = tar.TypeLink, target, 0
+		}
+		require.NoError(t, tw.WriteHeader(h))
+		if h.Typeflag == tar.TypeReg {
+			_, err := tw.Write([]byte(content))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, gz.Close())
 	return buf.Bytes()
 }
 
@@ -391,7 +429,7 @@ func (w *hostileWorld) plan(t *testing.T) kedgeOutcome {
 			"--repo", Owner + "/" + TeamRepoName + "=" + filepath.Join(w.root, "team-reviews")},
 		Env: []string{
 			"PATH=" + w.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
-			"HOME=" + w.home, "TMPDIR=" + w.tmp,
+			"HOME=" + w.home, "TMPDIR=" + w.tmp, "KUBECONFIG=" + filepath.Join(w.home, "kubeconfig"),
 			"HTTP_PROXY=" + w.canary.URL(), "HTTPS_PROXY=" + w.canary.URL(), "ALL_PROXY=" + w.canary.URL(),
 			"http_proxy=" + w.canary.URL(), "https_proxy=" + w.canary.URL(),
 		},
@@ -531,7 +569,8 @@ func runHostileCases(t *testing.T, holes bool) {
 			// plan mostly waits on its workers.
 			t.Parallel()
 			require.NotEmpty(t, c.About, "say what the case is")
-			require.True(t, len(c.Workloads)+len(c.Problems) > 0 || c.Hole != nil, "say what the plan reports")
+			require.True(t, len(c.Workloads)+len(c.Problems) > 0 || c.Hole != nil || c.SameAsDemo, "say what the plan reports")
+			require.False(t, c.SameAsDemo && len(c.Workloads)+len(c.Problems) > 0, "a plan the demo's reports nothing of its own")
 			w := newHostileWorld(t)
 			c := w.expandCase(c)
 			w.layCase(t, dir, c)

@@ -114,9 +114,10 @@ func (c *canary) Reached() string {
 
 // fakePrograms are the programs a hostile repository could hope kedge
 // runs (git for a remote base, ssh for its transport, a shell, Helm or
-// kustomize for plugins and chart inflation); each is a script first on
+// kustomize for plugins and chart inflation, a container runtime for a
+// KRM function); each is a script first on
 // the child's PATH that leaves a mark and fails.
-var fakePrograms = []string{"git", "git-upload-pack", "git-remote-http", "git-remote-https", "ssh", "sh", "bash", "helm", "kustomize", "kubectl", "curl", "wget", "gpg"}
+var fakePrograms = []string{"git", "git-upload-pack", "git-remote-http", "git-remote-https", "ssh", "sh", "bash", "helm", "kustomize", "kubectl", "curl", "wget", "gpg", "docker", "podman", "nerdctl"}
 
 // markProgram is the name of the program a hostile repository names by
 // absolute path (git's --upload-pack=<command>).
