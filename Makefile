@@ -52,6 +52,7 @@ fuzz:
 	$(call fuzz-one,FuzzReadSnapshot,./internal/cluster,10000)
 	$(call fuzz-one,FuzzStreamingDecode,./internal/cluster,10000)
 	$(call fuzz-one,FuzzEscape,./internal/dashboard,30000)
+	$(call fuzz-one,FuzzHostileTree,./internal/testing/chaos,500)
 
 # $(1) target, $(2) package, $(3) executions at FUZZSCALE=1 (about ten
 # seconds each on a 2-core machine).
