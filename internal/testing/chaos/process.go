@@ -54,7 +54,7 @@ func (w *World) SigkillCycle(rule Rule) CycleResult {
 	w.T.Helper()
 	mark := w.mark()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), ChildEnv+"="+w.childConfig())
+	cmd.Env = append(os.Environ(), ChildEnv+"="+w.childConfig(nil))
 	// Read only once the process was reaped, when Wait has copied it all.
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -84,8 +84,8 @@ func (w *World) SigkillCycle(rule Rule) CycleResult {
 }
 
 // childConfig writes the world's configuration, with the cluster as a
-// snapshot directory, for a child process.
-func (w *World) childConfig() string {
+// snapshot directory and extra keys laid over, for a child process.
+func (w *World) childConfig(extra map[string]any) string {
 	w.T.Helper()
 	dir := w.T.TempDir()
 	set, _ := w.Source(context.Background())
@@ -107,6 +107,9 @@ func (w *World) childConfig() string {
 		"git":       map[string]any{"cacheDir": c.Git.CacheDir},
 		"limits":    map[string]any{"mutationGap": c.Limits.MutationGap.String(), "maxRetryAfter": c.Limits.MaxRetryAfter.String()},
 		"reviewers": map[string]any{"byNamespace": c.Reviewers.ByNamespace},
+	}
+	for k, v := range extra {
+		doc[k] = v
 	}
 	data, err := yaml.Marshal(doc)
 	must(w.T, err)

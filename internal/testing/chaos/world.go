@@ -67,6 +67,9 @@ type Options struct {
 	// AppAuth authenticates as a GitHub App with a freshly generated key
 	// instead of the static token.
 	AppAuth bool
+	// KeyDir is the directory the App's key file is written in (the
+	// secret's mount); a new temporary directory when empty.
+	KeyDir string
 	// Log receives kedge's structured logs; nil discards them.
 	Log *slog.Logger
 	// AfterCycle, when set, sees each cycle's assembled service and
@@ -135,7 +138,11 @@ func NewWorld(t testing.TB, opts Options) *World {
 		key, err := rsa.GenerateKey(rand.Reader, 2048)
 		must(t, err)
 		w.KeyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-		keyFile := filepath.Join(t.TempDir(), "app.pem")
+		keyDir := opts.KeyDir
+		if keyDir == "" {
+			keyDir = t.TempDir()
+		}
+		keyFile := filepath.Join(keyDir, "app.pem")
 		must(t, os.WriteFile(keyFile, w.KeyPEM, 0o600))
 		hubOpts.AppID, hubOpts.AppPublicKey = AppID, &key.PublicKey
 		hubOpts.Installations = map[string]int64{Owner: InstallationID}
