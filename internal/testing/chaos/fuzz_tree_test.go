@@ -182,13 +182,16 @@ func FuzzHostileTree(f *testing.F) {
 		if fuzzErr == nil {
 			fuzzShared.cfg.Helm.Prefer = config.HelmPreferValues
 		}
-		// Bombs are the fuzzer's to find, not to wait for: a render
-		// stopped at 2 s is as much a refusal as one stopped at 20 s.
-		sandbox.SetDefault(sandbox.Limits{Timeout: 2 * time.Second, Memory: 256 << 20, Workers: 2})
 	})
 	if fuzzErr != nil {
 		f.Fatal(fuzzErr)
 	}
+	// Bombs are the fuzzer's to find, not to wait for: a render stopped
+	// at 2 s is as much a refusal as one stopped at 20 s. The tests that
+	// run after it in this process get the default pool back.
+	saved := sandbox.Default().Limits()
+	sandbox.SetDefault(sandbox.Limits{Timeout: 2 * time.Second, Memory: 256 << 20, Workers: 2})
+	f.Cleanup(func() { sandbox.SetDefault(saved) })
 	w := fuzzShared
 	w.canary = newCanary(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
