@@ -281,6 +281,8 @@ func writeProblems(w io.Writer, header string, problems []index.Problem) error {
 
 func manifestCell(m drift.Manifest) string {
 	switch {
+	case m.Path != "" && m.Edit != "" && m.Fallback != "":
+		return m.Status + " " + m.Path + " (" + m.Edit + ", " + m.Fallback + ")"
 	case m.Path != "" && m.Edit != "":
 		return m.Status + " " + m.Path + " (" + m.Edit + ")"
 	case len(m.Candidates) > 0:

@@ -133,6 +133,9 @@ type Manifest struct {
 	Edit   string `json:"edit,omitempty"`
 	// Detail explains not-found, helm (which release) and refusals.
 	Detail string `json:"detail,omitempty"`
+	// Fallback says why the workload is restarted by Edit and not by the
+	// edit the configuration prefers (helm.prefer: values).
+	Fallback string `json:"fallback,omitempty"`
 	// Candidates are the paths an ambiguous workload may come from.
 	Candidates []string `json:"candidates,omitempty"`
 	// Repository is the repository ("owner/name", "@branch" when a

@@ -63,7 +63,8 @@ func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 		{name: "with the HelmRepository", repos: []objects.HelmRepository{*charts}, want: drift.Manifest{Status: drift.ManifestFound,
 			Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmValues, Detail: "HelmRelease podinfo/podinfo (release podinfo, value podAnnotations)"}},
 		{name: "without it", want: drift.Manifest{Status: drift.ManifestFound,
-			Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease podinfo/podinfo"}},
+			Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease podinfo/podinfo",
+			Fallback: "not chart values: the cluster has no HelmRepository flux-system/charts"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package argo
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -143,7 +144,7 @@ func LocateChart(ix *index.Index, w drift.Workload, d *Directory, via, dir strin
 		return restart.Found{}, false
 	}
 	if err != nil {
-		return helm(fmt.Sprintf("%s: %v", via, err))
+		return helm(valuesFailed(via, err))
 	}
 	return valuesFound(site, key, before), true
 }
@@ -229,4 +230,13 @@ func setValue(v string) string {
 		prev = r
 	}
 	return b.String()
+}
+
+// valuesFailed says why the chart's values cannot restart a workload of
+// the Application via: Argo CD has no post-renderer for kedge to fall back on.
+func valuesFailed(via string, err error) string {
+	if errors.Is(err, chart.ErrNoValue) {
+		return fmt.Sprintf("%s: %v, and Argo CD has no post-renderer to patch the render with", via, err)
+	}
+	return fmt.Sprintf("%s: %v", via, err)
 }

@@ -97,7 +97,7 @@ func LocatePulledChart(ix *index.Index, w drift.Workload, sources []ChartSource,
 			continue
 		}
 		if err != nil {
-			return helm(fmt.Sprintf("%s: %v", via, err))
+			return helm(valuesFailed(via, err))
 		}
 		return valuesFound(site, key, before), true
 	}

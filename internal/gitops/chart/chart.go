@@ -26,8 +26,8 @@ import (
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
-// NoValue is the reason a chart keeps the status helm.
-const NoValue = "chart exposes no pod-annotation value; Flux post-renderer not available for Argo CD"
+// NoValue says the chart's values cannot restart the workload.
+const NoValue = "the chart exposes no value that reaches the pod template's annotations"
 
 // ErrNoValue says no candidate reaches the workload's pod template alone.
 var ErrNoValue = errors.New(NoValue)

@@ -73,10 +73,22 @@ func Locate(ix *index.Index, w drift.Workload, ref Ref, found restart.Found, opt
 	r := renderIn(ix, found.Root, found.Source)
 	// A post-renderer patch kedge wrote before for the workload would be
 	// applied after the values, and undo a later restart through them.
-	if opts.PreferValues && (r == nil || r.Restarts[w.Kind+"/"+w.Name] == nil) && len(ix.IncludedBy(found.Root)) == 0 && !overlay {
-		if byValue, ok := locateValue(ix, w, ref, out, opts.Values); ok {
+	valuesNot := ""
+	switch {
+	case !opts.PreferValues:
+	case r != nil && r.Restarts[w.Kind+"/"+w.Name] != nil:
+		valuesNot = "kedge restarted it through a post-renderer before, which would undo a later restart through values"
+	case len(ix.IncludedBy(found.Root)) > 0 || overlay:
+		valuesNot = "its HelmRelease is patched from an overlay"
+	default:
+		byValue, why := locateValue(ix, w, ref, out, opts.Values)
+		if why == "" {
 			return byValue
 		}
+		valuesNot = why
+	}
+	if valuesNot != "" {
+		out.Manifest.Fallback = "not chart values: " + valuesNot
 	}
 	postRenderers := 0
 	if r != nil {

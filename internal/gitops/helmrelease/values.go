@@ -3,6 +3,8 @@ package helmrelease
 import (
 	"encoding/json"
 	"fmt"
+	"path"
+	"path/filepath"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
@@ -10,7 +12,9 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/repofs"
 	"github.com/kedge-io/kedge/internal/route"
+	"github.com/kedge-io/kedge/internal/untrusted"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
@@ -87,27 +91,32 @@ func (valuesKind) Write(ix *index.Index, file string, restarts []restart.Restart
 }
 
 // locateValue returns the restart of w turned into a values edit of the
-// HelmRelease found, or false when the release's chart has no value for w.
-func locateValue(ix *index.Index, w drift.Workload, ref Ref, found restart.Found, opts ValuesOptions) (restart.Found, bool) {
+// HelmRelease found, or why the release's chart gives no value for w.
+func locateValue(ix *index.Index, w drift.Workload, ref Ref, found restart.Found, opts ValuesOptions) (restart.Found, string) {
 	hr, err := specAt(ix, found.Source)
-	// valuesFrom reads ConfigMaps and Secrets of the cluster, which a
-	// render of the repository does not see.
-	if err != nil || hr.Spec.Chart.Spec.Chart == "" || len(hr.Spec.ValuesFrom) > 0 {
-		return found, false
+	switch {
+	case err != nil:
+		return found, fmt.Sprintf("reading %s: %v", found.Source.Path, err)
+	case hr.Spec.Chart.Spec.Chart == "":
+		return found, "it names no chart of a source kedge reads"
+	case len(hr.Spec.ValuesFrom) > 0:
+		// valuesFrom reads ConfigMaps and Secrets of the cluster, which a
+		// render of the repository does not see.
+		return found, "its valuesFrom reads the cluster's ConfigMaps and Secrets"
 	}
 	site := &ValuesSite{src: found.Source, value: chart.Value{
 		Chart:    chart.Chart{Release: releaseName(ref, hr), Namespace: ref.Namespace},
 		Workload: w.Kind + "/" + w.Name,
 	}}
-	if !chartOf(ix, hr, ref.Namespace, opts, &site.value.Chart) {
-		return found, false
+	if why := chartOf(ix, hr, ref.Namespace, opts, &site.value.Chart); why != "" {
+		return found, why
 	}
 	if hr.Spec.TargetNamespace != "" {
 		site.value.Chart.Namespace = hr.Spec.TargetNamespace
 	}
 	key, before, err := chart.FindValue(ix, site.value.Chart, hr.Spec.Values, site.value.Workload)
 	if err != nil {
-		return found, false
+		return found, untrusted.Error(err)
 	}
 	site.value.Key = key
 	out := found
@@ -115,7 +124,7 @@ func locateValue(ix *index.Index, w drift.Workload, ref Ref, found restart.Found
 	out.Manifest.Edit = drift.EditHelmValues
 	out.Manifest.Detail = fmt.Sprintf("%s (release %s, value %s)", ref, site.value.Chart.Release, chart.ValuePath(key))
 	out.TemplateAnnotations = document.TemplateAnnotations(before[site.value.Workload])
-	return out, true
+	return out, ""
 }
 
 // specAt reads the HelmRelease of the repository at src.
@@ -137,25 +146,38 @@ func specAt(ix *index.Index, src index.Source) (spec, error) {
 }
 
 // chartOf points c at the release's chart: a directory of the checkout for
-// a GitRepository source, the pulled archive for a HelmRepository one.
-// false when kedge has no copy of the chart.
-func chartOf(ix *index.Index, hr spec, namespace string, opts ValuesOptions, c *chart.Chart) bool {
+// a GitRepository source, the pulled archive for a HelmRepository one. It
+// says why when kedge has no copy of the chart.
+func chartOf(ix *index.Index, hr spec, namespace string, opts ValuesOptions, c *chart.Chart) string {
 	s := hr.Spec.Chart.Spec
 	switch s.SourceRef.Kind {
 	case "GitRepository":
 		dir := route.CleanPath(s.Chart)
 		c.Dir = dir
-		return ix.FS().IsRegular(dir + "/Chart.yaml")
+		if _, err := ix.FS().Resolve(dir); !filepath.IsLocal(dir) && dir != "." || repofs.IsOutside(err) {
+			return fmt.Sprintf("its chart %s is outside the repository, and kedge reads nothing outside it", s.Chart)
+		}
+		if !ix.FS().IsRegular(path.Join(dir, "Chart.yaml")) {
+			return fmt.Sprintf("no chart at %s in the repository", s.Chart)
+		}
+		return ""
 	case "HelmRepository":
-		url, ok := RepositoryURL(opts.HelmRepositories, sourceNamespace(s.SourceRef.Namespace, namespace), s.SourceRef.Name)
+		sourceNS := sourceNamespace(s.SourceRef.Namespace, namespace)
+		url, ok := RepositoryURL(opts.HelmRepositories, sourceNS, s.SourceRef.Name)
 		if !ok {
-			return false
+			return fmt.Sprintf("the cluster has no HelmRepository %s/%s", sourceNS, s.SourceRef.Name)
 		}
 		pulled := opts.Pulled[chart.Key(url, s.Chart, s.Version)]
 		c.Archive = pulled.Archive
-		return pulled.Archive != ""
+		switch {
+		case pulled.Archive != "":
+			return ""
+		case pulled.Error != "":
+			return pulled.Error
+		}
+		return fmt.Sprintf("chart %s %s of %s was not pulled", s.Chart, s.Version, url)
 	}
-	return false
+	return fmt.Sprintf("its chart comes from a %s, which kedge does not read", s.SourceRef.Kind)
 }
 
 // sourceNamespace is the namespace of a Flux source reference, which

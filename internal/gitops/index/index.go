@@ -274,15 +274,21 @@ func buildIndex(root string, opts Options, prior *priorBuild) (*Index, error) {
 		}
 	}
 	var builds []*kustomizationFile
-	remote := map[string]string{}
+	refused := map[string]*Problem{}
+	loads := map[string]int{}
 	for _, dir := range dirs {
 		kf := kfiles[dir]
 		if kf == nil || kf.kind == "Component" {
 			continue
 		}
-		// remoteRef fills kfiles with bases outside the indexed paths, so
-		// it runs before the builds share the map.
-		remote[dir] = ix.remoteRef(kf.dir, kfiles, map[string]bool{}, prior)
+		// remoteRef and buildLoads fill kfiles with bases outside the
+		// indexed paths, so they run before the builds share the map.
+		if ref := ix.remoteRef(kf.dir, kfiles, map[string]bool{}, prior); ref != "" {
+			refused[dir] = &Problem{Kind: ProblemRemoteBase, Err: "remote base " + untrusted.Excerpt(ref, 0) + " is not fetched"}
+		} else if n := ix.buildLoads(kf.dir, kfiles, loads, map[string]bool{}, prior); n > MaxBuildLoads {
+			refused[dir] = &Problem{Kind: ProblemOverBudget, Err: fmt.Sprintf("building %s would load more than %d kustomizations: kustomize loads a base once for every path that reaches it",
+				kf.name, MaxBuildLoads)}
+		}
 		builds = append(builds, kf)
 	}
 	for _, kf := range kfiles {
@@ -294,7 +300,7 @@ func buildIndex(root string, opts Options, prior *priorBuild) (*Index, error) {
 			}
 		}
 	}
-	for i, rendered := range renderRoots(builds, remote, ix.fs, !ix.kustomizeAll, prior.reusable(ix)) {
+	for i, rendered := range renderRoots(builds, refused, ix.fs, !ix.kustomizeAll, prior.reusable(ix)) {
 		ix.cache.rendered[ix.rel(builds[i].dir)] = rendered
 		for r := range ix.addRendered(builds[i], rendered) {
 			reached[r] = true
@@ -490,6 +496,46 @@ func (ix *Index) remoteRef(dir string, kfiles map[string]*kustomizationFile, see
 	return ""
 }
 
+// MaxBuildLoads bounds the kustomizations one build may load. kustomize
+// loads a base once for every path of bases and components that reaches
+// it, not once: a diamond of bases doubles the work at each level, and 30
+// levels of a few bytes each would never finish. No repository a person
+// writes comes near it.
+const MaxBuildLoads = 1000
+
+// buildLoads counts the kustomizations a build of dir loads, as kustomize
+// loads them, up to MaxBuildLoads+1.
+func (ix *Index) buildLoads(dir string, kfiles map[string]*kustomizationFile, memo map[string]int, visiting map[string]bool, prior *priorBuild) int {
+	if n, ok := memo[dir]; ok {
+		return n
+	}
+	if visiting[dir] {
+		return 0 // a cycle: kustomize refuses it
+	}
+	visiting[dir] = true
+	defer delete(visiting, dir)
+	kf, ok := kfiles[dir]
+	if !ok {
+		kf = ix.kustomizationAt(dir, prior)
+		kfiles[dir] = kf
+	}
+	n := 0
+	if kf != nil {
+		n = 1
+		for _, ref := range kf.refs {
+			if n > MaxBuildLoads {
+				break
+			}
+			if !isRemoteRef(ref) {
+				n += ix.buildLoads(filepath.Join(kf.dir, ref), kfiles, memo, visiting, prior)
+			}
+		}
+	}
+	n = min(n, MaxBuildLoads+1)
+	memo[dir] = n
+	return n
+}
+
 // loadKustomizationIn reads the kustomization of dir, or returns nil when
 // dir is not a kustomization directory (a file, or missing).
 func loadKustomizationIn(fsys *repofs.FS, dir string) *kustomizationFile {
@@ -526,7 +572,7 @@ type renderedRoot struct {
 // concurrent builds since kyaml guards its OpenAPI schema with a lock
 // (kubernetes-sigs/kustomize#3659); each build has its own file system.
 // A root that reuse returns (not nil) is not rendered again.
-func renderRoots(kfs []*kustomizationFile, remote map[string]string, fsys *repofs.FS, plain bool, reuse func(*kustomizationFile) *renderedRoot) []*renderedRoot {
+func renderRoots(kfs []*kustomizationFile, refused map[string]*Problem, fsys *repofs.FS, plain bool, reuse func(*kustomizationFile) *renderedRoot) []*renderedRoot {
 	out := make([]*renderedRoot, len(kfs))
 	var dirty []int
 	for i, kf := range kfs {
@@ -537,7 +583,7 @@ func renderRoots(kfs []*kustomizationFile, remote map[string]string, fsys *repof
 	docs := newDocCache(fsys)
 	InParallel(len(dirty), func(j int) {
 		i := dirty[j]
-		out[i] = renderRoot(kfs[i], remote[kfs[i].dir], fsys, plain, docs)
+		out[i] = renderRoot(kfs[i], refused[kfs[i].dir], fsys, plain, docs)
 	})
 	return out
 }
@@ -581,9 +627,10 @@ func (c *DocCache) get(rel string) ([]document.Document, error) {
 	return e.docs, e.err
 }
 
-func renderRoot(kf *kustomizationFile, remoteRef string, fsys *repofs.FS, plain bool, docs *DocCache) *renderedRoot {
-	if remoteRef != "" {
-		return &renderedRoot{problem: &Problem{Kind: ProblemRemoteBase, Err: "remote base " + untrusted.Excerpt(remoteRef, 0) + " is not fetched"}}
+func renderRoot(kf *kustomizationFile, skipped *Problem, fsys *repofs.FS, plain bool, docs *DocCache) *renderedRoot {
+	if skipped != nil {
+		p := *skipped
+		return &renderedRoot{problem: &p}
 	}
 	if plain {
 		if r, ok := renderPlain(kf, fsys, docs); ok {

@@ -23,6 +23,7 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/helmrelease"
 	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
+	"github.com/kedge-io/kedge/internal/repofs"
 )
 
 // WorkloadID names a workload of the plan.
@@ -207,7 +208,7 @@ func (ix locator) notFoundDetail(w drift.Workload, hints Hints) restart.Found {
 		return notFound("%s", detail)
 	}
 	for _, p := range hints.Paths {
-		if !filepath.IsLocal(p) && p != "." {
+		if _, err := ix.FS().Resolve(p); !filepath.IsLocal(p) && p != "." || repofs.IsOutside(err) {
 			return notFound("%s applies %s, which is outside the repository: kedge reads nothing outside it", hints.Via, p)
 		}
 	}

@@ -89,9 +89,19 @@ type hostileWorkload struct {
 }
 
 type hostileProblem struct {
-	Path   string `json:"path"`
-	Kind   string `json:"kind"`
-	Detail string `json:"detail"`
+	// Path is the problem's path, or with Beneath set, a directory whose
+	// every problem of Kind (itself included) the entry stands for.
+	Path    string `json:"path"`
+	Beneath bool   `json:"beneath"`
+	Kind    string `json:"kind"`
+	Detail  string `json:"detail"`
+}
+
+func (w hostileProblem) matches(p tableProblem) bool {
+	if w.Beneath {
+		return p.Kind == w.Kind && (p.Path == w.Path || strings.HasPrefix(p.Path, w.Path+"/"))
+	}
+	return p.Path == w.Path && p.Kind == w.Kind
 }
 
 // hostileFile is a file the harness makes because Git cannot hold it: a
@@ -589,6 +599,9 @@ func runHostileCases(t *testing.T, holes bool) {
 			}
 		})
 	}
+	if holes && ran == 0 {
+		t.Skip("no case of testdata/hostile has a hole: set")
+	}
 	require.NotZero(t, ran, "no cases")
 	t.Cleanup(func() {
 		sort.Strings(summary)
@@ -678,12 +691,12 @@ func checkHostilePlan(t *testing.T, c hostileCase, baseline hostileBaseline, got
 	}
 	for _, want := range c.Problems {
 		found := slices.ContainsFunc(got.Problems, func(p tableProblem) bool {
-			return p.Path == want.Path && p.Kind == want.Kind && strings.Contains(p.Detail, want.Detail)
+			return want.matches(p) && strings.Contains(p.Detail, want.Detail)
 		})
 		assert.True(t, found, "problem %s %s (%q) not reported", want.Path, want.Kind, want.Detail)
 	}
 	for _, p := range extra {
-		listed := slices.ContainsFunc(c.Problems, func(w hostileProblem) bool { return w.Path == p.Path && w.Kind == p.Kind })
+		listed := slices.ContainsFunc(c.Problems, func(w hostileProblem) bool { return w.matches(p) })
 		assert.True(t, listed, "problem beyond the demo's that the case does not list: %+v", p)
 	}
 	assert.Equal(t, baseline.table.Refused, got.Refused, "refusals to edit")
