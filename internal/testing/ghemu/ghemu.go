@@ -27,6 +27,11 @@ import (
 // emulator does not implement itself.
 type BranchLookup func(branch string) (sha string, ok bool)
 
+// DiffFunc is the Git side of a pull request's diff: the changes between
+// the merge base of base and head and head, in `git diff` format, as GitHub
+// shows a pull request's "Files changed".
+type DiffFunc func(baseSHA, headSHA string) (string, error)
+
 // Options configures a Hub and the repositories it serves: NewHub reads the
 // fields that hold for every repository (credentials, limits, clock),
 // AddRepo the repository's own, and New both. Zero values pick the
@@ -40,6 +45,10 @@ type Options struct {
 	// Branches answers which branches exist. Nil keeps an in-memory branch
 	// table (see SetBranch) holding only the default branch at first.
 	Branches BranchLookup
+	// Diffs computes a pull request's diff for GET pulls/{number} with the
+	// diff media type (see GitDiff). Without it that request is outside
+	// the emulated surface: 404, recorded as such.
+	Diffs DiffFunc
 	// Collaborators restricts who may be requested as a reviewer. Nil
 	// accepts any login.
 	Collaborators []string
