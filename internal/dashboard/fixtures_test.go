@@ -363,7 +363,7 @@ func relabelOnly() fixture {
 		},
 		comments: commentsFor(pr, nil),
 		// An offline plan of a snapshot that names no cluster.
-		plan: PlanView{Plan: drift.Plan{}, Now: now},
+		plan: PlanView{Plan: drift.Plan{}, Now: now, Snapshot: "snapshots/web"},
 	}
 }
 
