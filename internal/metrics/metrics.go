@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,19 +66,19 @@ func New(github func() forge.Stats) *Metrics {
 		}, []string{"namespace", "reason"}),
 		driftedPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "drifted_pods",
-			Help: "Drifted pods of the workloads in the last plan, by namespace and drift reason.",
-		}, []string{"namespace", "reason"}),
+			Help: "Drifted pods in the last plan, by namespace and the drift reasons of their workload, comma-separated (each pod counts once).",
+		}, []string{"namespace", "reasons"}),
 		skippedWorkloads: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "skipped_workloads",
-			Help: "Drifted owners kedge will not restart in the last plan, by namespace and skip reason.",
+			Help: "Drifted workloads, and drifted pods without an owner, that kedge will not restart in the last plan, by namespace and skip reason.",
 		}, []string{"namespace", "reason"}),
 		pullRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "pull_requests",
-			Help: "Namespaces by the state of their kedge pull request after the last cycle.",
+			Help: "Namespaces by the state of their kedge pull request after the last cycle; a namespace applied from several repositories has a pull request, and counts, in each.",
 		}, []string{"state"}),
 		refusedFiles: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "refused_files",
-			Help: "Manifest files kedge found but would not edit safely, in the last cycle.",
+			Help: "Manifest files kedge found but would not edit safely, in the last cycle (a file counts once, however many namespaces it defines workloads of).",
 		}),
 		mismatch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "repository_mismatch",
@@ -110,7 +112,7 @@ func New(github func() forge.Stats) *Metrics {
 		}),
 		pushDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "git_push_duration_seconds",
-			Help:    "Duration of git pushes, from the ref advertisement to the server's report or the failure, by result (pushed, failed).",
+			Help:    "Duration of each git push to a repository (branch updates and deletions; one observation per push), from connecting to the server's report or the failure, by result (pushed, failed).",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"result"}),
 	}
@@ -140,10 +142,6 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err error, took time.Duration, end time.Time) {
 	result := Result(err)
 	m.cycles.WithLabelValues(trigger, result).Inc()
-	var failedPush *reconcile.PushError
-	if errors.As(err, &failedPush) && failedPush.Duration > 0 {
-		m.pushDuration.WithLabelValues(PushFailed).Observe(failedPush.Duration.Seconds())
-	}
 	m.cycleDuration.WithLabelValues(result).Observe(took.Seconds())
 	if result == ResultSuccess {
 		m.lastSuccess.Set(float64(end.UnixNano()) / 1e9)
@@ -156,10 +154,15 @@ func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err err
 	m.driftedWorkloads.Reset()
 	m.driftedPods.Reset()
 	for _, w := range report.Plan.Workloads {
+		reasons := make([]string, 0, len(w.Reasons))
 		for _, r := range w.Reasons {
 			m.driftedWorkloads.WithLabelValues(w.Namespace, string(r)).Inc()
-			m.driftedPods.WithLabelValues(w.Namespace, string(r)).Add(float64(w.Pods.Drifted))
+			reasons = append(reasons, string(r))
 		}
+		// A pod drifts once whatever its reasons: summing its workload's
+		// count under each reason would count it twice.
+		slices.Sort(reasons)
+		m.driftedPods.WithLabelValues(w.Namespace, strings.Join(slices.Compact(reasons), ",")).Add(float64(w.Pods.Drifted))
 	}
 	m.skippedWorkloads.Reset()
 	for _, s := range report.Plan.Skipped {
@@ -171,14 +174,27 @@ func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err err
 			m.pullRequests.WithLabelValues(string(o.State)).Inc()
 		}
 	}
-	m.refusedFiles.Set(float64(len(report.Refused)))
+	// A file is refused once per namespace whose workloads it defines; it
+	// is one file.
+	files := map[string]bool{}
+	for _, f := range report.Refused {
+		files[f.Path] = true
+	}
+	m.refusedFiles.Set(float64(len(files)))
 	m.mismatch.Reset()
 	for _, f := range report.Mismatch.Foreign {
 		m.mismatch.WithLabelValues(f.Repository).Set(float64(len(f.Namespaces)))
 	}
-	if report.PushDuration > 0 {
-		m.pushDuration.WithLabelValues(PushSucceeded).Observe(report.PushDuration.Seconds())
+}
+
+// ObservePush records one git push (see gitrepo.Options.ObservePush): a
+// cycle that pushes to two repositories makes two observations.
+func (m *Metrics) ObservePush(took time.Duration, err error) {
+	result := PushSucceeded
+	if err != nil {
+		result = PushFailed
 	}
+	m.pushDuration.WithLabelValues(result).Observe(took.Seconds())
 }
 
 // Results of a git push.
