@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/reconcile"
 )
@@ -31,6 +32,9 @@ const (
 	ResultError   = "error"
 	// ResultAborted is a cycle ended by shutdown or lost leadership.
 	ResultAborted = "aborted"
+	// ResultStale is a cycle that read cluster caches that could not
+	// refresh (cluster.ErrStale): it is no success.
+	ResultStale = "stale"
 )
 
 // Metrics records what kedge does. The zero value is not usable; use New.
@@ -86,16 +90,16 @@ func New(github func() forge.Stats) *Metrics {
 		}, []string{"repository"}),
 		cycleDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "cycle_duration_seconds",
-			Help:    "Duration of reconcile cycles, by result.",
+			Help:    "Duration of reconcile cycles, by result (success, stale, error, aborted).",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
 		}, []string{"result"}),
 		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "cycles_total",
-			Help: "Reconcile cycles run, by what started them (start, mesh, resync) and result.",
+			Help: "Reconcile cycles run, by what started them (start, mesh, resync) and result (success; stale: it read cluster caches that could not refresh; error; aborted).",
 		}, []string{"trigger", "result"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "last_successful_cycle_timestamp_seconds",
-			Help: "When the last cycle without error ended, as a Unix time.",
+			Help: "When the last successful cycle (no error, not stale) ended, as a Unix time.",
 		}),
 		triggers: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "mesh_changes_total",
@@ -208,6 +212,8 @@ func Result(err error) string {
 	switch {
 	case err == nil:
 		return ResultSuccess
+	case errors.Is(err, cluster.ErrStale):
+		return ResultStale
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ResultAborted
 	default:

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
@@ -156,20 +157,23 @@ func TestObserveCycleCountsResults(t *testing.T) {
 	m.ObserveCycle("start", &reconcile.Report{}, nil, 2*time.Second, end)
 	m.ObserveCycle("mesh", &reconcile.Report{}, fmt.Errorf("namespace shop: %w", errors.New("422")), time.Second, end.Add(time.Minute))
 	m.ObserveCycle("mesh", nil, fmt.Errorf("open repository: %w", context.Canceled), time.Second, end.Add(2*time.Minute))
+	// A cycle that read caches that could not refresh is no success.
+	m.ObserveCycle("resync", &reconcile.Report{}, fmt.Errorf("%w: %w", cluster.ErrStale, errors.New("replicasets.apps cluster-wide: forbidden")), time.Second, end.Add(3*time.Minute))
 
 	want := `
-# HELP kedge_cycles_total Reconcile cycles run, by what started them (start, mesh, resync) and result.
+# HELP kedge_cycles_total Reconcile cycles run, by what started them (start, mesh, resync) and result (success; stale: it read cluster caches that could not refresh; error; aborted).
 # TYPE kedge_cycles_total counter
 kedge_cycles_total{result="aborted",trigger="mesh"} 1
 kedge_cycles_total{result="error",trigger="mesh"} 1
+kedge_cycles_total{result="stale",trigger="resync"} 1
 kedge_cycles_total{result="success",trigger="start"} 1
-# HELP kedge_last_successful_cycle_timestamp_seconds When the last cycle without error ended, as a Unix time.
+# HELP kedge_last_successful_cycle_timestamp_seconds When the last successful cycle (no error, not stale) ended, as a Unix time.
 # TYPE kedge_last_successful_cycle_timestamp_seconds gauge
 kedge_last_successful_cycle_timestamp_seconds 1.75e+09
 `
 	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
 		"kedge_cycles_total", "kedge_last_successful_cycle_timestamp_seconds"))
-	assert.Equal(t, 3, testutil.CollectAndCount(m.Registry(), "kedge_cycle_duration_seconds"), "one histogram per result")
+	assert.Equal(t, 4, testutil.CollectAndCount(m.Registry(), "kedge_cycle_duration_seconds"), "one histogram per result")
 }
 
 func TestGitHubMetricsFollowTheClient(t *testing.T) {
