@@ -164,26 +164,70 @@ func handleAccessToken(_ *Server, req *request) *response {
 	h.minted[id]++
 	return answer(http.StatusCreated, accessToken{
 		InstallationToken: github.InstallationToken{
-			Token:       &token,
-			ExpiresAt:   &github.Timestamp{Time: expires},
-			Permissions: installationPermissions(),
+			Token:     &token,
+			ExpiresAt: &github.Timestamp{Time: expires},
 		},
+		Permissions:         h.permissions(),
 		RepositorySelection: h.selection,
 	})
 }
 
-// accessToken adds the field GitHub sends that go-github does not model.
+// accessToken adds the field GitHub sends that go-github does not model,
+// and sends the permissions as GitHub does: any permission name, not only
+// those go-github knows.
 type accessToken struct {
 	github.InstallationToken
-	RepositorySelection string `json:"repository_selection"`
+	Permissions         map[string]string `json:"permissions"`
+	RepositorySelection string            `json:"repository_selection"`
 }
 
-func installationPermissions() *github.InstallationPermissions {
-	return &github.InstallationPermissions{
-		Contents:     github.String("write"),
-		Issues:       github.String("write"),
-		Metadata:     github.String("read"),
-		PullRequests: github.String("write"),
+// KedgePermissions are the permissions kedge's App asks for
+// (deploy/github-app.yaml): the default grant of an installation.
+func KedgePermissions() map[string]string {
+	return map[string]string{"contents": "write", "issues": "write", "metadata": "read", "pull_requests": "write"}
+}
+
+// permissions are the installations' grant. Callers hold h.mu.
+func (h *Hub) permissions() map[string]string {
+	if h.opts.Permissions == nil {
+		return KedgePermissions()
+	}
+	return maps.Clone(h.opts.Permissions)
+}
+
+// SetPermissions changes what the App's installations are granted, e.g.
+// pull_requests "read" only, or none of contents (omitted).
+func (h *Hub) SetPermissions(permissions map[string]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.opts.Permissions = maps.Clone(permissions)
+	if h.opts.Permissions == nil {
+		h.opts.Permissions = map[string]string{}
+	}
+}
+
+// installation is GitHub's installation object, with its permissions as
+// GitHub sends them.
+type installation struct {
+	github.Installation
+	Permissions map[string]string `json:"permissions"`
+}
+
+// renderInstallation is installation id on account. Callers hold h.mu.
+func (h *Hub) renderInstallation(req *request, id int64, account, accountType string) installation {
+	return installation{
+		Installation: github.Installation{
+			ID:                  github.Int64(id),
+			AppID:               github.Int64(h.opts.AppID),
+			AppSlug:             github.String(appSlug),
+			TargetType:          github.String(accountType),
+			RepositorySelection: github.String(h.selection),
+			Account:             &github.User{Login: github.String(account), Type: github.String(accountType)},
+			AccessTokensURL:     github.String(fmt.Sprintf("%s/app/installations/%d/access_tokens", req.apiBase, id)),
+			RepositoriesURL:     github.String(req.apiBase + "/installation/repositories"),
+			Events:              []string{},
+		},
+		Permissions: h.permissions(),
 	}
 }
 
@@ -194,18 +238,32 @@ func handleRepoInstallation(_ *Server, req *request) *response {
 	if id == 0 || req.repo == nil {
 		return notFound()
 	}
-	return answer(http.StatusOK, &github.Installation{
-		ID:                  github.Int64(id),
-		AppID:               github.Int64(h.opts.AppID),
-		AppSlug:             github.String(appSlug),
-		TargetType:          github.String("Organization"),
-		RepositorySelection: github.String(h.selection),
-		Account:             &github.User{Login: github.String(owner), Type: github.String("Organization")},
-		AccessTokensURL:     github.String(fmt.Sprintf("%s/app/installations/%d/access_tokens", req.apiBase, id)),
-		RepositoriesURL:     github.String(req.apiBase + "/installation/repositories"),
-		Permissions:         installationPermissions(),
-		Events:              []string{},
-	})
+	return answer(http.StatusOK, h.renderInstallation(req, id, owner, "Organization"))
+}
+
+// handleInstallation answers an installation of the App by id.
+func handleInstallation(_ *Server, req *request) *response {
+	h := req.hub
+	id, _ := strconv.ParseInt(req.params["id"], 10, 64)
+	for account, installed := range h.opts.Installations {
+		if installed == id && id != 0 {
+			return answer(http.StatusOK, h.renderInstallation(req, id, account, "Organization"))
+		}
+	}
+	return notFound()
+}
+
+// handleAccountInstallation answers the App's installation on an
+// organisation or a user account, by the account's name in param.
+func handleAccountInstallation(param, accountType string) func(*Server, *request) *response {
+	return func(_ *Server, req *request) *response {
+		h, account := req.hub, req.params[param]
+		id := h.installationOf(account)
+		if id == 0 {
+			return notFound()
+		}
+		return answer(http.StatusOK, h.renderInstallation(req, id, account, accountType))
+	}
 }
 
 // Install installs the App on owner's account as installation id, or

@@ -52,6 +52,9 @@ type Options struct {
 	// Collaborators restricts who may be requested as a reviewer. Nil
 	// accepts any login.
 	Collaborators []string
+	// Archived and IssuesDisabled are the repository's settings; by
+	// default, as on GitHub, it is not archived and has issues.
+	Archived, IssuesDisabled bool
 
 	// Tokens maps static tokens (personal access tokens) to the login they
 	// act as; they reach every repository.
@@ -67,6 +70,11 @@ type Options struct {
 	// is an installation on Owner.
 	Installations  map[string]int64
 	InstallationID int64
+	// Permissions are what the App's installations were granted, in
+	// GitHub's shape ("contents": "write", "metadata": "read"); nil grants
+	// what kedge needs (KedgePermissions). SetPermissions changes them, as
+	// an owner accepting or an App losing a permission does.
+	Permissions map[string]string
 	// TokenTTL is the lifetime of minted installation tokens; default 1 h
 	// as on GitHub.
 	TokenTTL time.Duration
