@@ -56,9 +56,35 @@ func (h *Hub) authenticate(rt *route, req *request, authorization string) *respo
 	if !ok {
 		return unauthorized("Requires authentication")
 	}
+	if rt.name == routeUser {
+		return h.authorizeUser(req, token)
+	}
 	var refused *response
 	req.actor, refused = h.authorize(token, req.params["owner"])
 	return refused
+}
+
+// authorizeUser lets a personal token read its own account; an
+// installation token has none, and GitHub refuses it. Callers hold h.mu.
+func (h *Hub) authorizeUser(req *request, token string) *response {
+	if login, ok := h.opts.Tokens[token]; ok {
+		req.actor = login
+		return nil
+	}
+	if t, ok := h.tokens[token]; ok && h.opts.Clock().Before(t.expires) {
+		req.actor = appSlug + "[bot]"
+		return errorResponse(http.StatusForbidden, "Resource not accessible by integration", "https://docs.github.com/rest/users/users#get-the-authenticated-user")
+	}
+	return badCredentials()
+}
+
+// handleGetUser answers the account a personal token acts as.
+func handleGetUser(_ *Server, req *request) *response {
+	h := req.hub
+	return answer(http.StatusOK, &github.User{
+		Login: github.String(req.actor), ID: github.Int64(h.userID(req.actor)), Type: github.String("User"),
+		URL: github.String(req.apiBase + "/users/" + req.actor), HTMLURL: github.String(req.webBase + "/" + req.actor),
+	})
 }
 
 // authorize resolves a token used on a repository of owner to the login it

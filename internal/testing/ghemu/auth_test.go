@@ -231,3 +231,19 @@ func mustSign(t *testing.T, key any) string {
 	require.NoError(t, err)
 	return tok
 }
+
+func TestAuthenticatedUser(t *testing.T) {
+	key := newKey(t)
+	s := newTestServer(t, func(o *Options) { o.AppID, o.AppPublicKey, o.InstallationID = 42, &key.PublicKey, 7 })
+	user, _, err := ghClient(t, s, botToken).Users.Get(context.Background(), "")
+	require.NoError(t, err)
+	assert.NotEmpty(t, user.GetLogin())
+
+	a := raw(t, s, http.MethodGet, "/user", "token ghp_nobody", nil)
+	assert.Equal(t, http.StatusUnauthorized, a.status)
+	minted := raw(t, s, http.MethodPost, "/app/installations/7/access_tokens", "Bearer "+mustSign(t, key), nil)
+	var tok accessToken
+	minted.json(t, &tok)
+	a = raw(t, s, http.MethodGet, "/user", "token "+tok.GetToken(), nil)
+	assert.Equal(t, http.StatusForbidden, a.status, "an installation token has no account")
+}

@@ -12,6 +12,8 @@ const (
 	routeInstallation     = "GET /app/installations/{id}"
 	routeOrgInstallation  = "GET /orgs/{org}/installation"
 	routeUserInstallation = "GET /users/{username}/installation"
+	// routeUser is the account a token acts as; no repository's.
+	routeUser = "GET /user"
 )
 
 // appRoutes are authenticated with the App's JWT.
@@ -39,6 +41,7 @@ var routes = []*route{
 	newRoute(routeInstallation, "", docsRoot, handleInstallation),
 	newRoute(routeOrgInstallation, "", docsRoot, handleAccountInstallation("org", "Organization")),
 	newRoute(routeUserInstallation, "", docsRoot, handleAccountInstallation("username", "User")),
+	newRoute(routeUser, "", docsRoot, handleGetUser),
 	newRoute("GET /repos/{owner}/{repo}", "", docsRoot, handleGetRepo),
 	newRoute("GET /repos/{owner}/{repo}/pulls", "PullRequest", docsRoot, handleListPulls),
 	newRoute("POST /repos/{owner}/{repo}/pulls", "PullRequest", docsCreatePull, withBody(handleCreatePull)),

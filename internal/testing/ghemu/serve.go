@@ -121,7 +121,7 @@ func (h *Hub) handle(rt *route, req *request, authorization string) (*response, 
 		}
 		rl.lastMutation = now
 	}
-	if req.repo == nil && !rt.appAuth {
+	if req.repo == nil && !rt.appAuth && rt.name != routeUser {
 		return notFound(), true
 	}
 	if rt.item {
