@@ -310,7 +310,7 @@ func (s *Service) missingPermissions(ctx context.Context) ([]cluster.Permission,
 		missing = append(missing, m...)
 	}
 	if e := s.cfg.Election; e != nil {
-		m, err := cluster.CheckPermissions(ctx, e.Config, e.permissions())
+		m, err := cluster.CheckPermissions(ctx, e.Config, e.Permissions())
 		if err != nil {
 			return nil, err
 		}
