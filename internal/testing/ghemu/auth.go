@@ -208,7 +208,7 @@ type accessToken struct {
 }
 
 // KedgePermissions are the permissions kedge's App asks for
-// (deploy/github-app.yaml): the default grant of an installation.
+// (deploy/github-app.json): the default grant of an installation.
 func KedgePermissions() map[string]string {
 	return map[string]string{"contents": "write", "issues": "write", "metadata": "read", "pull_requests": "write"}
 }
