@@ -295,3 +295,40 @@ func gathered(t *testing.T, m *metrics.Metrics, name string) *dto.Metric {
 	t.Fatalf("%s not gathered", name)
 	return nil
 }
+
+// TestGitHubCountersAreTheClientsOwn: each GitHub family is one field of
+// the client's counters, read at scrape time, never summed twice.
+func TestGitHubCountersAreTheClientsOwn(t *testing.T) {
+	stats := forge.Stats{
+		Calls: map[string]int64{"GET": 40, "POST": 7, "PATCH": 3}, Mutating: 10, NotModified: 25, TokenMints: 2,
+		Retries: 4, RetryLater: 1, RateLimit: 5000, RateRemaining: 4950, RateReset: time.Unix(1_750_003_600, 0),
+	}
+	m := metrics.New(func() forge.Stats { return stats })
+	want := `
+# HELP kedge_github_mutating_requests_total Requests that changed something on GitHub.
+# TYPE kedge_github_mutating_requests_total counter
+kedge_github_mutating_requests_total 10
+# HELP kedge_github_rate_limit_reset_timestamp_seconds When GitHub's primary rate limit window resets, as a Unix time.
+# TYPE kedge_github_rate_limit_reset_timestamp_seconds gauge
+kedge_github_rate_limit_reset_timestamp_seconds 1.7500036e+09
+# HELP kedge_github_requests_total HTTP requests sent to GitHub by method, retries and token mints included; answers from the ETag cache count as the 304 they were.
+# TYPE kedge_github_requests_total counter
+kedge_github_requests_total{method="GET"} 40
+kedge_github_requests_total{method="PATCH"} 3
+kedge_github_requests_total{method="POST"} 7
+# HELP kedge_github_retries_total GitHub calls repeated after a rate limit, a 5xx or a timeout.
+# TYPE kedge_github_retries_total counter
+kedge_github_retries_total 4
+# HELP kedge_github_retry_later_total GitHub calls given up until the next cycle (rate limited for longer than kedge waits).
+# TYPE kedge_github_retry_later_total counter
+kedge_github_retry_later_total 1
+# HELP kedge_github_token_mints_total GitHub App installation tokens requested.
+# TYPE kedge_github_token_mints_total counter
+kedge_github_token_mints_total 2
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"kedge_github_mutating_requests_total", "kedge_github_rate_limit_reset_timestamp_seconds", "kedge_github_requests_total",
+		"kedge_github_retries_total", "kedge_github_retry_later_total", "kedge_github_token_mints_total"))
+	// Two scrapes: the same values, not twice them.
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "kedge_github_retries_total", "kedge_github_requests_total"))
+}
