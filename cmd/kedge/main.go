@@ -114,7 +114,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCommand(), newPlanCommand(), newRunCommand(), newSnapshotCommand())
+	root.AddCommand(newVersionCommand(), newPlanCommand(), newRunCommand(), newSnapshotCommand(), newDoctorCommand())
 	return root
 }
 

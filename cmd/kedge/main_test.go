@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,6 +72,8 @@ func TestExitCodes(t *testing.T) {
 		{"run without settings", []string{"run", "--once", "--snapshot", demoCluster}, exitUsage, "config cluster"},
 		{"snapshot without --out", []string{"snapshot"}, exitUsage, "--out"},
 		{"missing snapshot directory", []string{"plan", "--snapshot", "/nonexistent/snapshot"}, exitRuntime, "/nonexistent/snapshot"},
+		{"doctor with checks that fail", []string{"doctor", "--config", badConfig}, exitRuntime, "doctor: 7 of 7 checks did not pass"},
+		{"doctor with a stray argument", []string{"doctor", "extra"}, exitUsage, "unexpected argument"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,5 +133,20 @@ func TestPlanReadsTheEnvironment(t *testing.T) {
 	require.NotEmpty(t, plan.Workloads)
 	for _, w := range plan.Workloads {
 		assert.Equal(t, "shop", w.Namespace)
+	}
+}
+
+// TestDoctorNamesTheKeyOfABadConfiguration: one line per check, the
+// configuration's naming the key, the others not made.
+func TestDoctorNamesTheKeyOfABadConfiguration(t *testing.T) {
+	badConfig := filepath.Join(t.TempDir(), "kedge.yaml")
+	require.NoError(t, os.WriteFile(badConfig, []byte("cluster: prod-eu-1\nrepo: {owner: o}\ngithub: {token: t}\n"), 0o600))
+	code, stdout, _ := run(t, "doctor", "--config", badConfig)
+	assert.Equal(t, exitRuntime, code)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 7, stdout)
+	assert.Equal(t, "FAIL  configuration: "+badConfig+": config repo.name: required — fix: correct repo.name; config/kedge.example.yaml documents it", lines[0])
+	for _, l := range lines[1:] {
+		assert.True(t, strings.HasPrefix(l, "skip  "), l)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -128,12 +127,8 @@ func newPlanCommand() *cobra.Command {
 			if err != nil {
 				return &config.Error{Key: "templates.dir", Msg: err.Error()}
 			}
-			shown := res.Plan
-			if shown.Cluster == "" {
-				shown.Cluster = snapshotName(cfg.Source.Snapshot)
-			}
 			text, err := renderer.Plan(dashboard.PlanView{
-				Plan: shown, Mesh: &res.Mesh, Now: time.Now(), ProxyVersions: proxyVersions(res),
+				Plan: res.Plan, Mesh: &res.Mesh, Now: time.Now(), ProxyVersions: proxyVersions(res), Snapshot: cfg.Source.Snapshot,
 			})
 			if err != nil {
 				return err
@@ -154,21 +149,6 @@ func chartPulls(cmd *cobra.Command, cfg *config.Config, dir string) *assemble.Ch
 	return &assemble.ChartPulls{Puller: assemble.NewChartPuller(cfg, dir), Log: log}
 }
 
-// snapshotName names the cluster of an offline plan given no --cluster:
-// the snapshot directory's name ("" for a live cluster).
-func snapshotName(snapshot string) string {
-	if snapshot == "" {
-		return ""
-	}
-	abs, err := filepath.Abs(snapshot)
-	if err != nil {
-		return filepath.Base(snapshot)
-	}
-	return filepath.Base(abs)
-}
-
-// proxyVersions counts each namespace's running pods by proxy version, as
-// the PR bodies chart them.
 // proxyVersions counts each namespace's live pods by proxy version, as
 // the plan found them.
 func proxyVersions(res *plan.Result) map[string]map[string]int {

@@ -224,9 +224,9 @@ func TestPlanKeepsKustomizeWarningsOffStderr(t *testing.T) {
 }
 
 // TestPlanMarkdownNamesTheClusterAndChartsProxies: the offline dashboard's
-// title names the cluster (--cluster, KEDGE_CLUSTER, else the snapshot's
-// directory), and each namespace carries the proxy-version chart a PR body
-// shows.
+// title names the cluster (--cluster, KEDGE_CLUSTER), or, given none, the
+// snapshot it read and that no cluster was named (a snapshot carries no
+// name); each namespace carries the proxy-version chart a PR body shows.
 func TestPlanMarkdownNamesTheClusterAndChartsProxies(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -236,7 +236,7 @@ func TestPlanMarkdownNamesTheClusterAndChartsProxies(t *testing.T) {
 	}{
 		{name: "flag", args: []string{"--cluster", "prod-eu-1"}, title: "# Istio data-plane drift in prod-eu-1\n"},
 		{name: "environment", env: "eu-west", title: "# Istio data-plane drift in eu-west\n"},
-		{name: "snapshot", title: "# Istio data-plane drift in cluster\n"},
+		{name: "no name", title: "# Istio data-plane drift in snapshot `" + demoCluster + "` (no cluster name given)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
+	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/reconcile"
@@ -195,7 +196,11 @@ func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logge
 		source = unchangedOrCopy(l)
 		live = l
 	}
-	assembled, err := assemble.New(ctx, cfg, source, assemble.Options{DryRun: dryRun, Log: log})
+	// The GitHub client's counters are read at scrape time, once the
+	// endpoint serves, after assembly.
+	var assembled *assemble.Service
+	m := metrics.New(func() forge.Stats { return assembled.Forge.Stats() })
+	assembled, err := assemble.New(ctx, cfg, source, assemble.Options{DryRun: dryRun, Log: log, ObservePush: m.ObservePush})
 	if err != nil {
 		return err
 	}
@@ -205,7 +210,6 @@ func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logge
 			return err
 		}
 	}
-	m := metrics.New(assembled.Forge.Stats)
 	ready := server.NewReadiness(server.CheckInformers, server.CheckGitHub)
 	svc, err := service.New(service.Config{
 		Source: live, Reconciler: assembled.Reconciler, GitHub: assembled.Forge,

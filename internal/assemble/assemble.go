@@ -37,6 +37,9 @@ type Options struct {
 	// Now is the clock cycles read (merge times, soak times); nil is the
 	// wall clock.
 	Now func() time.Time
+	// ObservePush is told of every git push to every repository (see
+	// gitrepo.Options.ObservePush); nil for none.
+	ObservePush func(took time.Duration, err error)
 }
 
 // Service is an assembled kedge.
@@ -173,7 +176,7 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 	}
 	gitOpts := gitrepo.Options{
 		URL: CloneURL(cfg), Dir: dir, BaseBranch: cfg.Repo.BaseBranch, Auth: gitAuth{client},
-		AuthorName: cfg.Git.AuthorName, AuthorEmail: cfg.Git.AuthorEmail,
+		AuthorName: cfg.Git.AuthorName, AuthorEmail: cfg.Git.AuthorEmail, ObservePush: opts.ObservePush,
 	}
 	settings := reconcile.Settings{
 		Cluster:              cfg.Cluster,
@@ -202,7 +205,7 @@ func New(ctx context.Context, cfg *config.Config, source Source, opts Options) (
 		OpenRepo: func(ctx context.Context) (*gitrepo.Repo, error) { return gitrepo.Open(ctx, gitOpts) },
 		Forge:    client,
 		OpenTarget: func(ctx context.Context, t route.Target) (*gitrepo.Repo, error) {
-			return openTarget(ctx, cfg, pool, t)
+			return openTarget(ctx, cfg, pool, t, opts.ObservePush)
 		},
 		ForgeFor: func(ctx context.Context, repo string) (*forge.Client, error) {
 			owner, name, _ := strings.Cut(repo, "/")
@@ -256,7 +259,7 @@ func TargetCacheDir(cfg *config.Config, t route.Target) (string, error) {
 	return filepath.Join(base, safe), nil
 }
 
-func openTarget(ctx context.Context, cfg *config.Config, pool *forge.Pool, t route.Target) (*gitrepo.Repo, error) {
+func openTarget(ctx context.Context, cfg *config.Config, pool *forge.Pool, t route.Target, observePush func(time.Duration, error)) (*gitrepo.Repo, error) {
 	dir, err := TargetCacheDir(cfg, t)
 	if err != nil {
 		return nil, err
@@ -268,7 +271,7 @@ func openTarget(ctx context.Context, cfg *config.Config, pool *forge.Pool, t rou
 	}
 	return gitrepo.Open(ctx, gitrepo.Options{
 		URL: TargetCloneURL(cfg, t), Dir: dir, BaseBranch: t.Branch, Auth: gitAuth{client},
-		AuthorName: cfg.Git.AuthorName, AuthorEmail: cfg.Git.AuthorEmail,
+		AuthorName: cfg.Git.AuthorName, AuthorEmail: cfg.Git.AuthorEmail, ObservePush: observePush,
 	})
 }
 

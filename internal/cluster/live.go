@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,9 +75,12 @@ type Live struct {
 	mu        sync.Mutex
 	started   bool
 	listeners []func(reason string)
-	// listErrors holds the last list/watch error per resource, so a cache
-	// that never syncs (RBAC, a missing API) says why.
-	listErrors map[string]error
+	// failures holds the caches whose lists or watches fail, with the
+	// last error, so a cache that never syncs or no longer refreshes
+	// (RBAC, a missing API) says why; healthListeners hear when one
+	// begins to fail or refreshes again.
+	failures        map[cachedResource]failure
+	healthListeners []func()
 	// changes counts the events that changed what the caches hold;
 	// informerChanges counts them per informer.
 	changes         atomic.Uint64
@@ -148,7 +152,16 @@ func NewLive(opts LiveOptions) (*Live, error) {
 		return nil, fmt.Errorf("live cluster source: negative resync period %s", opts.Resync)
 	}
 
+	l := &Live{
+		opts:            opts,
+		trim:            newTrimmer(),
+		customInformers: map[string]cache.SharedIndexInformer{},
+		failures:        map[cachedResource]failure{},
+		informerChanges: map[cache.SharedIndexInformer]*atomic.Uint64{},
+		copies:          map[cache.SharedIndexInformer]informerCopy{},
+	}
 	typedConfig := rest.CopyConfig(opts.Config)
+	typedConfig.Wrap(l.observeAnswers)
 	typedConfig.UserAgent = cmp.Or(typedConfig.UserAgent, "kedge")
 	// Protobuf halves decode time and garbage for the bulk of the objects
 	// (pods); the dynamic client below cannot use it.
@@ -159,22 +172,14 @@ func NewLive(opts LiveOptions) (*Live, error) {
 		return nil, fmt.Errorf("live cluster source: %w", err)
 	}
 	dynamicConfig := rest.CopyConfig(opts.Config)
+	dynamicConfig.Wrap(l.observeAnswers)
 	dynamicConfig.UserAgent = typedConfig.UserAgent
 	dyn, err := dynamic.NewForConfig(dynamicConfig)
 	if err != nil {
 		return nil, fmt.Errorf("live cluster source: %w", err)
 	}
 
-	l := &Live{
-		opts:            opts,
-		discovery:       client.Discovery(),
-		dynamic:         dyn,
-		trim:            newTrimmer(),
-		customInformers: map[string]cache.SharedIndexInformer{},
-		listErrors:      map[string]error{},
-		informerChanges: map[cache.SharedIndexInformer]*atomic.Uint64{},
-		copies:          map[cache.SharedIndexInformer]informerCopy{},
-	}
+	l.discovery, l.dynamic = client.Discovery(), dyn
 	l.core = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(l.trim.transform))
 	// The informers are built without client-go's namespace index: kedge
 	// lists whole caches and never looks objects up by namespace, and at
@@ -200,38 +205,37 @@ func NewLive(opts LiveOptions) (*Live, error) {
 	l.cronJobs = namespaced(&batchv1.CronJob{}, batchinformers.NewCronJobInformer)
 	l.webhooks = clusterScoped(&admissionregistrationv1.MutatingWebhookConfiguration{}, admissioninformers.NewMutatingWebhookConfigurationInformer)
 
+	var configMapResources []cachedResource
 	if len(opts.IstioNamespaces) == 0 {
 		f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
 			informers.WithTransform(l.trim.transform),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelIstioRev }))
 		l.configMaps = append(l.configMaps, f)
+		configMapResources = append(configMapResources, cachedResource{resource: "configmaps"})
 	} else {
 		for _, ns := range slices.Compact(slices.Sorted(slices.Values(opts.IstioNamespaces))) {
 			f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
 				informers.WithTransform(l.trim.transform), informers.WithNamespace(ns))
 			l.configMaps = append(l.configMaps, f)
+			configMapResources = append(configMapResources, cachedResource{resource: "configmaps", namespace: ns})
 		}
 	}
 	for _, f := range l.configMaps {
 		l.configMapInformers = append(l.configMapInformers, f.Core().V1().ConfigMaps().Informer())
 	}
 
-	named := map[string]cache.SharedIndexInformer{
-		"namespaces": l.namespaces, "pods": l.pods, "replicasets": l.replicaSets,
-		"deployments": l.deployments, "statefulsets": l.statefulSets, "daemonsets": l.daemonSets,
-		"jobs": l.jobs, "cronjobs": l.cronJobs, "mutatingwebhookconfigurations": l.webhooks,
-		"nodes": l.nodes,
+	named := map[cachedResource]cache.SharedIndexInformer{
+		{resource: "namespaces"}: l.namespaces, {resource: "pods"}: l.pods, {resource: "nodes"}: l.nodes,
+		{group: "apps", resource: "replicasets"}: l.replicaSets, {group: "apps", resource: "deployments"}: l.deployments,
+		{group: "apps", resource: "statefulsets"}: l.statefulSets, {group: "apps", resource: "daemonsets"}: l.daemonSets,
+		{group: "batch", resource: "jobs"}: l.jobs, {group: "batch", resource: "cronjobs"}: l.cronJobs,
+		{group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"}: l.webhooks,
+	}
+	for i, inf := range l.configMapInformers {
+		named[configMapResources[i]] = inf
 	}
 	for resource, inf := range named {
 		if err := l.watchErrors(resource, inf); err != nil {
-			return nil, err
-		}
-		if err := l.countChanges(inf); err != nil {
-			return nil, err
-		}
-	}
-	for _, inf := range l.configMapInformers {
-		if err := l.watchErrors("configmaps", inf); err != nil {
 			return nil, err
 		}
 		if err := l.countChanges(inf); err != nil {
@@ -275,7 +279,7 @@ func (l *Live) Start(ctx context.Context) error {
 			if err := inf.SetTransform(l.trim.transform); err != nil {
 				return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
 			}
-			if err := l.watchErrors(gvr.Resource, inf); err != nil {
+			if err := l.watchErrors(cachedResource{group: gvr.Group, resource: gvr.Resource}, inf); err != nil {
 				return err
 			}
 			if err := l.countChanges(inf); err != nil {
@@ -342,8 +346,9 @@ func (l *Live) WaitForSync(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var causes []error
-	for _, resource := range slices.Sorted(maps.Keys(l.listErrors)) {
-		causes = append(causes, fmt.Errorf("%s: %w", resource, l.listErrors[resource]))
+	resources := slices.SortedFunc(maps.Keys(l.failures), func(a, b cachedResource) int { return strings.Compare(a.String(), b.String()) })
+	for _, r := range resources {
+		causes = append(causes, fmt.Errorf("%s: %w", r, l.failures[r].err))
 	}
 	if len(causes) > 0 {
 		return fmt.Errorf("live cluster source: caches not synced: %w: %w", ctx.Err(), errors.Join(causes...))
@@ -520,11 +525,12 @@ func sameVersion(a, b any) bool {
 	return err1 == nil && err2 == nil && x.GetResourceVersion() != "" && x.GetResourceVersion() == y.GetResourceVersion() && x.GetUID() == y.GetUID()
 }
 
-func (l *Live) watchErrors(resource string, inf cache.SharedIndexInformer) error {
+// watchErrors records each failed list or watch of an informer's
+// resource, for WaitForSync and Stale to say why its cache does not fill
+// or refresh.
+func (l *Live) watchErrors(resource cachedResource, inf cache.SharedIndexInformer) error {
 	return inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		l.mu.Lock()
-		l.listErrors[resource] = err
-		l.mu.Unlock()
+		l.failed(resource, err)
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
 }

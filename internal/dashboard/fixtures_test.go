@@ -363,7 +363,7 @@ func relabelOnly() fixture {
 		},
 		comments: commentsFor(pr, nil),
 		// An offline plan of a snapshot that names no cluster.
-		plan: PlanView{Plan: drift.Plan{}, Now: now},
+		plan: PlanView{Plan: drift.Plan{}, Now: now, Snapshot: "snapshots/web"},
 	}
 }
 
@@ -389,6 +389,9 @@ func rolloutWaves() fixture {
 		{Target: "@", ID: "t-9876543210", Waves: blocked, Active: 1},
 	}
 	f.dashboard.ResumeLabel = "kedge.io/resume-rollout"
+	// The blocking namespace's PR rolled out: its pods run the new sidecar
+	// and one of them keeps restarting.
+	f.dashboard.Namespaces = append(f.dashboard.Namespaces, NamespaceStatus{Namespace: "orders", State: PRRolledOut, PRNumber: 7, PRURL: pullURL(7)})
 	return f
 }
 

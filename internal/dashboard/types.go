@@ -194,6 +194,10 @@ type PlanView struct {
 	ProxyVersions map[string]map[string]int
 	// Now is the reference time for pod ages; zero hides them.
 	Now time.Time
+	// Snapshot is the snapshot directory an offline plan read. A snapshot
+	// carries no cluster name: when the plan names none, the title names
+	// the snapshot instead and says so.
+	Snapshot string
 }
 
 // Comment kinds; each renders comment-<kind>.tmpl. The closing kinds say

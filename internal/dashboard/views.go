@@ -1,10 +1,13 @@
 package dashboard
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // The views below are the data the templates receive. Each embeds what the
@@ -210,6 +213,10 @@ type NamespaceRow struct {
 	// Fixable and Unfixable count its workloads kedge can and cannot edit.
 	Fixable   int
 	Unfixable int
+	// Status is the row's Status cell, Markdown: the pull request's state
+	// and, when unhealthy workloads of the namespace stop a rollout, which
+	// wave they stop and why.
+	Status string
 }
 
 // UnfixableRow is a drifted workload kedge cannot edit.
@@ -243,14 +250,16 @@ type DashboardView struct {
 	// RepositoryMismatch is Mismatch.Sentence: "" unless the cluster
 	// applies drifted workloads from another repository.
 	RepositoryMismatch string
-	NamespaceCount     int
-	StateCounts        []StateCount
-	Rows               Listing[NamespaceRow]
-	UnfixableRows      Listing[UnfixableRow]
-	SkippedRows        Listing[drift.Skipped]
-	RefusedRows        Listing[RefusedFile]
-	StragglerRows      Listing[StragglerRow]
-	Rollouts           []RolloutView
+	// NamespaceCount counts the namespaces with drifted workloads; a row
+	// whose PR rolled out has none.
+	NamespaceCount int
+	StateCounts    []StateCount
+	Rows           Listing[NamespaceRow]
+	UnfixableRows  Listing[UnfixableRow]
+	SkippedRows    Listing[drift.Skipped]
+	RefusedRows    Listing[RefusedFile]
+	StragglerRows  Listing[StragglerRow]
+	Rollouts       []RolloutView
 }
 
 // stateOrder is the order states are counted in: what needs a person
@@ -281,16 +290,20 @@ func newDashboardView(d ClusterDashboard) DashboardView {
 	var all []drift.Workload
 	var unfixable []UnfixableRow
 	counts := map[PRState]int{}
+	blocks := blocksByNamespace(d.Rollouts)
 	for _, ns := range namespaces {
 		fix, unfix := splitFixable(ns.Workloads)
 		ns.Workloads = append(fix, unfix...)
-		rows = append(rows, NamespaceRow{NamespaceStatus: ns, Totals: totalsOf(ns.Workloads), Fixable: len(fix), Unfixable: len(unfix)})
+		rows = append(rows, NamespaceRow{NamespaceStatus: ns, Totals: totalsOf(ns.Workloads), Fixable: len(fix), Unfixable: len(unfix),
+			Status: rowStatus(ns, blocks[ns.Namespace])})
 		all = append(all, ns.Workloads...)
 		unfixable = append(unfixable, unfixableRows(unfix)...)
 		counts[ns.State]++
+		if len(ns.Workloads) > 0 {
+			v.NamespaceCount++
+		}
 	}
 	v.Totals = totalsOf(all)
-	v.NamespaceCount = len(namespaces)
 	for _, s := range stateOrder {
 		if counts[s] > 0 {
 			v.StateCounts = append(v.StateCounts, StateCount{State: s, Count: counts[s]})
@@ -329,6 +342,58 @@ func newDashboardView(d ClusterDashboard) DashboardView {
 	v.StragglerRows = listing(stragglers, -1)
 	v.Rollouts = rolloutViews(d.Rollouts, d.LastCycle, d.ResumeLabel)
 	return v
+}
+
+// waveBlock is a wave that a namespace's unhealthy workloads stop.
+type waveBlock struct {
+	wave     waves.Status
+	blockers []waves.Blocker
+}
+
+// blocksByNamespace are the blocked waves of every rollout, under each
+// namespace whose workloads block them.
+func blocksByNamespace(rollouts []waves.Rollout) map[string][]waveBlock {
+	out := map[string][]waveBlock{}
+	for _, r := range rollouts {
+		w, ok := r.Blocked()
+		if !ok {
+			continue
+		}
+		byNamespace := map[string][]waves.Blocker{}
+		for _, b := range w.Blocking {
+			byNamespace[b.Namespace] = append(byNamespace[b.Namespace], b)
+		}
+		for _, ns := range sortedKeys(byNamespace) {
+			out[ns] = append(out[ns], waveBlock{wave: w, blockers: byNamespace[ns]})
+		}
+	}
+	return out
+}
+
+// rowStatus is a namespace's Status cell. A namespace whose workloads stop
+// a rollout wave says so, beside the waves table that names it: its PR
+// may have rolled out, but the namespace is not done.
+func rowStatus(ns NamespaceStatus, blocks []waveBlock) string {
+	state := meaning(ns.State)
+	if ns.State == PRRolledOut && len(blocks) > 0 {
+		state = "merged and rolled out, but unhealthy"
+	}
+	s := EscapeMarkdown(state)
+	if ns.Detail != "" {
+		s += ": " + EscapeMarkdown(ns.Detail)
+	}
+	for _, b := range blocks {
+		number := fmt.Sprint(b.wave.Index + 1)
+		if b.wave.Name == waves.RestName {
+			number = "last"
+		}
+		var why []string
+		for _, w := range b.blockers {
+			why = append(why, EscapeCell(w.Kind+" "+w.Name)+" ("+EscapeCell(w.Why)+")")
+		}
+		s += "; **blocks** rollout wave " + number + " (" + EscapeCell(b.wave.Name) + "): " + strings.Join(why, ", ")
+	}
+	return s
 }
 
 func sortedMismatch(m Mismatch) Mismatch {

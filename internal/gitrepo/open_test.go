@@ -257,3 +257,27 @@ func TestSlowServerHonoursContext(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), time.Second)
 }
+
+func TestProbe(t *testing.T) {
+	rm := newRemote(t, "http")
+	ctx := context.Background()
+	opts := rm.options(t.TempDir())
+	branch, err := gitrepo.Probe(ctx, opts)
+	require.NoError(t, err)
+	assert.Equal(t, "main", branch, "the remote's default branch")
+
+	opts.BaseBranch = "release"
+	_, err = gitrepo.Probe(ctx, opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `has no branch "release"`)
+
+	opts = rm.options(t.TempDir())
+	opts.URL = strings.Replace(opts.URL, repoName, "no-such-repo", 1)
+	_, err = gitrepo.Probe(ctx, opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "list branches of")
+	entries, err := os.ReadDir(opts.Dir)
+	if err == nil {
+		assert.Empty(t, entries, "a probe writes nothing")
+	}
+}

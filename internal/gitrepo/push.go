@@ -133,7 +133,25 @@ func (r *Repo) send(ctx context.Context, updates []refUpdate) (res PushResult, e
 		return res, err
 	}
 	defer func() { err = redact(err, token) }()
+	// A push is observed once it tried the server: it failed talking to
+	// it, or it sent ref updates. Reading the refs and finding nothing to
+	// send is no push, and a branch left alone because its lease broke
+	// before sending is no failure of the push.
+	attempt, tried, refused := time.Now(), false, false
+	if observe := r.opts.ObservePush; observe != nil {
+		defer func() {
+			if !tried {
+				return
+			}
+			var pushErr error
+			if refused {
+				pushErr = err
+			}
+			observe(time.Since(attempt), pushErr)
+		}()
+	}
 	fail := func(what string, err error) error {
+		tried, refused = true, true
 		return withContext(ctx, fmt.Errorf("gitrepo: push to %s: %s: %w", redactURL(r.opts.URL), what, err))
 	}
 
@@ -185,6 +203,7 @@ func (r *Repo) send(ctx context.Context, updates []refUpdate) (res PushResult, e
 
 	var rejected map[string]string
 	if len(cmds) > 0 {
+		tried = true
 		statuses, err := r.receivePack(ctx, sess, adv.Capabilities, cmds, commits)
 		res.Duration = time.Since(started)
 		if err != nil {
@@ -209,6 +228,7 @@ func (r *Repo) send(ctx context.Context, updates []refUpdate) (res PushResult, e
 			}
 		}
 		if len(failed) > 0 {
+			refused = true
 			more, reasons, err := r.classifyFailures(ctx, failed, statuses)
 			if err != nil {
 				return res, err

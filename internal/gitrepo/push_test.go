@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
@@ -388,4 +389,67 @@ func deleteBranch(t *testing.T, rm remote, branch string) {
 func installHook(t *testing.T, rm remote, script string) {
 	t.Helper()
 	writeFile(t, filepath.Join(rm.srv.RepoPath(repoName), "hooks"), "pre-receive", script, 0o755)
+}
+
+// TestObservePushSeesEveryPushOnce: the observer hears of each push that
+// tried the server, whatever it carried, and of nothing else; the count of
+// observations equals the server's count of receive-pack sessions.
+func TestObservePushSeesEveryPushOnce(t *testing.T) {
+	rm := newRemote(t, "http")
+	ctx := context.Background()
+	var observed []error
+	opts := rm.options(t.TempDir())
+	opts.ObservePush = func(took time.Duration, err error) {
+		assert.Positive(t, took)
+		observed = append(observed, err)
+	}
+	repo, err := gitrepo.Open(ctx, opts)
+	require.NoError(t, err)
+	shop, err := repo.PrepareBranch("kedge/shop", namespaceEdits["kedge/shop"], "Restart")
+	require.NoError(t, err)
+	billing, err := repo.PrepareBranch("kedge/billing", namespaceEdits["kedge/billing"], "Restart")
+	require.NoError(t, err)
+	search, err := repo.PrepareBranch("kedge/search", namespaceEdits["kedge/search"], "Restart")
+	require.NoError(t, err)
+
+	steps := []struct {
+		name         string
+		do           func() error
+		observations int
+		failed       bool
+	}{
+		{name: "two branches in one push", do: func() error {
+			_, err := repo.Push(ctx, []gitrepo.Change{shop, billing}, nil)
+			return err
+		}, observations: 1},
+		{name: "the same branches again: nothing to send", do: func() error {
+			_, err := repo.Push(ctx, []gitrepo.Change{shop, billing}, nil)
+			return err
+		}, observations: 0},
+		{name: "a deletion", do: func() error { return repo.DeleteBranches(ctx, []string{"kedge/billing"}) }, observations: 1},
+		{name: "a push the server fails", do: func() error {
+			rm.srv.FailNextPush(503)
+			_, err := repo.Push(ctx, []gitrepo.Change{search}, nil)
+			require.Error(t, err)
+			return nil
+		}, observations: 1, failed: true},
+		{name: "a push a hook refuses", do: func() error {
+			installHook(t, rm, "#!/bin/sh\nexit 1\n")
+			_, err := repo.Push(ctx, []gitrepo.Change{search}, nil)
+			require.Error(t, err)
+			return nil
+		}, observations: 1, failed: true},
+	}
+	pushes := 0
+	for _, step := range steps {
+		before := len(observed)
+		require.NoError(t, step.do(), step.name)
+		assert.Len(t, observed[before:], step.observations, step.name)
+		for _, err := range observed[before:] {
+			assert.Equal(t, step.failed, err != nil, step.name)
+		}
+		pushes += step.observations
+	}
+	assert.Equal(t, receivePacks(rm.srv), len(observed), "one observation per receive-pack session the server saw")
+	assert.Equal(t, pushes, len(observed))
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -66,6 +67,11 @@ type Options struct {
 	// committer of every commit it makes, and how its commits are told
 	// apart from anyone else's.
 	AuthorName, AuthorEmail string
+	// ObservePush, when set, is told of every push that tried the server
+	// (branch updates and deletions alike), once, with how long it took
+	// from connecting to the server's report or the failure, and the
+	// push's error (nil when the server updated every branch sent).
+	ObservePush func(took time.Duration, err error)
 }
 
 // Repo is an on-disk clone with the base branch checked out.

@@ -11,12 +11,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/reconcile"
 )
@@ -29,6 +32,9 @@ const (
 	ResultError   = "error"
 	// ResultAborted is a cycle ended by shutdown or lost leadership.
 	ResultAborted = "aborted"
+	// ResultStale is a cycle that read cluster caches that could not
+	// refresh (cluster.ErrStale): it is no success.
+	ResultStale = "stale"
 )
 
 // Metrics records what kedge does. The zero value is not usable; use New.
@@ -64,19 +70,19 @@ func New(github func() forge.Stats) *Metrics {
 		}, []string{"namespace", "reason"}),
 		driftedPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "drifted_pods",
-			Help: "Drifted pods of the workloads in the last plan, by namespace and drift reason.",
-		}, []string{"namespace", "reason"}),
+			Help: "Drifted pods in the last plan, by namespace and the drift reasons of their workload, comma-separated (each pod counts once).",
+		}, []string{"namespace", "reasons"}),
 		skippedWorkloads: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "skipped_workloads",
-			Help: "Drifted owners kedge will not restart in the last plan, by namespace and skip reason.",
+			Help: "Drifted workloads, and drifted pods without an owner, that kedge will not restart in the last plan, by namespace and skip reason.",
 		}, []string{"namespace", "reason"}),
 		pullRequests: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "pull_requests",
-			Help: "Namespaces by the state of their kedge pull request after the last cycle.",
+			Help: "Namespaces by the state of their kedge pull request after the last cycle; a namespace applied from several repositories has a pull request, and counts, in each.",
 		}, []string{"state"}),
 		refusedFiles: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "refused_files",
-			Help: "Manifest files kedge found but would not edit safely, in the last cycle.",
+			Help: "Manifest files kedge found but would not edit safely, in the last cycle (a file counts once, however many namespaces it defines workloads of).",
 		}),
 		mismatch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "repository_mismatch",
@@ -84,16 +90,16 @@ func New(github func() forge.Stats) *Metrics {
 		}, []string{"repository"}),
 		cycleDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "cycle_duration_seconds",
-			Help:    "Duration of reconcile cycles, by result.",
+			Help:    "Duration of reconcile cycles, by result (success, stale, error, aborted).",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
 		}, []string{"result"}),
 		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "cycles_total",
-			Help: "Reconcile cycles run, by what started them (start, mesh, resync) and result.",
+			Help: "Reconcile cycles run, by what started them (start, mesh, resync) and result (success; stale: it read cluster caches that could not refresh; error; aborted).",
 		}, []string{"trigger", "result"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "last_successful_cycle_timestamp_seconds",
-			Help: "When the last cycle without error ended, as a Unix time.",
+			Help: "When the last successful cycle (no error, not stale) ended, as a Unix time.",
 		}),
 		triggers: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "mesh_changes_total",
@@ -110,7 +116,7 @@ func New(github func() forge.Stats) *Metrics {
 		}),
 		pushDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "git_push_duration_seconds",
-			Help:    "Duration of git pushes, from the ref advertisement to the server's report or the failure, by result (pushed, failed).",
+			Help:    "Duration of each git push to a repository (branch updates and deletions; one observation per push), from connecting to the server's report or the failure, by result (pushed, failed).",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"result"}),
 	}
@@ -140,10 +146,6 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err error, took time.Duration, end time.Time) {
 	result := Result(err)
 	m.cycles.WithLabelValues(trigger, result).Inc()
-	var failedPush *reconcile.PushError
-	if errors.As(err, &failedPush) && failedPush.Duration > 0 {
-		m.pushDuration.WithLabelValues(PushFailed).Observe(failedPush.Duration.Seconds())
-	}
 	m.cycleDuration.WithLabelValues(result).Observe(took.Seconds())
 	if result == ResultSuccess {
 		m.lastSuccess.Set(float64(end.UnixNano()) / 1e9)
@@ -156,10 +158,15 @@ func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err err
 	m.driftedWorkloads.Reset()
 	m.driftedPods.Reset()
 	for _, w := range report.Plan.Workloads {
+		reasons := make([]string, 0, len(w.Reasons))
 		for _, r := range w.Reasons {
 			m.driftedWorkloads.WithLabelValues(w.Namespace, string(r)).Inc()
-			m.driftedPods.WithLabelValues(w.Namespace, string(r)).Add(float64(w.Pods.Drifted))
+			reasons = append(reasons, string(r))
 		}
+		// A pod drifts once whatever its reasons: summing its workload's
+		// count under each reason would count it twice.
+		slices.Sort(reasons)
+		m.driftedPods.WithLabelValues(w.Namespace, strings.Join(slices.Compact(reasons), ",")).Add(float64(w.Pods.Drifted))
 	}
 	m.skippedWorkloads.Reset()
 	for _, s := range report.Plan.Skipped {
@@ -171,14 +178,27 @@ func (m *Metrics) ObserveCycle(trigger string, report *reconcile.Report, err err
 			m.pullRequests.WithLabelValues(string(o.State)).Inc()
 		}
 	}
-	m.refusedFiles.Set(float64(len(report.Refused)))
+	// A file is refused once per namespace whose workloads it defines; it
+	// is one file.
+	files := map[string]bool{}
+	for _, f := range report.Refused {
+		files[f.Path] = true
+	}
+	m.refusedFiles.Set(float64(len(files)))
 	m.mismatch.Reset()
 	for _, f := range report.Mismatch.Foreign {
 		m.mismatch.WithLabelValues(f.Repository).Set(float64(len(f.Namespaces)))
 	}
-	if report.PushDuration > 0 {
-		m.pushDuration.WithLabelValues(PushSucceeded).Observe(report.PushDuration.Seconds())
+}
+
+// ObservePush records one git push (see gitrepo.Options.ObservePush): a
+// cycle that pushes to two repositories makes two observations.
+func (m *Metrics) ObservePush(took time.Duration, err error) {
+	result := PushSucceeded
+	if err != nil {
+		result = PushFailed
 	}
+	m.pushDuration.WithLabelValues(result).Observe(took.Seconds())
 }
 
 // Results of a git push.
@@ -192,6 +212,8 @@ func Result(err error) string {
 	switch {
 	case err == nil:
 		return ResultSuccess
+	case errors.Is(err, cluster.ErrStale):
+		return ResultStale
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ResultAborted
 	default:

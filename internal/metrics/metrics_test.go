@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
@@ -41,7 +42,13 @@ func TestObserveCycleExposesTheLastPlan(t *testing.T) {
 			{Namespace: "search", State: dashboard.PRRolledOut, PR: 3},
 			{Namespace: "shop", State: dashboard.PROpen, PR: 1},
 		},
-		Refused: []dashboard.RefusedFile{{Namespace: "shop", Path: "apps/shop/odd.yaml", Reason: "anchors"}},
+		// A shared base refused for both namespaces whose workloads it
+		// defines is one file.
+		Refused: []dashboard.RefusedFile{
+			{Namespace: "shop", Path: "apps/shop/odd.yaml", Reason: "anchors"},
+			{Namespace: "shop", Path: "apps/base/shared.yaml", Reason: "anchors"},
+			{Namespace: "payments", Path: "apps/base/shared.yaml", Reason: "anchors"},
+		},
 		Mismatch: dashboard.Mismatch{Configured: "example-org/gitops", Foreign: []dashboard.ForeignRepository{
 			{Repository: "github.com/example-org/platform", Namespaces: []string{"orders", "search"}},
 		}},
@@ -63,27 +70,27 @@ func TestObserveCycleExposesTheLastPlan(t *testing.T) {
 			name:    "drift, skips, pull requests and refused files of one cycle",
 			reports: []*reconcile.Report{first},
 			want: `
-# HELP kedge_drifted_pods Drifted pods of the workloads in the last plan, by namespace and drift reason.
+# HELP kedge_drifted_pods Drifted pods in the last plan, by namespace and the drift reasons of their workload, comma-separated (each pod counts once).
 # TYPE kedge_drifted_pods gauge
-kedge_drifted_pods{namespace="payments",reason="revision"} 4
-kedge_drifted_pods{namespace="shop",reason="proxy-image"} 5
-kedge_drifted_pods{namespace="shop",reason="revision"} 3
+kedge_drifted_pods{namespace="payments",reasons="revision"} 4
+kedge_drifted_pods{namespace="shop",reasons="proxy-image"} 2
+kedge_drifted_pods{namespace="shop",reasons="proxy-image,revision"} 3
 # HELP kedge_drifted_workloads Workloads with drifted pods in the last plan, by namespace and drift reason (a workload counts once per reason).
 # TYPE kedge_drifted_workloads gauge
 kedge_drifted_workloads{namespace="payments",reason="revision"} 1
 kedge_drifted_workloads{namespace="shop",reason="proxy-image"} 2
 kedge_drifted_workloads{namespace="shop",reason="revision"} 1
-# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle.
+# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle; a namespace applied from several repositories has a pull request, and counts, in each.
 # TYPE kedge_pull_requests gauge
 kedge_pull_requests{state="open"} 2
 kedge_pull_requests{state="rolled-out"} 1
-# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle.
+# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle (a file counts once, however many namespaces it defines workloads of).
 # TYPE kedge_refused_files gauge
-kedge_refused_files 1
+kedge_refused_files 2
 # HELP kedge_repository_mismatch Namespaces whose drifted workloads the cluster applies from another repository than the configured one, by that repository, in the last cycle.
 # TYPE kedge_repository_mismatch gauge
 kedge_repository_mismatch{repository="github.com/example-org/platform"} 2
-# HELP kedge_skipped_workloads Drifted owners kedge will not restart in the last plan, by namespace and skip reason.
+# HELP kedge_skipped_workloads Drifted workloads, and drifted pods without an owner, that kedge will not restart in the last plan, by namespace and skip reason.
 # TYPE kedge_skipped_workloads gauge
 kedge_skipped_workloads{namespace="shop",reason="no-owner"} 1
 `,
@@ -92,17 +99,17 @@ kedge_skipped_workloads{namespace="shop",reason="no-owner"} 1
 			name:    "what stopped drifting disappears",
 			reports: []*reconcile.Report{first, second},
 			want: `
-# HELP kedge_drifted_pods Drifted pods of the workloads in the last plan, by namespace and drift reason.
+# HELP kedge_drifted_pods Drifted pods in the last plan, by namespace and the drift reasons of their workload, comma-separated (each pod counts once).
 # TYPE kedge_drifted_pods gauge
-kedge_drifted_pods{namespace="shop",reason="revision"} 1
+kedge_drifted_pods{namespace="shop",reasons="revision"} 1
 # HELP kedge_drifted_workloads Workloads with drifted pods in the last plan, by namespace and drift reason (a workload counts once per reason).
 # TYPE kedge_drifted_workloads gauge
 kedge_drifted_workloads{namespace="shop",reason="revision"} 1
-# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle.
+# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle; a namespace applied from several repositories has a pull request, and counts, in each.
 # TYPE kedge_pull_requests gauge
 kedge_pull_requests{state="merged-rolling-out"} 1
 kedge_pull_requests{state="open"} 1
-# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle.
+# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle (a file counts once, however many namespaces it defines workloads of).
 # TYPE kedge_refused_files gauge
 kedge_refused_files 0
 `,
@@ -111,17 +118,17 @@ kedge_refused_files 0
 			name:    "a cycle that failed before planning leaves the last plan standing",
 			reports: []*reconcile.Report{second, nil},
 			want: `
-# HELP kedge_drifted_pods Drifted pods of the workloads in the last plan, by namespace and drift reason.
+# HELP kedge_drifted_pods Drifted pods in the last plan, by namespace and the drift reasons of their workload, comma-separated (each pod counts once).
 # TYPE kedge_drifted_pods gauge
-kedge_drifted_pods{namespace="shop",reason="revision"} 1
+kedge_drifted_pods{namespace="shop",reasons="revision"} 1
 # HELP kedge_drifted_workloads Workloads with drifted pods in the last plan, by namespace and drift reason (a workload counts once per reason).
 # TYPE kedge_drifted_workloads gauge
 kedge_drifted_workloads{namespace="shop",reason="revision"} 1
-# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle.
+# HELP kedge_pull_requests Namespaces by the state of their kedge pull request after the last cycle; a namespace applied from several repositories has a pull request, and counts, in each.
 # TYPE kedge_pull_requests gauge
 kedge_pull_requests{state="merged-rolling-out"} 1
 kedge_pull_requests{state="open"} 1
-# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle.
+# HELP kedge_refused_files Manifest files kedge found but would not edit safely, in the last cycle (a file counts once, however many namespaces it defines workloads of).
 # TYPE kedge_refused_files gauge
 kedge_refused_files 0
 `,
@@ -150,20 +157,23 @@ func TestObserveCycleCountsResults(t *testing.T) {
 	m.ObserveCycle("start", &reconcile.Report{}, nil, 2*time.Second, end)
 	m.ObserveCycle("mesh", &reconcile.Report{}, fmt.Errorf("namespace shop: %w", errors.New("422")), time.Second, end.Add(time.Minute))
 	m.ObserveCycle("mesh", nil, fmt.Errorf("open repository: %w", context.Canceled), time.Second, end.Add(2*time.Minute))
+	// A cycle that read caches that could not refresh is no success.
+	m.ObserveCycle("resync", &reconcile.Report{}, fmt.Errorf("%w: %w", cluster.ErrStale, errors.New("replicasets.apps cluster-wide: forbidden")), time.Second, end.Add(3*time.Minute))
 
 	want := `
-# HELP kedge_cycles_total Reconcile cycles run, by what started them (start, mesh, resync) and result.
+# HELP kedge_cycles_total Reconcile cycles run, by what started them (start, mesh, resync) and result (success; stale: it read cluster caches that could not refresh; error; aborted).
 # TYPE kedge_cycles_total counter
 kedge_cycles_total{result="aborted",trigger="mesh"} 1
 kedge_cycles_total{result="error",trigger="mesh"} 1
+kedge_cycles_total{result="stale",trigger="resync"} 1
 kedge_cycles_total{result="success",trigger="start"} 1
-# HELP kedge_last_successful_cycle_timestamp_seconds When the last cycle without error ended, as a Unix time.
+# HELP kedge_last_successful_cycle_timestamp_seconds When the last successful cycle (no error, not stale) ended, as a Unix time.
 # TYPE kedge_last_successful_cycle_timestamp_seconds gauge
 kedge_last_successful_cycle_timestamp_seconds 1.75e+09
 `
 	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
 		"kedge_cycles_total", "kedge_last_successful_cycle_timestamp_seconds"))
-	assert.Equal(t, 3, testutil.CollectAndCount(m.Registry(), "kedge_cycle_duration_seconds"), "one histogram per result")
+	assert.Equal(t, 4, testutil.CollectAndCount(m.Registry(), "kedge_cycle_duration_seconds"), "one histogram per result")
 }
 
 func TestGitHubMetricsFollowTheClient(t *testing.T) {
@@ -201,33 +211,17 @@ kedge_github_not_modified_total %d
 	assert.Equal(t, 1, testutil.CollectAndCount(m.Registry(), "kedge_github_rate_limit_reset_timestamp_seconds"))
 }
 
-func TestCyclesRecordTheirPush(t *testing.T) {
+func TestObservePushCountsEachPush(t *testing.T) {
 	m := metrics.New(nil)
-	end := time.Unix(1_750_000_000, 0)
-	refused := errors.New("remote rejected")
-	cycles := []struct {
-		name               string
-		report             *reconcile.Report
-		err                error
-		wantPushed, failed uint64
-	}{
-		{name: "a cycle that pushed", report: &reconcile.Report{Pushes: 1, PushDuration: 1500 * time.Millisecond}, wantPushed: 1},
-		{name: "a cycle with nothing to send", report: &reconcile.Report{Pushes: 1}, wantPushed: 1},
-		{name: "a cycle without a push", report: &reconcile.Report{}, wantPushed: 1},
-		{name: "a cycle that failed before its report", err: errors.New("read cluster"), wantPushed: 1},
-		{name: "a push that failed after sending", err: fmt.Errorf("cycle: %w", &reconcile.PushError{Duration: 4 * time.Second, Err: refused}), wantPushed: 1, failed: 1},
-		{name: "a push that failed before sending", err: &reconcile.PushError{Err: refused}, wantPushed: 1, failed: 1},
-		{name: "another push", report: &reconcile.Report{Pushes: 1, PushDuration: 500 * time.Millisecond}, wantPushed: 2, failed: 1},
-	}
-	for _, c := range cycles {
-		t.Run(c.name, func(t *testing.T) {
-			m.ObserveCycle("mesh", c.report, c.err, 3*time.Second, end)
-			assert.Equal(t, c.wantPushed, histogramCount(t, m, "kedge_git_push_duration_seconds", metrics.PushSucceeded))
-			if c.failed > 0 {
-				assert.Equal(t, c.failed, histogramCount(t, m, "kedge_git_push_duration_seconds", metrics.PushFailed))
-			}
-		})
-	}
+	m.ObservePush(1500*time.Millisecond, nil)
+	m.ObservePush(500*time.Millisecond, nil)
+	m.ObservePush(4*time.Second, errors.New("remote rejected"))
+	// Cycles carry no push of their own: a cycle is not a push.
+	m.ObserveCycle("mesh", &reconcile.Report{Pushes: 2}, nil, 3*time.Second, time.Now())
+	m.ObserveCycle("mesh", nil, fmt.Errorf("cycle: %w", &reconcile.PushError{Duration: 4 * time.Second, Err: errors.New("x")}), time.Second, time.Now())
+
+	assert.Equal(t, uint64(2), histogramCount(t, m, "kedge_git_push_duration_seconds", metrics.PushSucceeded))
+	assert.Equal(t, uint64(1), histogramCount(t, m, "kedge_git_push_duration_seconds", metrics.PushFailed))
 	assert.InDelta(t, 2.0, histogramSum(t, m, "kedge_git_push_duration_seconds", metrics.PushSucceeded), 1e-9)
 	assert.InDelta(t, 4.0, histogramSum(t, m, "kedge_git_push_duration_seconds", metrics.PushFailed), 1e-9)
 }
@@ -259,4 +253,82 @@ func histogramCount(t *testing.T, m *metrics.Metrics, name, result string) uint6
 
 func histogramSum(t *testing.T, m *metrics.Metrics, name, result string) float64 {
 	return histogramOf(t, m, name, result).GetSampleSum()
+}
+
+func TestMeshChangesAndLeadership(t *testing.T) {
+	m := metrics.New(nil)
+	for range 3 {
+		m.ObserveMeshChange()
+	}
+	// One cycle answered the three changes, 2.5 s after the first.
+	m.ObserveMeshChangeLatency(2500 * time.Millisecond)
+	m.SetLeader(true)
+
+	want := `
+# HELP kedge_leader 1 while this instance holds the leader Lease and may write to Git and GitHub.
+# TYPE kedge_leader gauge
+kedge_leader 1
+# HELP kedge_mesh_changes_total Mesh changes reported by the cluster source (injector webhooks, injector ConfigMaps, namespace labels).
+# TYPE kedge_mesh_changes_total counter
+kedge_mesh_changes_total 3
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "kedge_leader", "kedge_mesh_changes_total"))
+	latency := gathered(t, m, "kedge_mesh_change_to_cycle_seconds").GetHistogram()
+	assert.Equal(t, uint64(1), latency.GetSampleCount(), "one observation per cycle, not per change")
+	assert.InDelta(t, 2.5, latency.GetSampleSum(), 1e-9)
+
+	m.SetLeader(false)
+	assert.InDelta(t, 0.0, gathered(t, m, "kedge_leader").GetGauge().GetValue(), 0)
+}
+
+// gathered is the one series of an unlabelled family.
+func gathered(t *testing.T, m *metrics.Metrics, name string) *dto.Metric {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			require.Len(t, f.GetMetric(), 1, name)
+			return f.GetMetric()[0]
+		}
+	}
+	t.Fatalf("%s not gathered", name)
+	return nil
+}
+
+// TestGitHubCountersAreTheClientsOwn: each GitHub family is one field of
+// the client's counters, read at scrape time, never summed twice.
+func TestGitHubCountersAreTheClientsOwn(t *testing.T) {
+	stats := forge.Stats{
+		Calls: map[string]int64{"GET": 40, "POST": 7, "PATCH": 3}, Mutating: 10, NotModified: 25, TokenMints: 2,
+		Retries: 4, RetryLater: 1, RateLimit: 5000, RateRemaining: 4950, RateReset: time.Unix(1_750_003_600, 0),
+	}
+	m := metrics.New(func() forge.Stats { return stats })
+	want := `
+# HELP kedge_github_mutating_requests_total Requests that changed something on GitHub.
+# TYPE kedge_github_mutating_requests_total counter
+kedge_github_mutating_requests_total 10
+# HELP kedge_github_rate_limit_reset_timestamp_seconds When GitHub's primary rate limit window resets, as a Unix time.
+# TYPE kedge_github_rate_limit_reset_timestamp_seconds gauge
+kedge_github_rate_limit_reset_timestamp_seconds 1.7500036e+09
+# HELP kedge_github_requests_total HTTP requests sent to GitHub by method, retries and token mints included; answers from the ETag cache count as the 304 they were.
+# TYPE kedge_github_requests_total counter
+kedge_github_requests_total{method="GET"} 40
+kedge_github_requests_total{method="PATCH"} 3
+kedge_github_requests_total{method="POST"} 7
+# HELP kedge_github_retries_total GitHub calls repeated after a rate limit, a 5xx or a timeout.
+# TYPE kedge_github_retries_total counter
+kedge_github_retries_total 4
+# HELP kedge_github_retry_later_total GitHub calls given up until the next cycle (rate limited for longer than kedge waits).
+# TYPE kedge_github_retry_later_total counter
+kedge_github_retry_later_total 1
+# HELP kedge_github_token_mints_total GitHub App installation tokens requested.
+# TYPE kedge_github_token_mints_total counter
+kedge_github_token_mints_total 2
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"kedge_github_mutating_requests_total", "kedge_github_rate_limit_reset_timestamp_seconds", "kedge_github_requests_total",
+		"kedge_github_retries_total", "kedge_github_retry_later_total", "kedge_github_token_mints_total"))
+	// Two scrapes: the same values, not twice them.
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "kedge_github_retries_total", "kedge_github_requests_total"))
 }

@@ -20,8 +20,8 @@ import (
 )
 
 // Lease timings when Election leaves them zero: client-go's usual values.
-// A new leader takes over at most LeaseDuration after the old one died;
-// a clean shutdown releases the Lease at once.
+// A clean shutdown releases the Lease at once; after a leader dies without
+// one, another replica takes the Lease within MaxFailover.
 const (
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second
@@ -52,6 +52,20 @@ func (e Election) withDefaults() Election {
 		e.RetryPeriod = DefaultRetryPeriod
 	}
 	return e
+}
+
+// MaxFailover bounds how long after the leader dies, without releasing
+// the Lease, another replica takes it. A replica counts the lease duration
+// from when it saw the Lease's last renewal, which it reads only when it
+// retries; it then takes the Lease at its next retry. client-go stretches
+// each wait between retries by up to JitterFactor times the retry period,
+// so each of the two waits lasts up to (1+JitterFactor) retry periods. The
+// leader renewed at most a retry period before it died, which only makes
+// failovers shorter: with the default timings they take 13 to 24 s.
+func (e Election) MaxFailover() time.Duration {
+	e = e.withDefaults()
+	retry := time.Duration(float64(e.RetryPeriod) * (1 + leaderelection.JitterFactor))
+	return e.LeaseDuration + 2*retry
 }
 
 func (e Election) validate() error {
@@ -103,8 +117,8 @@ func (e Election) newElector(client kubernetes.Interface, lead chan<- context.Co
 // LeaseRBAC is the deploy/ rule that lets kedge take its Lease.
 const LeaseRBAC = "Role kedge-leader-election in deploy/rbac.yaml"
 
-// permissions are what client-go's elector does with the Lease.
-func (e Election) permissions() []cluster.Permission {
+// Permissions are what client-go's elector does with the Lease.
+func (e Election) Permissions() []cluster.Permission {
 	lease := func(verb, name string) cluster.Permission {
 		return cluster.Permission{Verb: verb, Group: "coordination.k8s.io", Resource: "leases", Namespace: e.Namespace, Name: name, GrantedBy: LeaseRBAC}
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,4 +43,11 @@ func TestLeaseNamespace(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+func TestMaxFailoverOfTheDefaultTimings(t *testing.T) {
+	// 15 s of lease, and twice a 2 s retry stretched by client-go's
+	// jitter of 1.2: what deploy/README.md documents.
+	assert.Equal(t, 23800*time.Millisecond, Election{}.MaxFailover())
+	assert.Equal(t, 3*time.Second+2*550*time.Millisecond, Election{LeaseDuration: 3 * time.Second, RetryPeriod: 250 * time.Millisecond}.MaxFailover())
 }

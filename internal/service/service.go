@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,10 @@ type Source interface {
 	Start(ctx context.Context) error
 	WaitForSync(ctx context.Context) error
 	OnMeshChange(fn func(reason string))
+	// Stale and OnHealthChange say whether the synced caches still
+	// refresh (see cluster.Live.Stale).
+	Stale(bound time.Duration, now time.Time) error
+	OnHealthChange(fn func())
 }
 
 // Reconciler runs one cycle (reconcile.Reconciler).
@@ -78,9 +83,14 @@ type Config struct {
 	// SyncReport is how often a slow first cache sync is logged and shown
 	// in /readyz with its cause; zero means DefaultSyncReport.
 	SyncReport time.Duration
-	// PermissionRecheck is how often permissions found missing are asked
-	// for again; zero means DefaultPermissionRecheck.
+	// PermissionRecheck is how often permissions are asked for again:
+	// while some are missing at startup, and all of them while the
+	// service runs; zero means DefaultPermissionRecheck.
 	PermissionRecheck time.Duration
+	// StaleAfter is how long a synced cache may fail to refresh for a
+	// reason other than a permission before the service is unready and
+	// its cycles stale; zero means DefaultStaleAfter.
+	StaleAfter time.Duration
 	// Clock runs the scheduler and the retries; nil means the real one.
 	Clock clock.Clock
 }
@@ -94,6 +104,11 @@ type Service struct {
 	ready     *server.Readiness
 	scheduler *Scheduler
 	cycles    atomic.Int64
+	// healthChanged wakes watchHealth when the source reports a cache
+	// failing or refreshing again.
+	healthChanged chan struct{}
+	healthMu      sync.Mutex
+	health        healthState
 }
 
 // New checks cfg and prepares the service; nothing runs until Run.
@@ -123,11 +138,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.PermissionRecheck <= 0 {
 		cfg.PermissionRecheck = DefaultPermissionRecheck
 	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	cfg.Scheduler.Clock = cfg.Clock
-	s := &Service{cfg: cfg, clock: cfg.Clock, log: cfg.Log, metrics: cfg.Metrics, ready: cfg.Readiness}
+	s := &Service{cfg: cfg, clock: cfg.Clock, log: cfg.Log, metrics: cfg.Metrics, ready: cfg.Readiness, healthChanged: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -172,6 +190,9 @@ func (s *Service) Run(ctx context.Context) error {
 
 	err := s.prepare(ctx, life)
 	if err == nil {
+		if s.cfg.Source != nil || s.cfg.Election != nil {
+			go s.watchHealth(life)
+		}
 		if s.cfg.Election == nil {
 			s.metrics.SetLeader(true)
 			s.scheduler.Run(life)
@@ -206,6 +227,12 @@ func (s *Service) prepare(ctx, life context.Context) error {
 			s.log.Debug("mesh change", "change", reason)
 			s.scheduler.Trigger(reason)
 		})
+		s.cfg.Source.OnHealthChange(func() {
+			select {
+			case s.healthChanged <- struct{}{}:
+			default:
+			}
+		})
 		if err := s.cfg.Source.Start(life); err != nil {
 			return fmt.Errorf("start cluster source: %w", err)
 		}
@@ -234,8 +261,9 @@ func (s *Service) prepare(ctx, life context.Context) error {
 // DefaultSyncReport is how often a cache sync that takes long is reported.
 const DefaultSyncReport = 30 * time.Second
 
-// DefaultPermissionRecheck is how often missing permissions are asked for
-// again: granting one takes effect within this period, without a restart.
+// DefaultPermissionRecheck is how often permissions are asked for again:
+// granting a missing one takes effect within this period, without a
+// restart, and one taken away while kedge runs is found within it.
 const DefaultPermissionRecheck = 30 * time.Second
 
 // awaitPermissions returns once the credentials may read what the cluster
@@ -247,7 +275,6 @@ func (s *Service) awaitPermissions(ctx context.Context) error {
 	if s.cfg.Source == nil && s.cfg.Election == nil {
 		return nil
 	}
-	reported := map[cluster.Permission]bool{}
 	for {
 		missing, err := s.missingPermissions(ctx)
 		switch {
@@ -256,19 +283,12 @@ func (s *Service) awaitPermissions(ctx context.Context) error {
 		case err != nil:
 			s.ready.Set(server.CheckPermissions, err)
 			s.log.Warn("cannot check kedge's permissions yet; retrying", "error", err.Error(), "retryIn", s.cfg.PermissionRecheck.String())
-		case len(missing) == 0:
-			s.ready.Set(server.CheckPermissions, nil)
-			if len(reported) > 0 {
-				s.log.Info("the missing permissions were granted")
-			}
-			return nil
 		default:
-			s.ready.Set(server.CheckPermissions, &cluster.MissingPermissionsError{Missing: missing})
-			for _, p := range missing {
-				if !reported[p] {
-					reported[p] = true
-					s.log.Error("missing permission: kedge waits until it is granted", "permission", p.String())
-				}
+			s.healthMu.Lock()
+			s.reportPermissions(&s.health, missing, false)
+			s.healthMu.Unlock()
+			if len(missing) == 0 {
+				return nil
 			}
 		}
 		select {
@@ -290,7 +310,7 @@ func (s *Service) missingPermissions(ctx context.Context) ([]cluster.Permission,
 		missing = append(missing, m...)
 	}
 	if e := s.cfg.Election; e != nil {
-		m, err := cluster.CheckPermissions(ctx, e.Config, e.permissions())
+		m, err := cluster.CheckPermissions(ctx, e.Config, e.Permissions())
 		if err != nil {
 			return nil, err
 		}
@@ -391,8 +411,14 @@ func (s *Service) runCycle(ctx context.Context, c Cycle) {
 		defer memlimit.Packed()()
 	}
 	before := s.cfg.GitHub.Stats()
+	// What the cycle reads is as fresh as the caches are now; a cycle on
+	// caches that cannot refresh ends stale, not successful.
+	stale := s.checkHealth(ctx, true)
 
 	report, err := s.cfg.Reconciler.RunOnce(ctx)
+	if err == nil && stale != nil {
+		err = staleCycle(stale)
+	}
 
 	end := time.Now()
 	took := end.Sub(start)
@@ -424,6 +450,8 @@ func (s *Service) runCycle(ctx context.Context, c Cycle) {
 	switch {
 	case err == nil:
 		log.Info("cycle finished", attrs...)
+	case isStale(err):
+		log.Warn("cycle finished on stale cluster caches", append(attrs, "error", err.Error())...)
 	default:
 		log.Error("cycle failed", append(attrs, "error", err.Error())...)
 	}

@@ -28,6 +28,39 @@ type fakeSource struct {
 	startErr  error
 	started   context.Context
 	listeners []func(string)
+	stale     error
+	healthFns []func()
+}
+
+func (f *fakeSource) Stale(time.Duration, time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stale
+}
+
+func (f *fakeSource) OnHealthChange(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.healthFns = append(f.healthFns, fn)
+}
+
+// setStale makes the caches stale (or fresh again, with nil) and says so
+// as cluster.Live does.
+func (f *fakeSource) setStale(err error) {
+	f.mu.Lock()
+	f.stale = err
+	fns := f.healthFns
+	f.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// revoke takes permissions away while the service runs.
+func (f *fakeSource) revoke(missing ...cluster.Permission) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.missing = missing
 }
 
 func (f *fakeSource) MissingPermissions(context.Context) ([]cluster.Permission, error) {

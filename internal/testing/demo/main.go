@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -25,10 +26,7 @@ import (
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
-	"github.com/kedge-io/kedge/internal/gitops/edit"
-	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
-	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
@@ -48,18 +46,20 @@ func main() {
 	full := flag.Bool("full", false, "print every PR body in full (default: the first one)")
 	ambientTeam := flag.String("ambient", "", "with ambient mode installed, move this team's namespaces (label team) from sidecars to ambient, and show only their PRs")
 	flag.Parse()
-	if err := run(*snapshot, map[string]string{platformRepo: *repo, teamRepo: *team}, *full, *ambientTeam); err != nil {
+	work, err := os.MkdirTemp("", "kedge-demo-")
+	if err == nil {
+		err = run(os.Stdout, work, *snapshot, map[string]string{platformRepo: *repo, teamRepo: *team}, *full, *ambientTeam)
+		os.RemoveAll(work)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(snapshot string, trees map[string]string, full bool, ambientTeam string) error {
-	work, err := os.MkdirTemp("", "kedge-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
+// run plays the demo into out, with the bare repositories (owner's
+// repository name + ".git") and kedge's cache under work.
+func run(out io.Writer, work, snapshot string, trees map[string]string, full bool, ambientTeam string) error {
 	gh := ghemu.StartHub(ghemu.HubOptions{Tokens: map[string]string{demoToken: "kedge[bot]"}})
 	defer gh.Close()
 	for _, name := range []string{platformRepo, teamRepo} {
@@ -68,7 +68,7 @@ func run(snapshot string, trees map[string]string, full bool, ambientTeam string
 			return err
 		}
 		owner, repo, _ := strings.Cut(name, "/")
-		gh.AddRepo(ghemu.Options{Owner: owner, Repo: repo, Branches: ghemu.GitBranches(bare)})
+		gh.AddRepo(ghemu.Options{Owner: owner, Repo: repo, Branches: ghemu.GitBranches(bare), Diffs: ghemu.GitDiff(bare)})
 	}
 
 	cfg, err := config.Load("", nil, nil)
@@ -105,12 +105,16 @@ func run(snapshot string, trees map[string]string, full bool, ambientTeam string
 	if err != nil {
 		return err
 	}
-	fmt.Printf("cycle 1: %d drifted workloads, %d pushes, %d GitHub calls (%d mutating)\n",
+	fmt.Fprintf(out, "cycle 1: %d drifted workloads, %d pushes, %d GitHub calls (%d mutating)\n",
 		len(report.Plan.Workloads), report.Pushes, calls(gh, false), calls(gh, true))
 	for _, r := range report.Repositories {
-		fmt.Printf("  %-30s pushes %d, pull requests %d\n", r.Name+"@"+r.Branch, r.Pushes, len(gh.Repo(r.Name).PRs()))
+		fmt.Fprintf(out, "  %-30s pushes %d, pull requests %d\n", r.Name+"@"+r.Branch, r.Pushes, len(gh.Repo(r.Name).PRs()))
 	}
-	fmt.Println()
+	fmt.Fprintln(out)
+	client, err := github.NewClient(gh.Client()).WithAuthToken(demoToken).WithEnterpriseURLs(gh.URL, gh.URL)
+	if err != nil {
+		return err
+	}
 	printed := 0
 	for _, name := range []string{platformRepo, teamRepo} {
 		header := "═══ " + name
@@ -120,15 +124,22 @@ func run(snapshot string, trees map[string]string, full bool, ambientTeam string
 				continue
 			}
 			if header != "" {
-				fmt.Println(header)
+				fmt.Fprintln(out, header)
 				header = ""
 			}
-			printPR(pr, editsIn(report.Result, name, ns), full || printed == 0)
+			// The diff is the one GitHub shows for the pull request: the
+			// pushed commit against its base, not the plan's edits.
+			owner, repo, _ := strings.Cut(name, "/")
+			diff, _, err := client.PullRequests.GetRaw(context.Background(), owner, repo, pr.GetNumber(), github.RawOptions{Type: github.Diff})
+			if err != nil {
+				return fmt.Errorf("diff of %s#%d: %w", name, pr.GetNumber(), err)
+			}
+			printPR(out, pr, diff, full || printed == 0)
 			printed++
 		}
 		for _, is := range gh.Repo(name).Issues() {
 			if !is.IsPullRequest() {
-				fmt.Printf("━━━ dashboard issue #%d  %s\n", is.GetNumber(), is.GetTitle())
+				fmt.Fprintf(out, "━━━ dashboard issue #%d  %s\n", is.GetNumber(), is.GetTitle())
 			}
 		}
 	}
@@ -141,38 +152,28 @@ func run(snapshot string, trees map[string]string, full bool, ambientTeam string
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\ncycle 2 (nothing changed): %d pushes, %d GitHub calls, %d mutating\n",
+	fmt.Fprintf(out, "\ncycle 2 (nothing changed): %d pushes, %d GitHub calls, %d mutating\n",
 		report.Pushes, calls(gh, false)-before, calls(gh, true)-beforeMutating)
 	for _, o := range report.Outcomes {
-		fmt.Printf("  %-16s %-8s %s #%d in %s\n", o.Namespace, o.Action, o.State, o.PR, o.Repo)
+		fmt.Fprintf(out, "  %-16s %-8s %s #%d in %s\n", o.Namespace, o.Action, o.State, o.PR, o.Repo)
 	}
 	return nil
 }
 
 // printPR shows one pull request, its diff, and with body its description.
-func printPR(pr *github.PullRequest, edits []restart.FileEdit, body bool) {
+func printPR(out io.Writer, pr *github.PullRequest, diff string, body bool) {
 	var labels []string
 	for _, l := range pr.Labels {
 		labels = append(labels, l.GetName())
 	}
-	fmt.Printf("━━━ PR #%d  %s\n    branch %s → %s   labels %s\n", pr.GetNumber(), pr.GetTitle(),
+	fmt.Fprintf(out, "━━━ PR #%d  %s\n    branch %s → %s   labels %s\n", pr.GetNumber(), pr.GetTitle(),
 		pr.GetHead().GetRef(), pr.GetBase().GetRef(), strings.Join(labels, ", "))
-	if len(edits) > 0 {
-		fmt.Println(indent(edit.UnifiedDiff(edits)))
+	if diff != "" {
+		fmt.Fprintln(out, indent(diff))
 	}
 	if body {
-		fmt.Printf("    ── description ──\n%s\n", indent(pr.GetBody()))
+		fmt.Fprintf(out, "    ── description ──\n%s\n", indent(pr.GetBody()))
 	}
-}
-
-// editsIn are a namespace's edits in one repository.
-func editsIn(res *plan.Result, repo, namespace string) []restart.FileEdit {
-	for _, r := range res.Repositories {
-		if r.Name == repo {
-			return r.Edits.Namespaces[namespace]
-		}
-	}
-	return nil
 }
 
 // calls counts the GitHub calls made so far in every repository of the

@@ -56,9 +56,35 @@ func (h *Hub) authenticate(rt *route, req *request, authorization string) *respo
 	if !ok {
 		return unauthorized("Requires authentication")
 	}
+	if rt.name == routeUser {
+		return h.authorizeUser(req, token)
+	}
 	var refused *response
 	req.actor, refused = h.authorize(token, req.params["owner"])
 	return refused
+}
+
+// authorizeUser lets a personal token read its own account; an
+// installation token has none, and GitHub refuses it. Callers hold h.mu.
+func (h *Hub) authorizeUser(req *request, token string) *response {
+	if login, ok := h.opts.Tokens[token]; ok {
+		req.actor = login
+		return nil
+	}
+	if t, ok := h.tokens[token]; ok && h.opts.Clock().Before(t.expires) {
+		req.actor = appSlug + "[bot]"
+		return errorResponse(http.StatusForbidden, "Resource not accessible by integration", "https://docs.github.com/rest/users/users#get-the-authenticated-user")
+	}
+	return badCredentials()
+}
+
+// handleGetUser answers the account a personal token acts as.
+func handleGetUser(_ *Server, req *request) *response {
+	h := req.hub
+	return answer(http.StatusOK, &github.User{
+		Login: github.String(req.actor), ID: github.Int64(h.userID(req.actor)), Type: github.String("User"),
+		URL: github.String(req.apiBase + "/users/" + req.actor), HTMLURL: github.String(req.webBase + "/" + req.actor),
+	})
 }
 
 // authorize resolves a token used on a repository of owner to the login it
@@ -164,26 +190,70 @@ func handleAccessToken(_ *Server, req *request) *response {
 	h.minted[id]++
 	return answer(http.StatusCreated, accessToken{
 		InstallationToken: github.InstallationToken{
-			Token:       &token,
-			ExpiresAt:   &github.Timestamp{Time: expires},
-			Permissions: installationPermissions(),
+			Token:     &token,
+			ExpiresAt: &github.Timestamp{Time: expires},
 		},
+		Permissions:         h.permissions(),
 		RepositorySelection: h.selection,
 	})
 }
 
-// accessToken adds the field GitHub sends that go-github does not model.
+// accessToken adds the field GitHub sends that go-github does not model,
+// and sends the permissions as GitHub does: any permission name, not only
+// those go-github knows.
 type accessToken struct {
 	github.InstallationToken
-	RepositorySelection string `json:"repository_selection"`
+	Permissions         map[string]string `json:"permissions"`
+	RepositorySelection string            `json:"repository_selection"`
 }
 
-func installationPermissions() *github.InstallationPermissions {
-	return &github.InstallationPermissions{
-		Contents:     github.String("write"),
-		Issues:       github.String("write"),
-		Metadata:     github.String("read"),
-		PullRequests: github.String("write"),
+// KedgePermissions are the permissions kedge's App asks for
+// (deploy/github-app.json): the default grant of an installation.
+func KedgePermissions() map[string]string {
+	return map[string]string{"contents": "write", "issues": "write", "metadata": "read", "pull_requests": "write"}
+}
+
+// permissions are the installations' grant. Callers hold h.mu.
+func (h *Hub) permissions() map[string]string {
+	if h.opts.Permissions == nil {
+		return KedgePermissions()
+	}
+	return maps.Clone(h.opts.Permissions)
+}
+
+// SetPermissions changes what the App's installations are granted, e.g.
+// pull_requests "read" only, or none of contents (omitted).
+func (h *Hub) SetPermissions(permissions map[string]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.opts.Permissions = maps.Clone(permissions)
+	if h.opts.Permissions == nil {
+		h.opts.Permissions = map[string]string{}
+	}
+}
+
+// installation is GitHub's installation object, with its permissions as
+// GitHub sends them.
+type installation struct {
+	github.Installation
+	Permissions map[string]string `json:"permissions"`
+}
+
+// renderInstallation is installation id on account. Callers hold h.mu.
+func (h *Hub) renderInstallation(req *request, id int64, account, accountType string) installation {
+	return installation{
+		Installation: github.Installation{
+			ID:                  github.Int64(id),
+			AppID:               github.Int64(h.opts.AppID),
+			AppSlug:             github.String(appSlug),
+			TargetType:          github.String(accountType),
+			RepositorySelection: github.String(h.selection),
+			Account:             &github.User{Login: github.String(account), Type: github.String(accountType)},
+			AccessTokensURL:     github.String(fmt.Sprintf("%s/app/installations/%d/access_tokens", req.apiBase, id)),
+			RepositoriesURL:     github.String(req.apiBase + "/installation/repositories"),
+			Events:              []string{},
+		},
+		Permissions: h.permissions(),
 	}
 }
 
@@ -194,18 +264,32 @@ func handleRepoInstallation(_ *Server, req *request) *response {
 	if id == 0 || req.repo == nil {
 		return notFound()
 	}
-	return answer(http.StatusOK, &github.Installation{
-		ID:                  github.Int64(id),
-		AppID:               github.Int64(h.opts.AppID),
-		AppSlug:             github.String(appSlug),
-		TargetType:          github.String("Organization"),
-		RepositorySelection: github.String(h.selection),
-		Account:             &github.User{Login: github.String(owner), Type: github.String("Organization")},
-		AccessTokensURL:     github.String(fmt.Sprintf("%s/app/installations/%d/access_tokens", req.apiBase, id)),
-		RepositoriesURL:     github.String(req.apiBase + "/installation/repositories"),
-		Permissions:         installationPermissions(),
-		Events:              []string{},
-	})
+	return answer(http.StatusOK, h.renderInstallation(req, id, owner, "Organization"))
+}
+
+// handleInstallation answers an installation of the App by id.
+func handleInstallation(_ *Server, req *request) *response {
+	h := req.hub
+	id, _ := strconv.ParseInt(req.params["id"], 10, 64)
+	for account, installed := range h.opts.Installations {
+		if installed == id && id != 0 {
+			return answer(http.StatusOK, h.renderInstallation(req, id, account, "Organization"))
+		}
+	}
+	return notFound()
+}
+
+// handleAccountInstallation answers the App's installation on an
+// organisation or a user account, by the account's name in param.
+func handleAccountInstallation(param, accountType string) func(*Server, *request) *response {
+	return func(_ *Server, req *request) *response {
+		h, account := req.hub, req.params[param]
+		id := h.installationOf(account)
+		if id == 0 {
+			return notFound()
+		}
+		return answer(http.StatusOK, h.renderInstallation(req, id, account, accountType))
+	}
 }
 
 // Install installs the App on owner's account as installation id, or

@@ -104,7 +104,7 @@ func TestAppJWTMintsInstallationTokens(t *testing.T) {
 			assert.Regexp(t, `^ghs_[A-Za-z0-9]{36}$`, tok.GetToken())
 			assert.WithinDuration(t, time.Now().Add(time.Hour), tok.GetExpiresAt().Time, 5*time.Second)
 			assert.Equal(t, "selected", tok.RepositorySelection)
-			assert.Equal(t, "write", tok.GetPermissions().GetPullRequests())
+			assert.Equal(t, "write", tok.Permissions["pull_requests"])
 
 			repo := raw(t, s, http.MethodGet, "/repos/acme/fleet", "token "+tok.GetToken(), nil)
 			assert.Equal(t, http.StatusOK, repo.status)
@@ -169,4 +169,81 @@ func TestInstallationTokenExpiresWithTheClock(t *testing.T) {
 	assert.True(t, s.ValidToken(tok.GetToken()))
 	offset.Store(int64(61 * time.Minute))
 	assert.False(t, s.ValidToken(tok.GetToken()))
+}
+
+// TestInstallationPermissions: the App reads its installation, by id or by
+// the account it is installed on, with the permissions in GitHub's shape;
+// a test takes one away.
+func TestInstallationPermissions(t *testing.T) {
+	key := newKey(t)
+	s := newTestServer(t, func(o *Options) {
+		o.AppID, o.AppPublicKey, o.InstallationID = 42, &key.PublicKey, 7
+	})
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	atr, err := ghinstallation.NewAppsTransport(s.Client().Transport, 42, pemKey)
+	require.NoError(t, err)
+	app, err := github.NewClient(&http.Client{Transport: atr}).WithEnterpriseURLs(s.URL, s.URL)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	byID, _, err := app.Apps.GetInstallation(ctx, 7)
+	require.NoError(t, err)
+	assert.Equal(t, int64(42), byID.GetAppID())
+	assert.Equal(t, testOwner, byID.GetAccount().GetLogin())
+	assert.Equal(t, "write", byID.GetPermissions().GetPullRequests())
+	assert.Equal(t, "read", byID.GetPermissions().GetMetadata())
+	byOrg, _, err := app.Apps.FindOrganizationInstallation(ctx, testOwner)
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), byOrg.GetID())
+	byUser, _, err := app.Apps.FindUserInstallation(ctx, testOwner)
+	require.NoError(t, err)
+	assert.Equal(t, "User", byUser.GetTargetType())
+
+	a := raw(t, s, http.MethodGet, "/app/installations/7", "Bearer "+mustSign(t, key), nil)
+	require.Equal(t, http.StatusOK, a.status)
+	var shape struct {
+		Permissions map[string]string `json:"permissions"`
+	}
+	a.json(t, &shape)
+	assert.Equal(t, map[string]string{"contents": "write", "issues": "write", "metadata": "read", "pull_requests": "write"}, shape.Permissions)
+
+	perms := KedgePermissions()
+	perms["pull_requests"] = "read"
+	delete(perms, "contents")
+	s.hub.SetPermissions(perms)
+	a = raw(t, s, http.MethodGet, "/app/installations/7", "Bearer "+mustSign(t, key), nil)
+	shape.Permissions = nil
+	a.json(t, &shape)
+	assert.Equal(t, map[string]string{"issues": "write", "metadata": "read", "pull_requests": "read"}, shape.Permissions)
+
+	_, resp, err := app.Apps.GetInstallation(ctx, 8)
+	require.Error(t, err)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	_, resp, err = app.Apps.FindOrganizationInstallation(ctx, "other-org")
+	require.Error(t, err)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+func mustSign(t *testing.T, key any) string {
+	t.Helper()
+	now := time.Now()
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"iss": "42", "iat": now.Add(-time.Minute).Unix(), "exp": now.Add(5 * time.Minute).Unix()}).SignedString(key)
+	require.NoError(t, err)
+	return tok
+}
+
+func TestAuthenticatedUser(t *testing.T) {
+	key := newKey(t)
+	s := newTestServer(t, func(o *Options) { o.AppID, o.AppPublicKey, o.InstallationID = 42, &key.PublicKey, 7 })
+	user, _, err := ghClient(t, s, botToken).Users.Get(context.Background(), "")
+	require.NoError(t, err)
+	assert.NotEmpty(t, user.GetLogin())
+
+	a := raw(t, s, http.MethodGet, "/user", "token ghp_nobody", nil)
+	assert.Equal(t, http.StatusUnauthorized, a.status)
+	minted := raw(t, s, http.MethodPost, "/app/installations/7/access_tokens", "Bearer "+mustSign(t, key), nil)
+	var tok accessToken
+	minted.json(t, &tok)
+	a = raw(t, s, http.MethodGet, "/user", "token "+tok.GetToken(), nil)
+	assert.Equal(t, http.StatusForbidden, a.status, "an installation token has no account")
 }

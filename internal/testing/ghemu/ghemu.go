@@ -27,6 +27,11 @@ import (
 // emulator does not implement itself.
 type BranchLookup func(branch string) (sha string, ok bool)
 
+// DiffFunc is the Git side of a pull request's diff: the changes between
+// the merge base of base and head and head, in `git diff` format, as GitHub
+// shows a pull request's "Files changed".
+type DiffFunc func(baseSHA, headSHA string) (string, error)
+
 // Options configures a Hub and the repositories it serves: NewHub reads the
 // fields that hold for every repository (credentials, limits, clock),
 // AddRepo the repository's own, and New both. Zero values pick the
@@ -40,9 +45,16 @@ type Options struct {
 	// Branches answers which branches exist. Nil keeps an in-memory branch
 	// table (see SetBranch) holding only the default branch at first.
 	Branches BranchLookup
+	// Diffs computes a pull request's diff for GET pulls/{number} with the
+	// diff media type (see GitDiff). Without it that request is outside
+	// the emulated surface: 404, recorded as such.
+	Diffs DiffFunc
 	// Collaborators restricts who may be requested as a reviewer. Nil
 	// accepts any login.
 	Collaborators []string
+	// Archived and IssuesDisabled are the repository's settings; by
+	// default, as on GitHub, it is not archived and has issues.
+	Archived, IssuesDisabled bool
 
 	// Tokens maps static tokens (personal access tokens) to the login they
 	// act as; they reach every repository.
@@ -58,6 +70,11 @@ type Options struct {
 	// is an installation on Owner.
 	Installations  map[string]int64
 	InstallationID int64
+	// Permissions are what the App's installations were granted, in
+	// GitHub's shape ("contents": "write", "metadata": "read"); nil grants
+	// what kedge needs (KedgePermissions). SetPermissions changes them, as
+	// an owner accepting or an App losing a permission does.
+	Permissions map[string]string
 	// TokenTTL is the lifetime of minted installation tokens; default 1 h
 	// as on GitHub.
 	TokenTTL time.Duration

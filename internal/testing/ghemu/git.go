@@ -2,6 +2,8 @@ package ghemu
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -38,5 +40,23 @@ func GitFastForward(gitDir string) MergeFunc {
 			return "", fmt.Errorf("move %s to %s: %w", base, headSHA, err)
 		}
 		return headSHA, nil
+	}
+}
+
+// GitDiff answers pull request diffs from a Git repository on disk with Git
+// itself, as GitHub computes them: `git diff base...head`, the changes on
+// head since its merge base with base, in Git's default format (a/ and b/
+// prefixes, abbreviated blob ids, three lines of context). The user's and
+// the system's Git configuration are ignored, so no local setting changes
+// the format.
+func GitDiff(gitDir string) DiffFunc {
+	return func(baseSHA, headSHA string) (string, error) {
+		cmd := exec.Command("git", "--git-dir", gitDir, "diff", "--no-color", "--no-ext-diff", baseSHA+"..."+headSHA)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("git diff %s...%s in %s: %w", baseSHA, headSHA, gitDir, err)
+		}
+		return string(out), nil
 	}
 }

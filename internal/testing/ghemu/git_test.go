@@ -3,6 +3,7 @@ package ghemu
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -83,4 +84,48 @@ func TestGitBackedBranchesAndMerge(t *testing.T) {
 	assert.Equal(t, branchSHA, sha)
 	assert.Error(t, s.MergePR(pr.GetNumber(), nil), "a closed pull request cannot be merged")
 	assert.Panics(t, func() { s.SetBranch("x", "y") })
+}
+
+func TestPullRequestDiffIsGitsDiffOfTheBranch(t *testing.T) {
+	bare, mainSHA, branchSHA := gitRemote(t)
+	s := newTestServer(t, func(o *Options) { o.Branches, o.Diffs = GitBranches(bare), GitDiff(bare) })
+	c := ghClient(t, s, botToken)
+	ctx := context.Background()
+	pr, _, err := c.PullRequests.Create(ctx, testOwner, testRepo, &github.NewPullRequest{
+		Title: github.String("t"), Head: github.String("kedge/shop"), Base: github.String("main"),
+	})
+	require.NoError(t, err)
+
+	diff, resp, err := c.PullRequests.GetRaw(ctx, testOwner, testRepo, pr.GetNumber(), github.RawOptions{Type: github.Diff})
+	require.NoError(t, err)
+	assert.Equal(t, "application/vnd.github.diff; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Equal(t, "github.v3; param=diff", resp.Header.Get("X-GitHub-Media-Type"))
+	gitDiff := exec.Command("git", "--git-dir", bare, "diff", mainSHA+".."+branchSHA)
+	gitDiff.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	want, err := gitDiff.Output()
+	require.NoError(t, err)
+	assert.Equal(t, string(want), diff)
+	assert.Contains(t, diff, "diff --git a/b.yaml b/b.yaml\nnew file mode 100644\n")
+	assert.Contains(t, diff, "--- /dev/null\n+++ b/b.yaml\n@@ -0,0 +1 @@\n+b.yaml\n")
+
+	// The JSON representation is still the default.
+	got, _, err := c.PullRequests.Get(ctx, testOwner, testRepo, pr.GetNumber())
+	require.NoError(t, err)
+	assert.Equal(t, branchSHA, got.GetHead().GetSHA())
+}
+
+func TestPullRequestDiffWithoutGitSideIsOutsideTheSurface(t *testing.T) {
+	bare, _, _ := gitRemote(t)
+	s := newTestServer(t, func(o *Options) { o.Branches = GitBranches(bare) })
+	c := ghClient(t, s, botToken)
+	ctx := context.Background()
+	pr, _, err := c.PullRequests.Create(ctx, testOwner, testRepo, &github.NewPullRequest{
+		Title: github.String("t"), Head: github.String("kedge/shop"), Base: github.String("main"),
+	})
+	require.NoError(t, err)
+	_, resp, err := c.PullRequests.GetRaw(ctx, testOwner, testRepo, pr.GetNumber(), github.RawOptions{Type: github.Diff})
+	require.Error(t, err)
+	assert.Equal(t, 404, resp.StatusCode)
+	calls := s.Calls()
+	assert.True(t, calls[len(calls)-1].OutOfSurface)
 }

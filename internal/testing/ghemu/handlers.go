@@ -122,7 +122,42 @@ func handleCreatePull(s *Server, req *request, in *createPullBody) *response {
 }
 
 func handleGetPull(s *Server, req *request) *response {
+	if mediaTypeDiff(req.accept) {
+		return s.pullDiff(req)
+	}
 	return answer(http.StatusOK, s.renderPull(req, req.item, true))
+}
+
+// mediaTypeDiff reports whether Accept asks for a pull request's diff:
+// application/vnd.github.diff, with or without the API version
+// (application/vnd.github.v3.diff, which go-github sends).
+func mediaTypeDiff(accept string) bool {
+	for _, mt := range strings.Split(accept, ",") {
+		mt, _, _ = strings.Cut(strings.TrimSpace(mt), ";")
+		switch strings.ToLower(strings.TrimSpace(mt)) {
+		case "application/vnd.github.diff", "application/vnd.github.v3.diff":
+			return true
+		}
+	}
+	return false
+}
+
+// pullDiff answers a pull request's diff from the Git side: the commit
+// its head branch points at (or last pointed at) against its base branch.
+func (s *Server) pullDiff(req *request) *response {
+	if s.opts.Diffs == nil {
+		req.OutOfSurface = true
+		return notFound()
+	}
+	baseSHA, ok := s.branch(req.item.base)
+	if !ok {
+		return notFound()
+	}
+	diff, err := s.opts.Diffs(baseSHA, s.currentHeadSHA(req.item))
+	if err != nil {
+		return errorResponse(http.StatusInternalServerError, err.Error(), docsRoot)
+	}
+	return &response{status: http.StatusOK, raw: []byte(diff), mediaType: "application/vnd.github.diff"}
 }
 
 type updatePullBody struct {

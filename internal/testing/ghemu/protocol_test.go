@@ -211,7 +211,7 @@ func TestOutOfSurfaceCallsAreRecorded(t *testing.T) {
 		{http.MethodGet, "/repos/acme/fleet/issues/1"},
 		{http.MethodGet, "/repos/acme/fleet/pulls/abc"},
 		{http.MethodPost, "/graphql"},
-		{http.MethodGet, "/user"},
+		{http.MethodGet, "/user/repos"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {

@@ -9,7 +9,18 @@ import (
 const (
 	routeAccessTokens     = "POST /app/installations/{id}/access_tokens"
 	routeRepoInstallation = "GET /repos/{owner}/{repo}/installation"
+	routeInstallation     = "GET /app/installations/{id}"
+	routeOrgInstallation  = "GET /orgs/{org}/installation"
+	routeUserInstallation = "GET /users/{username}/installation"
+	// routeUser is the account a token acts as; no repository's.
+	routeUser = "GET /user"
 )
+
+// appRoutes are authenticated with the App's JWT.
+var appRoutes = map[string]bool{
+	routeAccessTokens: true, routeRepoInstallation: true, routeInstallation: true,
+	routeOrgInstallation: true, routeUserInstallation: true,
+}
 
 // route is one endpoint kedge uses (docs/design.md, "The REST surface kedge uses").
 type route struct {
@@ -27,6 +38,10 @@ type route struct {
 var routes = []*route{
 	newRoute(routeAccessTokens, "", docsRoot, handleAccessToken),
 	newRoute(routeRepoInstallation, "", docsRoot, handleRepoInstallation),
+	newRoute(routeInstallation, "", docsRoot, handleInstallation),
+	newRoute(routeOrgInstallation, "", docsRoot, handleAccountInstallation("org", "Organization")),
+	newRoute(routeUserInstallation, "", docsRoot, handleAccountInstallation("username", "User")),
+	newRoute(routeUser, "", docsRoot, handleGetUser),
 	newRoute("GET /repos/{owner}/{repo}", "", docsRoot, handleGetRepo),
 	newRoute("GET /repos/{owner}/{repo}/pulls", "PullRequest", docsRoot, handleListPulls),
 	newRoute("POST /repos/{owner}/{repo}/pulls", "PullRequest", docsCreatePull, withBody(handleCreatePull)),
@@ -48,7 +63,7 @@ func newRoute(name, resource, docs string, handler func(*Server, *request) *resp
 		name:     name,
 		method:   method,
 		parts:    strings.Split(strings.Trim(pattern, "/"), "/"),
-		appAuth:  name == routeAccessTokens || name == routeRepoInstallation,
+		appAuth:  appRoutes[name],
 		item:     strings.Contains(pattern, "{number}"),
 		pullOnly: strings.Contains(pattern, "/pulls/{number}"),
 		errs:     errs{resource, docs},

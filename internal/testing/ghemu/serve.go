@@ -26,6 +26,7 @@ type request struct {
 	actor   string // login the credentials act as
 	apiBase string // scheme://host[/api/v3], for the URLs in answers
 	webBase string // scheme://host, for html_url
+	accept  string // the Accept header: a custom media type asks for another representation
 }
 
 func (r *request) number() int {
@@ -50,6 +51,9 @@ type response struct {
 	status int
 	body   any
 	header http.Header
+	// raw, when set, is sent as is instead of body's JSON, as mediaType.
+	raw       []byte
+	mediaType string
 }
 
 func answer(status int, body any) *response { return &response{status: status, body: body} }
@@ -90,6 +94,7 @@ func (h *Hub) serveHTTP(w http.ResponseWriter, hr *http.Request) {
 	webBase := "http://" + hr.Host
 	req := &request{
 		Call: &call, errs: rt.errs, hub: h, repo: repo, params: params, webBase: webBase, apiBase: webBase + prefix,
+		accept: hr.Header.Get("Accept"),
 	}
 	h.mu.Lock()
 	resp, counts := h.handle(rt, req, hr.Header.Get("Authorization"))
@@ -116,7 +121,7 @@ func (h *Hub) handle(rt *route, req *request, authorization string) (*response, 
 		}
 		rl.lastMutation = now
 	}
-	if req.repo == nil && !rt.appAuth {
+	if req.repo == nil && !rt.appAuth && rt.name != routeUser {
 		return notFound(), true
 	}
 	if rt.item {
@@ -132,8 +137,11 @@ func (h *Hub) handle(rt *route, req *request, authorization string) (*response, 
 // finish adds the headers every GitHub answer carries, turns a GET whose
 // ETag the client already holds into 304, records and writes.
 func (h *Hub) finish(w http.ResponseWriter, hr *http.Request, call *Call, resp *response, counts bool) {
-	var payload []byte
-	if resp.body != nil {
+	payload, contentType, mediaType := resp.raw, resp.mediaType+"; charset=utf-8", "github.v3; param="+strings.TrimPrefix(resp.mediaType, "application/vnd.github.")
+	if resp.raw == nil {
+		contentType, mediaType = "application/json; charset=utf-8", "github.v3; format=json"
+	}
+	if resp.body != nil && resp.raw == nil {
 		var err error
 		if payload, err = json.Marshal(resp.body); err != nil {
 			resp = errorResponse(http.StatusInternalServerError, err.Error(), docsRoot)
@@ -173,10 +181,10 @@ func (h *Hub) finish(w http.ResponseWriter, hr *http.Request, call *Call, resp *
 	hd.Set("X-GitHub-Request-Id", fmt.Sprintf("EMU0:%04X:%06X", h.requestSeq, h.requestSeq*7919))
 	h.mu.Unlock()
 
-	hd.Set("X-GitHub-Media-Type", "github.v3; format=json")
+	hd.Set("X-GitHub-Media-Type", mediaType)
 	hd.Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 	if payload != nil {
-		hd.Set("Content-Type", "application/json; charset=utf-8")
+		hd.Set("Content-Type", contentType)
 		hd.Set("Content-Length", strconv.Itoa(len(payload)))
 	}
 	// Recorded before the answer is written: a client that has read it

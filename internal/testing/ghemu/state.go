@@ -103,8 +103,9 @@ func (s *Server) renderRepo(req *request) *github.Repository {
 		URL:           github.String(req.apiBase + "/repos/" + full),
 		CloneURL:      github.String(req.webBase + "/" + full + ".git"),
 		DefaultBranch: github.String(s.opts.DefaultBranch),
-		Archived:      github.Bool(false),
+		Archived:      github.Bool(s.opts.Archived),
 		Disabled:      github.Bool(false),
+		HasIssues:     github.Bool(!s.opts.IssuesDisabled),
 	}
 }
 

@@ -150,6 +150,8 @@ type replicaOptions struct {
 	// permissionRecheck is how often missing permissions are asked for
 	// again.
 	permissionRecheck time.Duration
+	// staleAfter bounds how long a cache may fail to refresh.
+	staleAfter time.Duration
 	// token overrides the GitHub token.
 	token string
 }
@@ -185,7 +187,7 @@ func (w *world) startReplica(t *testing.T, name string, opts replicaOptions) *re
 		Source: live, Reconciler: rec, GitHub: assembled.Forge,
 		Metrics: m, Readiness: ready, Log: log, Election: opts.election,
 		Scheduler: opts.scheduler, ShutdownGrace: opts.grace, SyncReport: opts.syncReport,
-		PermissionRecheck: opts.permissionRecheck,
+		PermissionRecheck: opts.permissionRecheck, StaleAfter: opts.staleAfter,
 	})
 	require.NoError(t, err)
 

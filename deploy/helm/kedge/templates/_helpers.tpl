@@ -43,3 +43,79 @@ left empty (the App key's mount, the cache volume).
 {{- end -}}
 {{- toYaml $config -}}
 {{- end -}}
+
+{{/*
+The ClusterRole's rules: get, list and watch on exactly the kinds kedge
+reads. kedge and its doctor hook are bound to the same rules.
+*/}}
+{{- define "kedge.clusterRules" -}}
+- apiGroups: [""]
+  # ConfigMaps cluster-wide: the injector ConfigMaps are found by their
+  # istio.io/rev label in whichever namespace istiod runs.
+  resources: [namespaces, pods, configmaps]
+  verbs: [get, list, watch]
+# Nodes are only counted: ztunnel must run on each before a namespace
+# moves to ambient mode.
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [get, list, watch]
+- apiGroups: [apps]
+  resources: [replicasets, deployments, statefulsets, daemonsets]
+  verbs: [get, list, watch]
+- apiGroups: [batch]
+  resources: [jobs, cronjobs]
+  verbs: [get, list, watch]
+- apiGroups: [admissionregistration.k8s.io]
+  resources: [mutatingwebhookconfigurations]
+  verbs: [get, list, watch]
+# Optional kinds, read when their CRDs are installed.
+# AppProjects say which repositories an Application may take charts
+# from; kedge pulls from no other.
+- apiGroups: [argoproj.io]
+  resources: [rollouts, applications, appprojects]
+  verbs: [get, list, watch]
+- apiGroups: [kustomize.toolkit.fluxcd.io]
+  resources: [kustomizations]
+  verbs: [get, list, watch]
+# HelmRepositories and OCIRepositories say where a HelmRelease's chart
+# is pulled from.
+- apiGroups: [source.toolkit.fluxcd.io]
+  resources: [gitrepositories, helmrepositories, ocirepositories]
+  verbs: [get, list, watch]
+# Istio ProxyConfigs set the proxy image type mesh-wide, per namespace or
+# per workload.
+- apiGroups: [networking.istio.io]
+  resources: [proxyconfigs]
+  verbs: [get, list, watch]
+# AuthorizationPolicies with L7 rules need a Programmed waypoint Gateway
+# before a namespace moves to ambient mode.
+- apiGroups: [security.istio.io]
+  resources: [authorizationpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [gateways]
+  verbs: [get, list, watch]
+# A Flagger Canary names the workload whose template its primary runs.
+- apiGroups: [flagger.app]
+  resources: [canaries]
+  verbs: [get, list, watch]
+{{- end -}}
+
+{{/* The leader-election Role's rules. */}}
+{{- define "kedge.leaseRules" -}}
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [create]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  resourceNames: [{{ .Values.config.server.leaseName | quote }}]
+  verbs: [get, update]
+{{- end -}}
+
+{{/* The annotations of the doctor hook's objects, created in weight order
+before each install and upgrade and deleted once the checks pass. */}}
+{{- define "kedge.doctorHook" -}}
+helm.sh/hook: pre-install,pre-upgrade
+helm.sh/hook-weight: {{ .weight | quote }}
+helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+{{- end -}}
