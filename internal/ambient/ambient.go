@@ -33,8 +33,11 @@ const (
 	// WaypointClass is the GatewayClass of Istio's waypoints.
 	WaypointClass = "istio-waypoint"
 
-	ztunnelName   = "ztunnel"
-	cniConfigName = "istio-cni-config"
+	// CNIConfigMap is the ConfigMap istio-cni's chart writes its settings
+	// to, in the namespace it is installed in.
+	CNIConfigMap = "istio-cni-config"
+
+	ztunnelName = "ztunnel"
 	// cniAmbientKey is the istio-cni chart's switch for ambient mode in
 	// its ConfigMap.
 	cniAmbientKey = "AMBIENT_ENABLED"
@@ -93,7 +96,7 @@ func ztunnelProblem(set *objects.Set) (Problem, bool) {
 func cniProblem(set *objects.Set) (Problem, bool) {
 	var cm *corev1.ConfigMap
 	for i := range set.ConfigMaps {
-		if set.ConfigMaps[i].Name == cniConfigName {
+		if set.ConfigMaps[i].Name == CNIConfigMap {
 			cm = &set.ConfigMaps[i]
 		}
 	}
