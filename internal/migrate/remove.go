@@ -60,6 +60,8 @@ func (c *Checkout) setChanges(m *drift.Migration, d deployment, doc namespaceDoc
 	}
 	rev, revSet := d.labels[mesh.LabelRev]
 	switch {
+	case revSet && m.FromAmbient():
+		return nil, "Git sets " + mesh.LabelRev + "=" + rev + " on Namespace " + m.Namespace + ", the cluster runs it in ambient mode"
 	case revSet && rev != m.From:
 		return nil, "Git sets " + mesh.LabelRev + "=" + rev + " on Namespace " + m.Namespace + ", the cluster has " + m.From
 	case revSet && doc.labels[mesh.LabelRev] != rev:

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -61,12 +62,16 @@ func Select(set *objects.Set, model *mesh.Model, policies []Policy, scope Scope)
 			continue
 		}
 		for _, p := range policies {
+			p = p.normalized()
 			if !selects(p, ns) {
 				continue
 			}
-			if p.To == drift.Ambient {
-				out = append(out, decideAmbient(set, p, ns))
-			} else {
+			switch {
+			case p.To == drift.Ambient:
+				out = append(out, decideAmbient(set, model, p, ns))
+			case p.From == drift.Ambient:
+				out = append(out, decideBack(set, model, p, ns))
+			default:
 				out = append(out, decide(model, p, ns))
 			}
 			break
@@ -87,6 +92,9 @@ func selects(p Policy, ns *corev1.Namespace) bool {
 		if !ok || got != v {
 			return false
 		}
+	}
+	if p.From == drift.Ambient {
+		return ns.Labels[ambient.LabelDataplaneMode] == ambient.ModeAmbient
 	}
 	if ns.Labels[mesh.LabelRev] == p.From {
 		return true
