@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -21,31 +23,121 @@ type Move struct {
 	RootNamespace string
 }
 
+// Cluster is a cluster's objects read once for deciding many namespaces:
+// pods, Services, waypoints and the objects the guide names, by namespace
+// (a VirtualService also under each namespace whose Service it routes), in
+// namespace/name order, so that findings come out in the same order
+// whatever order the source listed them in.
+type Cluster struct {
+	set                    *objects.Set
+	pods                   map[string][]*objects.Pod
+	services               map[string][]*corev1.Service
+	gateways               map[waypointRef]*objects.Gateway
+	findings               []Finding
+	peerAuthentications    map[string][]*objects.PeerAuthentication
+	authorizationPolicies  map[string][]*objects.AuthorizationPolicy
+	requestAuthentications map[string][]*objects.RequestAuthentication
+	wasmPlugins            map[string][]*objects.WasmPlugin
+	envoyFilters           map[string][]*objects.EnvoyFilter
+	virtualServices        map[string][]*objects.VirtualService
+	httpRoutes             []*objects.HTTPRoute
+}
+
+// NewCluster indexes set; set is not changed.
+func NewCluster(set *objects.Set) *Cluster {
+	c := &Cluster{
+		set: set, pods: map[string][]*objects.Pod{}, services: map[string][]*corev1.Service{}, gateways: map[waypointRef]*objects.Gateway{},
+		findings:               ClusterFindings(set),
+		peerAuthentications:    byNamespace(sorted(set.PeerAuthentications)),
+		authorizationPolicies:  byNamespace(sorted(set.AuthorizationPolicies)),
+		requestAuthentications: byNamespace(sorted(set.RequestAuthentications)),
+		wasmPlugins:            byNamespace(sorted(set.WasmPlugins)),
+		envoyFilters:           byNamespace(sorted(set.EnvoyFilters)),
+		virtualServices:        map[string][]*objects.VirtualService{},
+		httpRoutes:             sorted(set.HTTPRoutes),
+	}
+	for _, p := range set.Pods {
+		if p.Live() {
+			c.pods[p.Namespace] = append(c.pods[p.Namespace], p)
+		}
+	}
+	for i := range set.Services {
+		s := &set.Services[i]
+		c.services[s.Namespace] = append(c.services[s.Namespace], s)
+	}
+	for i := range set.Gateways {
+		g := &set.Gateways[i]
+		c.gateways[waypointRef{namespace: g.Namespace, name: g.Name}] = g
+	}
+	for _, vs := range sorted(set.VirtualServices) {
+		seen := map[string]bool{vs.Namespace: true}
+		c.virtualServices[vs.Namespace] = append(c.virtualServices[vs.Namespace], vs)
+		for _, host := range vs.Spec.Hosts {
+			if parts := strings.Split(host, "."); len(parts) > 1 && !seen[parts[1]] {
+				seen[parts[1]] = true
+				c.virtualServices[parts[1]] = append(c.virtualServices[parts[1]], vs)
+			}
+		}
+	}
+	return c
+}
+
+// byNamespace groups objects already in namespace/name order.
+func byNamespace[P namedObject](items []P) map[string][]P {
+	out := map[string][]P{}
+	for _, o := range items {
+		out[o.GetNamespace()] = append(out[o.GetNamespace()], o)
+	}
+	return out
+}
+
+// concerning are the objects of the namespace and of the root namespace,
+// in namespace/name order: the only ones that can apply to it.
+func concerning[P namedObject](by map[string][]P, v *view) []P {
+	if v.root == "" || v.root == v.namespace {
+		return by[v.namespace]
+	}
+	out := append(slices.Clone(by[v.namespace]), by[v.root]...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].GetNamespace() != out[j].GetNamespace() {
+			return out[i].GetNamespace() < out[j].GetNamespace()
+		}
+		return out[i].GetName() < out[j].GetName()
+	})
+	return out
+}
+
+// ToAmbient is NewCluster(set).ToAmbient(mv).
+func ToAmbient(set *objects.Set, mv Move) Readiness { return NewCluster(set).ToAmbient(mv) }
+
+// ToSidecar is NewCluster(set).ToSidecar(mv).
+func ToSidecar(set *objects.Set, mv Move) Readiness { return NewCluster(set).ToSidecar(mv) }
+
 // ToAmbient decides whether the namespace may leave its sidecars now: the
 // guide's rows in its order (see the package documentation), each
 // refusing the move or, for a policy kedge can carry over, rewriting it in
 // the same pull request.
-func ToAmbient(set *objects.Set, mv Move) Readiness {
-	v := newView(set, mv)
+func (c *Cluster) ToAmbient(mv Move) Readiness {
+	v := c.view(mv)
 	var r Readiness
-	r.Refusals = append(r.Refusals, ClusterFindings(set)...)
+	r.Refusals = append(r.Refusals, c.findings...)
 	r.Refusals = append(r.Refusals, v.waypointLabels()...)
-	for _, pa := range sorted(set.PeerAuthentications) {
+	for _, pa := range concerning(c.peerAuthentications, v) {
 		r.Refusals = append(r.Refusals, v.peerAuthentication(pa)...)
 	}
-	for _, ap := range sorted(set.AuthorizationPolicies) {
+	for _, ap := range concerning(c.authorizationPolicies, v) {
 		r.add(v.authorizationPolicy(ap))
 	}
-	for _, ra := range sorted(set.RequestAuthentications) {
+	for _, ra := range concerning(c.requestAuthentications, v) {
 		r.add(v.attachedPolicy("RequestAuthentication", &ra.ObjectMeta, ra.Spec, true))
 	}
-	for _, wp := range sorted(set.WasmPlugins) {
+	for _, wp := range concerning(c.wasmPlugins, v) {
 		r.add(v.attachedPolicy("WasmPlugin", &wp.ObjectMeta, wp.Spec, false))
 	}
-	for _, ef := range sorted(set.EnvoyFilters) {
+	for _, ef := range concerning(c.envoyFilters, v) {
 		r.Refusals = append(r.Refusals, v.envoyFilter(ef)...)
 	}
-	for _, vs := range sorted(set.VirtualServices) {
+	for _, vs := range c.virtualServices[v.namespace] {
 		r.Refusals = append(r.Refusals, v.virtualService(vs)...)
 	}
 	return r
@@ -55,7 +147,7 @@ func ToAmbient(set *objects.Set, mv Move) Readiness {
 // sidecars (the guide's rollback): sidecars do not enforce what is attached
 // to a waypoint with targetRefs, so every such policy of the namespace must
 // first go back to a selector in Git.
-func ToSidecar(set *objects.Set, mv Move) Readiness {
+func (c *Cluster) ToSidecar(mv Move) Readiness {
 	var r Readiness
 	refuse := func(kind string, meta namedObject, targets []objects.PolicyTargetReference) {
 		if meta.GetNamespace() != mv.Namespace || len(targets) == 0 {
@@ -67,16 +159,16 @@ func ToSidecar(set *objects.Set, mv Move) Readiness {
 				"restore its selector-based form in Git first",
 		})
 	}
-	for _, ap := range sorted(set.AuthorizationPolicies) {
+	for _, ap := range c.authorizationPolicies[mv.Namespace] {
 		refuse("AuthorizationPolicy", ap, ap.Spec.Targets())
 	}
-	for _, ra := range sorted(set.RequestAuthentications) {
+	for _, ra := range c.requestAuthentications[mv.Namespace] {
 		refuse("RequestAuthentication", ra, ra.Spec.Targets())
 	}
-	for _, wp := range sorted(set.WasmPlugins) {
+	for _, wp := range c.wasmPlugins[mv.Namespace] {
 		refuse("WasmPlugin", wp, wp.Spec.Targets())
 	}
-	for _, ef := range sorted(set.EnvoyFilters) {
+	for _, ef := range c.envoyFilters[mv.Namespace] {
 		refuse("EnvoyFilter", ef, ef.Spec.TargetRefs)
 	}
 	return r
@@ -118,7 +210,7 @@ func sorted[T any, P interface {
 }
 
 // scope is where a policy without targetRefs applies, as the namespace
-// moving sees it; ok is false when it does not reach the namespace.
+// moving sees it.
 type scope struct {
 	match map[string]string
 	// whole: every pod of the namespace (no selector, in the namespace or
@@ -141,8 +233,8 @@ func (s scope) String() string {
 }
 
 // scopeOf is where an object of namespace ns with the given selector
-// applies; root-namespace objects with a selector apply only when a pod of
-// the namespace matches it now.
+// applies; false when it does not reach the namespace. Root-namespace
+// objects with a selector reach it only when a pod of it matches now.
 func (v *view) scopeOf(ns string, match map[string]string) (scope, bool) {
 	s := scope{match: match, whole: len(match) == 0}
 	switch {
@@ -416,8 +508,8 @@ func (v *view) hostService(host, vsNamespace string) (ns, name string, ok bool) 
 	default:
 		return "", "", false
 	}
-	for i := range v.set.Services {
-		if s := &v.set.Services[i]; s.Namespace == ns && s.Name == name {
+	for _, s := range v.cluster.services[ns] {
+		if s.Name == name {
 			return ns, name, true
 		}
 	}
@@ -427,7 +519,7 @@ func (v *view) hostService(host, vsNamespace string) (ns, name string, ok bool) 
 // httpRouteFor names an HTTPRoute with the Service as a parent, "" when
 // there is none.
 func (v *view) httpRouteFor(ns, name string) string {
-	for _, r := range sorted(v.set.HTTPRoutes) {
+	for _, r := range v.cluster.httpRoutes {
 		for _, p := range r.Spec.ParentRefs {
 			group, kind, pns := "gateway.networking.k8s.io", "Gateway", r.Namespace
 			if p.Group != nil {
@@ -455,8 +547,8 @@ func (v *view) routeWaypoint(ns, name string) string {
 	if ns == v.namespace {
 		w = v.serviceWaypoint(v.service(name))
 	} else {
-		for i := range v.set.Services {
-			if s := &v.set.Services[i]; s.Namespace == ns && s.Name == name {
+		for _, s := range v.cluster.services[ns] {
+			if s.Name == name {
 				own, set := useWaypoint(s.Labels, ns)
 				if !set {
 					own, _ = useWaypoint(v.namespaceLabels(ns), ns)

@@ -94,6 +94,8 @@ func meta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespac
 
 func ptr(s string) *string { return &s }
 
+func newView(set *objects.Set, mv Move) *view { return NewCluster(set).view(mv) }
+
 // want is one expected finding: the object, the field, the step, a part of
 // the reason, and whether the move carries it over.
 type want struct {

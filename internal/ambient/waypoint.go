@@ -33,6 +33,7 @@ func useWaypoint(l map[string]string, ns string) (w waypointRef, set bool) {
 // view is the namespace as it will be after the move: its labels, its
 // Services and pods, and the cluster's waypoints.
 type view struct {
+	cluster   *Cluster
 	set       *objects.Set
 	namespace string
 	labels    map[string]string
@@ -41,19 +42,9 @@ type view struct {
 	pods      []*objects.Pod
 }
 
-func newView(set *objects.Set, mv Move) *view {
-	v := &view{set: set, namespace: mv.Namespace, labels: mv.Labels, root: mv.RootNamespace}
-	for i := range set.Services {
-		if s := &set.Services[i]; s.Namespace == mv.Namespace {
-			v.services = append(v.services, s)
-		}
-	}
-	for _, p := range set.Pods {
-		if p.Namespace == mv.Namespace && p.Live() {
-			v.pods = append(v.pods, p)
-		}
-	}
-	return v
+func (c *Cluster) view(mv Move) *view {
+	return &view{cluster: c, set: c.set, namespace: mv.Namespace, labels: mv.Labels, root: mv.RootNamespace,
+		services: c.services[mv.Namespace], pods: c.pods[mv.Namespace]}
 }
 
 // namespaceWaypoint is the waypoint the namespace's label names after the
@@ -74,15 +65,7 @@ func (v *view) serviceWaypoint(s *corev1.Service) waypointRef {
 
 // gateway returns the waypoint Gateway a reference names, nil when the
 // cluster has none of that name.
-func (v *view) gateway(w waypointRef) *objects.Gateway {
-	for i := range v.set.Gateways {
-		g := &v.set.Gateways[i]
-		if g.Namespace == w.namespace && g.Name == w.name {
-			return g
-		}
-	}
-	return nil
-}
+func (v *view) gateway(w waypointRef) *objects.Gateway { return v.cluster.gateways[w] }
 
 // waypointProblem says why w cannot carry service traffic, "" when it can:
 // a Gateway of class istio-waypoint that is Programmed and handles service

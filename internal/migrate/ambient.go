@@ -6,7 +6,6 @@ import (
 	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
-	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // ambientLabels are the labels a namespace in ambient mode carries that
@@ -20,7 +19,7 @@ var ambientLabels = []string{ambient.LabelDataplaneMode, ambient.LabelUseWaypoin
 // change sets istio.io/dataplane-mode=ambient (and istio.io/use-waypoint),
 // removes istio-injection and istio.io/rev, and restarts the workloads,
 // whose new pods come up without a sidecar.
-func decideAmbient(set *objects.Set, model *mesh.Model, p Policy, ns *corev1.Namespace) drift.Migration {
+func decideAmbient(cluster *ambient.Cluster, model *mesh.Model, p Policy, ns *corev1.Namespace) drift.Migration {
 	m := drift.Migration{Namespace: ns.Name, From: p.From, To: p.To, Workloads: []drift.MigrationWorkload{}}
 	if p.OptOutLabel != "" {
 		if v, ok := ns.Labels[p.OptOutLabel]; ok && v != "false" {
@@ -37,7 +36,7 @@ func decideAmbient(set *objects.Set, model *mesh.Model, p Policy, ns *corev1.Nam
 		m.SetLabels[ambient.LabelUseWaypoint] = p.Waypoint
 	}
 	revision, _ := TargetRevision(model, p.From)
-	readiness := ambient.ToAmbient(set, ambient.Move{Namespace: ns.Name, Labels: movedLabels(ns.Labels, m), RootNamespace: model.RootNamespace(revision)})
+	readiness := cluster.ToAmbient(ambient.Move{Namespace: ns.Name, Labels: movedLabels(ns.Labels, m), RootNamespace: model.RootNamespace(revision)})
 	if !readiness.Ready() {
 		m.RemoveLabels, m.SetLabels = nil, nil
 		m.Ambient = readiness.Refusals
@@ -52,7 +51,7 @@ func decideAmbient(set *objects.Set, model *mesh.Model, p Policy, ns *corev1.Nam
 // labels go, istio.io/rev comes back, and the restarted pods are injected
 // again. ambient.ToSidecar refuses while a policy of the namespace is
 // attached to a waypoint, which sidecars do not enforce.
-func decideBack(set *objects.Set, model *mesh.Model, p Policy, ns *corev1.Namespace) drift.Migration {
+func decideBack(cluster *ambient.Cluster, model *mesh.Model, p Policy, ns *corev1.Namespace) drift.Migration {
 	m := decide(model, p, ns)
 	if m.Blocked != "" {
 		m.RemoveLabels = nil
@@ -69,7 +68,7 @@ func decideBack(set *objects.Set, model *mesh.Model, p Policy, ns *corev1.Namesp
 		return blocked(m, drift.BlockNotInjected, "without "+ambient.LabelDataplaneMode+" and with "+mesh.LabelRev+"="+p.To+" "+whoAnswers(d))
 	}
 	m.RemoveLabels = remove
-	readiness := ambient.ToSidecar(set, ambient.Move{Namespace: ns.Name, Labels: relabelled(ns.Labels, p.To, remove), RootNamespace: model.RootNamespace(m.Revision)})
+	readiness := cluster.ToSidecar(ambient.Move{Namespace: ns.Name, Labels: relabelled(ns.Labels, p.To, remove), RootNamespace: model.RootNamespace(m.Revision)})
 	if !readiness.Ready() {
 		m.RemoveLabels = nil
 		m.Ambient = readiness.Refusals

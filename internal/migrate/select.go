@@ -56,6 +56,15 @@ func Select(set *objects.Set, model *mesh.Model, policies []Policy, scope Scope)
 		return nil
 	}
 	var out []drift.Migration
+	// Indexed once, on the first namespace moving into or out of ambient
+	// mode: a fleet has thousands of namespaces and a hundred thousand pods.
+	var cluster *ambient.Cluster
+	ambientCluster := func() *ambient.Cluster {
+		if cluster == nil {
+			cluster = ambient.NewCluster(set)
+		}
+		return cluster
+	}
 	for i := range set.Namespaces {
 		ns := &set.Namespaces[i]
 		if !scope.allows(ns) {
@@ -68,9 +77,9 @@ func Select(set *objects.Set, model *mesh.Model, policies []Policy, scope Scope)
 			}
 			switch {
 			case p.To == drift.Ambient:
-				out = append(out, decideAmbient(set, model, p, ns))
+				out = append(out, decideAmbient(ambientCluster(), model, p, ns))
 			case p.From == drift.Ambient:
-				out = append(out, decideBack(set, model, p, ns))
+				out = append(out, decideBack(ambientCluster(), model, p, ns))
 			default:
 				out = append(out, decide(model, p, ns))
 			}
