@@ -348,9 +348,17 @@ func (v *view) authorizationPolicy(ap *objects.AuthorizationPolicy) []Finding {
 		return nil
 	}
 	if field := identityField(ap.Spec.Rules); field != "" {
-		return []Finding{{Object: ref, Field: field, Step: StepBypass,
-			Reason: "traffic to " + sc.String() + " goes through waypoint " + w.namespace + "/" + w.name + " after the move, and behind a waypoint ztunnel sees the waypoint's identity and address, not the client's: " +
-				"this " + action + " rule would no longer match the clients it was written for. Attach it to the waypoint with targetRefs first"}}
+		behind := "traffic to " + sc.String() + " goes through waypoint " + w.namespace + "/" + w.name + " after the move, and behind a waypoint ztunnel sees the waypoint's identity and address, not the client's"
+		reason := behind + ": this " + action + " rule would no longer match the clients it was written for. Attach it to the waypoint with targetRefs first"
+		if !sc.meshWide && !sc.whole {
+			rw, why := v.rewriteToTargetRefs(ap.Spec.Selector.MatchLabels, action, ap.Spec.Rules)
+			if rw != nil {
+				return []Finding{{Object: ref, Field: "spec.selector", Step: StepBypass, Rewrite: rw,
+					Reason: "carried over: " + behind + ", so the pull request attaches it to " + rw.describe() + " with targetRefs instead of its selector"}}
+			}
+			reason += " (kedge does not carry it over: " + why + ")"
+		}
+		return []Finding{{Object: ref, Field: field, Step: StepBypass, Reason: reason}}
 	}
 	return nil
 }

@@ -204,10 +204,15 @@ func TestToAmbientDecisionTable(t *testing.T) {
 		{"L4 AuthorizationPolicy on source principals, no waypoint in the path (holds)", func(w *world) {
 			ap(w, authz(shop, "from-web", objects.AuthorizationPolicySpec{Selector: selectApp("cart"), Rules: fromWeb}))
 		}, nil},
-		{"L4 AuthorizationPolicy on source principals behind the waypoint (refuses)", func(w *world) {
+		{"L4 AuthorizationPolicy on source principals behind the waypoint (carried over to targetRefs)", func(w *world) {
 			w.useWaypoint("waypoint")
 			ap(w, authz(shop, "from-web", objects.AuthorizationPolicySpec{Selector: selectApp("cart"), Rules: fromWeb}))
-		}, []want{{"AuthorizationPolicy shop/from-web", "spec.rules[0].from[0].source.principals", StepBypass, "ztunnel sees the waypoint's identity", false}}},
+		}, []want{{"AuthorizationPolicy shop/from-web", "spec.selector", StepBypass, "ztunnel sees the waypoint's identity and address, not the client's, so the pull request attaches it to Service cart", true}}},
+		{"L4 AuthorizationPolicy on source addresses behind the waypoint (refuses)", func(w *world) {
+			w.useWaypoint("waypoint")
+			ap(w, authz(shop, "from-office", objects.AuthorizationPolicySpec{Selector: selectApp("cart"),
+				Rules: []objects.AuthorizationRule{{From: []objects.RuleFrom{{Source: objects.RuleSource{IPBlocks: []string{"10.1.0.0/16"}}}}}}}))
+		}, []want{{"AuthorizationPolicy shop/from-office", "spec.rules[0].from[0].source.ipBlocks", StepBypass, "would no longer match the clients it was written for", false}}},
 		{"the guide's bypass-prevention DENY behind the waypoint (holds)", func(w *world) {
 			w.useWaypoint("waypoint")
 			ap(w, authz(shop, "deny-bypass", objects.AuthorizationPolicySpec{Selector: selectApp("cart"), Action: "DENY",
