@@ -355,6 +355,8 @@ func TestAmbientMoveWaitsForTheL7PolicyToAttachToTheWaypoint(t *testing.T) {
 		}
 	}
 	assert.Contains(t, body, "into **ambient mode**")
+	assert.Contains(t, body, "| AuthorizationPolicy web/get-only | [apps/web/policy.yaml]")
+	assert.Contains(t, body, "| `selector: app=api` | `Service api` | waypoint `web/waypoint` |")
 
 	// A person attaches shop's policy to the cart Service in Git, and the
 	// cluster applies it.
