@@ -217,6 +217,9 @@ func writeTable(w io.Writer, res *plan.Result) error {
 			return err
 		}
 	}
+	if err := writeMigrations(w, res.Plan.Migrations); err != nil {
+		return err
+	}
 	for _, r := range res.Edits.Refused {
 		fmt.Fprintf(w, "refused to edit %s: %s\n", r.Path, r.Reason)
 	}
@@ -244,6 +247,44 @@ func indexProblems(res *plan.Result) []index.Problem {
 		}
 	}
 	return out
+}
+
+// writeMigrations lists the namespaces migration policies select: whether
+// each moves and, when Istio's ambient migration guide refuses it or the
+// move carries policies over, one line per object with its file and step.
+func writeMigrations(w io.Writer, migrations []drift.Migration) error {
+	if len(migrations) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MIGRATION\tFROM\tTO\tSTATE\tMANIFEST")
+	for _, m := range migrations {
+		state := "moves"
+		if m.Blocked != "" {
+			state = string(m.Blocked)
+		}
+		cell := manifestCell(m.Manifest)
+		if m.Manifest.Path != "" && m.Manifest.Edit == "" {
+			cell = m.Manifest.Status + " " + m.Manifest.Path
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Namespace, m.From, m.To, state, cell)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range migrations {
+		for _, f := range m.Ambient {
+			fmt.Fprintf(w, "  %s refused: %s\n", m.Namespace, f)
+		}
+		for _, f := range m.Carried {
+			fmt.Fprintf(w, "  %s carries over: %s\n", m.Namespace, f)
+		}
+		if m.Blocked != "" && len(m.Ambient) == 0 && m.Detail != "" {
+			fmt.Fprintf(w, "  %s: %s\n", m.Namespace, m.Detail)
+		}
+	}
+	return nil
 }
 
 func writeProblems(w io.Writer, header string, problems []index.Problem) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
@@ -250,4 +251,23 @@ func TestPlanMarkdownNamesTheClusterAndChartsProxies(t *testing.T) {
 			assert.Contains(t, out, "### Proxy versions in shop\n\n```mermaid\npie showData\n    title 16 pods in shop\n")
 		})
 	}
+}
+
+// The table lists each migration and, one line each, what Istio's ambient
+// migration guide refuses or what the move carries over, with the file.
+func TestTableListsMigrationRefusals(t *testing.T) {
+	refused := ambient.Finding{Object: ambient.Ref{Kind: "PeerAuthentication", Namespace: "shop", Name: "plain"}, Path: "apps/shop/pa.yaml",
+		Field: "spec.mtls.mode", Reason: "disables mTLS", Step: ambient.StepNotSupported}
+	var b strings.Builder
+	require.NoError(t, writeMigrations(&b, []drift.Migration{
+		{Namespace: "shop", From: "1-24-0", To: "ambient", Blocked: drift.BlockAmbientNotReady, Ambient: []ambient.Finding{refused},
+			Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "namespaces/shop.yaml"}},
+		{Namespace: "web", From: "ambient", To: "1-24-0", Manifest: drift.Manifest{Status: drift.ManifestFound, Path: "namespaces/web.yaml", Edit: drift.EditInPlace}},
+	}))
+	assert.Equal(t, `
+MIGRATION  FROM     TO       STATE              MANIFEST
+shop       1-24-0   ambient  ambient-not-ready  found namespaces/shop.yaml
+web        ambient  1-24-0   moves              found namespaces/web.yaml (in-place)
+  shop refused: PeerAuthentication shop/plain (apps/shop/pa.yaml) spec.mtls.mode: disables mTLS [What is not supported: https://istio.io/latest/docs/ambient/migrate/#what-is-not-supported]
+`, b.String())
 }

@@ -55,7 +55,7 @@ func startLive(ctx context.Context, cfg *config.Config) (*cluster.Live, error) {
 // scheduler's periodic cycle, which reads the caches as they are.
 func newLive(cfg *config.Config, restConfig *rest.Config) (*cluster.Live, error) {
 	return cluster.NewLive(cluster.LiveOptions{
-		Config: restConfig, OptOutAnnotation: cfg.Workloads.OptOutAnnotation,
+		Config: restConfig, OptOutAnnotation: cfg.Workloads.OptOutAnnotation, IstioNamespaces: cfg.Source.IstioNamespaces,
 	})
 }
 

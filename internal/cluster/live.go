@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -41,9 +42,12 @@ import (
 type LiveOptions struct {
 	// Config reaches the API server (kubeconfig or in-cluster).
 	Config *rest.Config
-	// IstioNamespaces are where the injector ConfigMaps live. Empty means
-	// cluster-wide, selecting ConfigMaps by their istio.io/rev label, which
-	// Istio's charts put on every injector ConfigMap.
+	// IstioNamespaces are where Istio's ConfigMaps live: the injector's,
+	// the mesh config and istio-cni's istio-cni-config (which istio-cni's
+	// chart installs in the namespace it is released to, istio-system or
+	// kube-system as often as not). Empty means every namespace: the
+	// ConfigMaps labelled istio.io/rev, which Istio's charts put on each of
+	// them, and istio-cni-config by name wherever it is, labelled or not.
 	IstioNamespaces []string
 	// Resync replays every cached object to the handlers at this period;
 	// 0 disables it. Replays never count as mesh changes.
@@ -67,7 +71,7 @@ type Live struct {
 	custom     dynamicinformer.DynamicSharedInformerFactory
 
 	namespaces, pods, replicaSets, deployments, statefulSets, daemonSets cache.SharedIndexInformer
-	nodes                                                                cache.SharedIndexInformer
+	nodes, services                                                      cache.SharedIndexInformer
 	jobs, cronJobs, webhooks                                             cache.SharedIndexInformer
 	configMapInformers                                                   []cache.SharedIndexInformer
 	customInformers                                                      map[string]cache.SharedIndexInformer // by kind
@@ -122,12 +126,25 @@ var customResources = []customResource{
 	// A Canary says which workload's template Flagger promotes to the
 	// primary whose pods it runs.
 	{group: "flagger.app", resource: "canaries", kind: kindCanary},
+	{group: "security.istio.io", resource: "peerauthentications", kind: kindPeerAuthentication},
+	{group: "security.istio.io", resource: "requestauthentications", kind: kindRequestAuthentication},
+	{group: "networking.istio.io", resource: "envoyfilters", kind: kindEnvoyFilter},
+	{group: "extensions.istio.io", resource: "wasmplugins", kind: kindWasmPlugin},
+	{group: "networking.istio.io", resource: "virtualservices", kind: kindVirtualService},
+	{group: "gateway.networking.k8s.io", resource: "httproutes", kind: kindHTTPRoute},
 }
 
-// Kinds read to tell whether a namespace can move to ambient mode.
+// Kinds read to tell whether a namespace can move to ambient mode: every
+// object Istio's migration guide names.
 const (
-	kindAuthorizationPolicy = "AuthorizationPolicy"
-	kindGateway             = "Gateway"
+	kindAuthorizationPolicy   = "AuthorizationPolicy"
+	kindGateway               = "Gateway"
+	kindPeerAuthentication    = "PeerAuthentication"
+	kindRequestAuthentication = "RequestAuthentication"
+	kindEnvoyFilter           = "EnvoyFilter"
+	kindWasmPlugin            = "WasmPlugin"
+	kindVirtualService        = "VirtualService"
+	kindHTTPRoute             = "HTTPRoute"
 )
 
 // kindCanary is Flagger's Canary.
@@ -201,6 +218,7 @@ func NewLive(opts LiveOptions) (*Live, error) {
 	l.statefulSets = namespaced(&appsv1.StatefulSet{}, appsinformers.NewStatefulSetInformer)
 	l.daemonSets = namespaced(&appsv1.DaemonSet{}, appsinformers.NewDaemonSetInformer)
 	l.nodes = clusterScoped(&corev1.Node{}, coreinformers.NewNodeInformer)
+	l.services = namespaced(&corev1.Service{}, coreinformers.NewServiceInformer)
 	l.jobs = namespaced(&batchv1.Job{}, batchinformers.NewJobInformer)
 	l.cronJobs = namespaced(&batchv1.CronJob{}, batchinformers.NewCronJobInformer)
 	l.webhooks = clusterScoped(&admissionregistrationv1.MutatingWebhookConfiguration{}, admissioninformers.NewMutatingWebhookConfigurationInformer)
@@ -211,7 +229,12 @@ func NewLive(opts LiveOptions) (*Live, error) {
 			informers.WithTransform(l.trim.transform),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelIstioRev }))
 		l.configMaps = append(l.configMaps, f)
-		configMapResources = append(configMapResources, cachedResource{resource: "configmaps"})
+		cni := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
+			informers.WithTransform(l.trim.transform),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + ambient.CNIConfigMap }))
+		l.configMaps = append(l.configMaps, cni)
+		configMapResources = append(configMapResources, cachedResource{resource: "configmaps"},
+			cachedResource{resource: "configmaps", name: ambient.CNIConfigMap})
 	} else {
 		for _, ns := range slices.Compact(slices.Sorted(slices.Values(opts.IstioNamespaces))) {
 			f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
@@ -230,6 +253,7 @@ func NewLive(opts LiveOptions) (*Live, error) {
 		{group: "apps", resource: "statefulsets"}: l.statefulSets, {group: "apps", resource: "daemonsets"}: l.daemonSets,
 		{group: "batch", resource: "jobs"}: l.jobs, {group: "batch", resource: "cronjobs"}: l.cronJobs,
 		{group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"}: l.webhooks,
+		{resource: "services"}: l.services,
 	}
 	for i, inf := range l.configMapInformers {
 		named[configMapResources[i]] = inf
@@ -330,7 +354,7 @@ func (l *Live) WaitForSync(ctx context.Context) error {
 	synced := []cache.InformerSynced{
 		l.namespaces.HasSynced, l.pods.HasSynced, l.replicaSets.HasSynced, l.deployments.HasSynced,
 		l.statefulSets.HasSynced, l.daemonSets.HasSynced, l.jobs.HasSynced, l.cronJobs.HasSynced,
-		l.webhooks.HasSynced,
+		l.webhooks.HasSynced, l.nodes.HasSynced, l.services.HasSynced,
 	}
 	for _, inf := range l.configMapInformers {
 		synced = append(synced, inf.HasSynced)
@@ -375,6 +399,7 @@ func (l *Live) Set() *objects.Set {
 		StatefulSets:                  copied(l, l.statefulSets, cachedTyped[appsv1.StatefulSet](l.statefulSets)),
 		DaemonSets:                    copied(l, l.daemonSets, cachedTyped[appsv1.DaemonSet](l.daemonSets)),
 		Nodes:                         copied(l, l.nodes, copyTyped[corev1.Node](l.nodes, "v1", "Node")),
+		Services:                      copied(l, l.services, copyTyped[corev1.Service](l.services, "v1", "Service")),
 		Jobs:                          copied(l, l.jobs, cachedTyped[batchv1.Job](l.jobs)),
 		CronJobs:                      copied(l, l.cronJobs, cachedTyped[batchv1.CronJob](l.cronJobs)),
 		MutatingWebhookConfigurations: copied(l, l.webhooks, copyTyped[admissionregistrationv1.MutatingWebhookConfiguration](l.webhooks, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")),
@@ -382,10 +407,14 @@ func (l *Live) Set() *objects.Set {
 	}
 	for _, inf := range l.configMapInformers {
 		set.ConfigMaps = append(set.ConfigMaps, copied(l, inf, func() []corev1.ConfigMap {
-			return slices.DeleteFunc(copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap")(), func(cm corev1.ConfigMap) bool { return !isInjectorConfigMap(&cm) })
+			return slices.DeleteFunc(copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap")(), func(cm corev1.ConfigMap) bool { return !isIstioConfigMap(&cm) })
 		})...)
 	}
 	sortByKey(set.ConfigMaps, func(c *corev1.ConfigMap) *metav1.ObjectMeta { return &c.ObjectMeta })
+	// A labelled istio-cni-config is in two caches.
+	set.ConfigMaps = slices.CompactFunc(set.ConfigMaps, func(a, b corev1.ConfigMap) bool {
+		return a.Namespace == b.Namespace && a.Name == b.Name
+	})
 	set.Rollouts = copied(l, custom["Rollout"], cachedCustom[objects.Rollout](custom["Rollout"]))
 	set.Applications = copied(l, custom["Application"], copyCustom[objects.Application](custom["Application"]))
 	set.Kustomizations = copied(l, custom["Kustomization"], copyCustom[objects.Kustomization](custom["Kustomization"]))
@@ -397,6 +426,12 @@ func (l *Live) Set() *objects.Set {
 	set.AuthorizationPolicies = copied(l, custom[kindAuthorizationPolicy], copyCustom[objects.AuthorizationPolicy](custom[kindAuthorizationPolicy]))
 	set.Gateways = copied(l, custom[kindGateway], copyCustom[objects.Gateway](custom[kindGateway]))
 	set.Canaries = copied(l, custom[kindCanary], copyCustom[objects.Canary](custom[kindCanary]))
+	set.PeerAuthentications = copied(l, custom[kindPeerAuthentication], copyCustom[objects.PeerAuthentication](custom[kindPeerAuthentication]))
+	set.RequestAuthentications = copied(l, custom[kindRequestAuthentication], copyCustom[objects.RequestAuthentication](custom[kindRequestAuthentication]))
+	set.EnvoyFilters = copied(l, custom[kindEnvoyFilter], copyCustom[objects.EnvoyFilter](custom[kindEnvoyFilter]))
+	set.WasmPlugins = copied(l, custom[kindWasmPlugin], copyCustom[objects.WasmPlugin](custom[kindWasmPlugin]))
+	set.VirtualServices = copied(l, custom[kindVirtualService], copyCustom[objects.VirtualService](custom[kindVirtualService]))
+	set.HTTPRoutes = copied(l, custom[kindHTTPRoute], copyCustom[objects.HTTPRoute](custom[kindHTTPRoute]))
 	return set
 }
 

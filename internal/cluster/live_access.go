@@ -92,7 +92,7 @@ func (l *Live) Permissions() ([]Permission, error) {
 	}
 	type resource struct{ group, name, namespace string }
 	resources := []resource{
-		{"", "namespaces", ""}, {"", "pods", ""}, {"", "nodes", ""},
+		{"", "namespaces", ""}, {"", "pods", ""}, {"", "nodes", ""}, {"", "services", ""},
 		{"apps", "replicasets", ""}, {"apps", "deployments", ""}, {"apps", "statefulsets", ""}, {"apps", "daemonsets", ""},
 		{"batch", "jobs", ""}, {"batch", "cronjobs", ""},
 		{"admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""},

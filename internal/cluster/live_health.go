@@ -17,15 +17,18 @@ import (
 var ErrStale = errors.New("built on cluster caches that cannot refresh")
 
 // cachedResource is what one informer lists and watches: a resource,
-// cluster-wide or in one namespace.
+// cluster-wide or in one namespace, or only the objects of one name.
 type cachedResource struct {
-	group, resource, namespace string
+	group, resource, namespace, name string
 }
 
 func (r cachedResource) String() string {
 	s := r.resource
 	if r.group != "" {
 		s += "." + r.group
+	}
+	if r.name != "" {
+		s += " named " + r.name
 	}
 	if r.namespace != "" {
 		return s + " in namespace " + r.namespace

@@ -309,6 +309,20 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 		return appendTo(&set.OCIRepositories)
 	case "argoproj.io/AppProject":
 		return appendTo(&set.AppProjects)
+	case "security.istio.io/PeerAuthentication":
+		return appendTo(&set.PeerAuthentications)
+	case "security.istio.io/RequestAuthentication":
+		return appendTo(&set.RequestAuthentications)
+	case "networking.istio.io/EnvoyFilter":
+		return appendTo(&set.EnvoyFilters)
+	case "extensions.istio.io/WasmPlugin":
+		return appendTo(&set.WasmPlugins)
+	case "networking.istio.io/VirtualService":
+		return appendTo(&set.VirtualServices)
+	case "gateway.networking.k8s.io/HTTPRoute":
+		return appendTo(&set.HTTPRoutes)
+	case "/Service":
+		return appendTrimmed(&set.Services, trimService)
 	}
 	return nil
 }
@@ -394,6 +408,17 @@ func mergeAll(parts []*objects.Set) *objects.Set {
 		Gateways:        concat(parts, func(s *objects.Set) []objects.Gateway { return s.Gateways }),
 		OCIRepositories: concat(parts, func(s *objects.Set) []objects.OCIRepository { return s.OCIRepositories }),
 		AppProjects:     concat(parts, func(s *objects.Set) []objects.AppProject { return s.AppProjects }),
+		PeerAuthentications: concat(parts, func(s *objects.Set) []objects.PeerAuthentication {
+			return s.PeerAuthentications
+		}),
+		RequestAuthentications: concat(parts, func(s *objects.Set) []objects.RequestAuthentication {
+			return s.RequestAuthentications
+		}),
+		EnvoyFilters:    concat(parts, func(s *objects.Set) []objects.EnvoyFilter { return s.EnvoyFilters }),
+		WasmPlugins:     concat(parts, func(s *objects.Set) []objects.WasmPlugin { return s.WasmPlugins }),
+		VirtualServices: concat(parts, func(s *objects.Set) []objects.VirtualService { return s.VirtualServices }),
+		HTTPRoutes:      concat(parts, func(s *objects.Set) []objects.HTTPRoute { return s.HTTPRoutes }),
+		Services:        concat(parts, func(s *objects.Set) []corev1.Service { return s.Services }),
 	}
 }
 

@@ -144,6 +144,13 @@ func (d *streamDecoder) mergeReady() {
 		appendSized(&s.Gateways, src.Gateways, p.bytes, d.size)
 		appendSized(&s.OCIRepositories, src.OCIRepositories, p.bytes, d.size)
 		appendSized(&s.AppProjects, src.AppProjects, p.bytes, d.size)
+		appendSized(&s.PeerAuthentications, src.PeerAuthentications, p.bytes, d.size)
+		appendSized(&s.RequestAuthentications, src.RequestAuthentications, p.bytes, d.size)
+		appendSized(&s.EnvoyFilters, src.EnvoyFilters, p.bytes, d.size)
+		appendSized(&s.WasmPlugins, src.WasmPlugins, p.bytes, d.size)
+		appendSized(&s.VirtualServices, src.VirtualServices, p.bytes, d.size)
+		appendSized(&s.HTTPRoutes, src.HTTPRoutes, p.bytes, d.size)
+		appendSized(&s.Services, src.Services, p.bytes, d.size)
 	}
 }
 

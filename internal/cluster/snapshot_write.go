@@ -69,6 +69,13 @@ func WriteSnapshot(set *objects.Set, dir string) error {
 		{"gateways.yaml", "gateway.networking.k8s.io/v1", "Gateway", items(set.Gateways)},
 		{"ocirepositories.yaml", "source.toolkit.fluxcd.io/v1", "OCIRepository", items(set.OCIRepositories)},
 		{"appprojects.yaml", "argoproj.io/v1alpha1", "AppProject", items(set.AppProjects)},
+		{"peerauthentications.yaml", "security.istio.io/v1", "PeerAuthentication", items(set.PeerAuthentications)},
+		{"requestauthentications.yaml", "security.istio.io/v1", "RequestAuthentication", items(set.RequestAuthentications)},
+		{"envoyfilters.yaml", "networking.istio.io/v1alpha3", "EnvoyFilter", items(set.EnvoyFilters)},
+		{"wasmplugins.yaml", "extensions.istio.io/v1alpha1", "WasmPlugin", items(set.WasmPlugins)},
+		{"virtualservices.yaml", "networking.istio.io/v1", "VirtualService", items(set.VirtualServices)},
+		{"httproutes.yaml", "gateway.networking.k8s.io/v1", "HTTPRoute", items(set.HTTPRoutes)},
+		{"services.yaml", "v1", "Service", items(set.Services)},
 	}
 	for _, f := range files {
 		if err := f.write(dir); err != nil {

@@ -109,8 +109,27 @@ func snapshotWriteSet() *objects.Set {
 		AppProjects: []objects.AppProject{{ObjectMeta: meta("argocd", "team-a"), Spec: objects.AppProjectSpec{
 			SourceRepos: []string{"https://charts.example.com/*", "!https://charts.example.com/private/*"},
 		}}},
+		PeerAuthentications: []objects.PeerAuthentication{{ObjectMeta: meta("shop", "legacy"), Spec: objects.PeerAuthenticationSpec{
+			Mtls: &objects.MutualTLS{Mode: "STRICT"}, PortLevelMtls: map[string]objects.MutualTLS{"9090": {Mode: "DISABLE"}},
+		}}},
+		RequestAuthentications: []objects.RequestAuthentication{{ObjectMeta: meta("shop", "jwt"), Spec: objects.AttachedPolicySpec{
+			TargetRefs: []objects.PolicyTargetReference{{Group: "gateway.networking.k8s.io", Kind: "Gateway", Name: "waypoint"}},
+		}}},
+		EnvoyFilters: []objects.EnvoyFilter{{ObjectMeta: meta("shop", "lua"), Spec: objects.EnvoyFilterSpec{
+			ConfigPatches: []objects.EnvoyConfigPatch{{ApplyTo: "HTTP_FILTER", Match: &objects.EnvoyPatchMatch{Context: "SIDECAR_INBOUND"}}},
+		}}},
+		WasmPlugins: []objects.WasmPlugin{{ObjectMeta: meta("shop", "headers"), Spec: objects.AttachedPolicySpec{
+			Selector: &objects.WorkloadSelector{MatchLabels: map[string]string{"app": "cart"}},
+		}}},
+		VirtualServices: []objects.VirtualService{{ObjectMeta: meta("shop", "cart"), Spec: objects.VirtualServiceSpec{Hosts: []string{"cart"}}}},
+		HTTPRoutes: []objects.HTTPRoute{{ObjectMeta: meta("shop", "cart"), Spec: objects.HTTPRouteSpec{
+			ParentRefs: []objects.ParentReference{{Group: new(string), Kind: ptr("Service"), Name: "cart"}},
+		}}},
+		Services: []corev1.Service{{ObjectMeta: meta("shop", "cart"), Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "cart"}, ClusterIP: "10.0.0.7"}}},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // withTypeMeta returns what reading a written set back must give: every
 // object with its apiVersion and kind, in namespace/name order.
@@ -211,6 +230,34 @@ func withTypeMeta(set *objects.Set) *objects.Set {
 		o.TypeMeta = tm("argoproj.io/v1alpha1", "AppProject")
 		out.AppProjects = append(out.AppProjects, o)
 	}
+	for _, o := range set.PeerAuthentications {
+		o.TypeMeta = tm("security.istio.io/v1", "PeerAuthentication")
+		out.PeerAuthentications = append(out.PeerAuthentications, o)
+	}
+	for _, o := range set.RequestAuthentications {
+		o.TypeMeta = tm("security.istio.io/v1", "RequestAuthentication")
+		out.RequestAuthentications = append(out.RequestAuthentications, o)
+	}
+	for _, o := range set.EnvoyFilters {
+		o.TypeMeta = tm("networking.istio.io/v1alpha3", "EnvoyFilter")
+		out.EnvoyFilters = append(out.EnvoyFilters, o)
+	}
+	for _, o := range set.WasmPlugins {
+		o.TypeMeta = tm("extensions.istio.io/v1alpha1", "WasmPlugin")
+		out.WasmPlugins = append(out.WasmPlugins, o)
+	}
+	for _, o := range set.VirtualServices {
+		o.TypeMeta = tm("networking.istio.io/v1", "VirtualService")
+		out.VirtualServices = append(out.VirtualServices, o)
+	}
+	for _, o := range set.HTTPRoutes {
+		o.TypeMeta = tm("gateway.networking.k8s.io/v1", "HTTPRoute")
+		out.HTTPRoutes = append(out.HTTPRoutes, o)
+	}
+	for _, o := range set.Services {
+		o.TypeMeta = tm("v1", "Service")
+		out.Services = append(out.Services, o)
+	}
 	return out
 }
 
@@ -233,7 +280,7 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 
 			files, err := filepath.Glob(filepath.Join(dir, "*"))
 			require.NoError(t, err)
-			assert.Len(t, files, 22, "one file per kind, and no temporary files left")
+			assert.Len(t, files, 29, "one file per kind, and no temporary files left")
 		})
 	}
 }

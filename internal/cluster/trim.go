@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -90,6 +91,9 @@ func (t *trimmer) transform(obj any) (any, error) {
 		return o, nil
 	case *corev1.Node:
 		return trimNode(o), nil
+	case *corev1.Service:
+		trimService(o)
+		return o, nil
 	case *corev1.Namespace:
 		trimMeta(&o.ObjectMeta)
 		t.internLabels(&o.ObjectMeta)
@@ -99,7 +103,7 @@ func (t *trimmer) transform(obj any) (any, error) {
 		return o, nil
 	case *corev1.ConfigMap:
 		trimMeta(&o.ObjectMeta)
-		if !isInjectorConfigMap(o) {
+		if !isIstioConfigMap(o) {
 			// Kept in the cache only so the informer can track it; its
 			// content is never read.
 			o.Data, o.BinaryData = nil, nil
@@ -189,6 +193,15 @@ func trimCronJob(o *batchv1.CronJob) {
 		Spec:       batchv1.JobSpec{Template: trimTemplate(o.Spec.JobTemplate.Spec.Template)},
 	}}
 	o.Status = batchv1.CronJobStatus{}
+}
+
+// trimService keeps what tells which pods a Service reaches and whether it
+// uses a waypoint (its istio.io/use-waypoint label): labels, selector,
+// type and cluster IP (None for a headless Service).
+func trimService(o *corev1.Service) {
+	trimMeta(&o.ObjectMeta)
+	o.Spec = corev1.ServiceSpec{Selector: o.Spec.Selector, ClusterIP: o.Spec.ClusterIP, Type: o.Spec.Type}
+	o.Status = corev1.ServiceStatus{}
 }
 
 // trimTemplate keeps of a pod template what the injection decision reads
@@ -455,6 +468,12 @@ func isInjectorConfigMap(cm *corev1.ConfigMap) bool {
 	return strings.HasPrefix(cm.Name, injectorConfigMapPrefix)
 }
 
+// isIstioConfigMap tells the ConfigMaps kedge reads: the injector's and
+// istio-cni's, which says whether ambient mode is enabled.
+func isIstioConfigMap(cm *corev1.ConfigMap) bool {
+	return isInjectorConfigMap(cm) || cm.Name == ambient.CNIConfigMap
+}
+
 // isInjectorWebhookConfiguration tells an Istio injector (revision or tag)
 // from any other mutating webhook configuration.
 func isInjectorWebhookConfiguration(mwc *admissionregistrationv1.MutatingWebhookConfiguration) bool {
@@ -494,6 +513,18 @@ func decodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
 		typed = &objects.Gateway{}
 	case kindCanary:
 		typed = &objects.Canary{}
+	case kindPeerAuthentication:
+		typed = &objects.PeerAuthentication{}
+	case kindRequestAuthentication:
+		typed = &objects.RequestAuthentication{}
+	case kindEnvoyFilter:
+		typed = &objects.EnvoyFilter{}
+	case kindWasmPlugin:
+		typed = &objects.WasmPlugin{}
+	case kindVirtualService:
+		typed = &objects.VirtualService{}
+	case kindHTTPRoute:
+		typed = &objects.HTTPRoute{}
 	default:
 		return u, nil
 	}
@@ -530,6 +561,18 @@ func typedMeta(typed any) *metav1.ObjectMeta {
 	case *objects.Gateway:
 		return &t.ObjectMeta
 	case *objects.Canary:
+		return &t.ObjectMeta
+	case *objects.PeerAuthentication:
+		return &t.ObjectMeta
+	case *objects.RequestAuthentication:
+		return &t.ObjectMeta
+	case *objects.EnvoyFilter:
+		return &t.ObjectMeta
+	case *objects.WasmPlugin:
+		return &t.ObjectMeta
+	case *objects.VirtualService:
+		return &t.ObjectMeta
+	case *objects.HTTPRoute:
 		return &t.ObjectMeta
 	}
 	return &metav1.ObjectMeta{}

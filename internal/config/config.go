@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kedge-io/kedge/internal/image"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Error is a configuration problem. Key names the offending key (or file)
@@ -89,6 +90,9 @@ type GitHubConfig struct {
 type SourceConfig struct {
 	Snapshot   string `mapstructure:"snapshot"`
 	Kubeconfig string `mapstructure:"kubeconfig"`
+	// IstioNamespaces are where the live source reads Istio's ConfigMaps
+	// (injector, mesh config, istio-cni-config); empty is every namespace.
+	IstioNamespaces []string `mapstructure:"istioNamespaces"`
 }
 
 type RestartConfig struct {
@@ -294,6 +298,7 @@ var defaults = map[string]any{
 	"github.token":               "",
 	"source.snapshot":            "",
 	"source.kubeconfig":          "",
+	"source.istioNamespaces":     []string{},
 	"restart.annotation":         "kedge.io/restartedAt",
 	"restart.targetAnnotation":   "kedge.io/restart-target",
 	"helm.prefer":                HelmPreferPostRenderer,
@@ -557,6 +562,11 @@ func (c *Config) Validate(mode Mode) error {
 	}
 	if c.Cycle.Debounce < 0 {
 		return &Error{Key: "cycle.debounce", Msg: "must be >= 0"}
+	}
+	for _, ns := range c.Source.IstioNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return &Error{Key: "source.istioNamespaces", Msg: fmt.Sprintf("%q is not a namespace name: %s", ns, errs[0])}
+		}
 	}
 	for i, m := range c.Migrations {
 		if m.From == "" || m.To == "" {

@@ -405,12 +405,39 @@ func toAmbient() fixture {
 	}
 	pr := prFor("web", ws, map[string]int{"1.24.0": 3})
 	pr.Migration = &Migration{From: "1-24-0", To: "ambient", NamespacePath: "namespaces/web.yaml",
-		RemovedLabels: []string{"istio.io/rev"}, SetLabels: []string{"istio.io/dataplane-mode=ambient", "istio.io/use-waypoint=waypoint"}}
+		RemovedLabels: []string{"istio.io/rev"}, SetLabels: []string{"istio.io/dataplane-mode=ambient", "istio.io/use-waypoint=waypoint"},
+		Carried: []CarriedPolicy{
+			{Object: "AuthorizationPolicy web/get-only", Path: "apps/web/policies.yaml", Selector: "app=frontend", Services: []string{"frontend"}, Waypoints: []string{"web/waypoint"}},
+			{Object: "RequestAuthentication web/jwt", Path: "apps/web/policies.yaml", Selector: "app=frontend", Services: []string{"frontend", "frontend-admin"}, Waypoints: []string{"web/waypoint"}},
+		}}
 	return fixture{
 		pr: pr,
 		dashboard: ClusterDashboard{
 			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
 			Namespaces: []NamespaceStatus{{Namespace: "web", State: PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
+			LastCycle:  now, LastCycleDuration: 2 * time.Second,
+		},
+		comments: commentsFor(pr, ws),
+		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now},
+	}
+}
+
+// backToSidecars moves a namespace out of ambient mode: the PR takes the
+// ambient labels off, sets istio.io/rev and restarts the workloads, whose
+// new pods are injected again.
+func backToSidecars() fixture {
+	ws := []drift.Workload{
+		workload("web", "Deployment", "frontend", []drift.Reason{drift.ReasonMissingSidecar}, 3, 3,
+			nil, nil, "1-24-0", img1240, found("apps/web/frontend.yaml", drift.EditInPlace), ago(3*24*time.Hour)),
+	}
+	pr := prFor("web", ws, map[string]int{"": 3})
+	pr.Migration = &Migration{From: "ambient", To: "1-24-0", NamespacePath: "namespaces/web.yaml",
+		RemovedLabels: []string{"istio.io/dataplane-mode", "istio.io/use-waypoint"}}
+	return fixture{
+		pr: pr,
+		dashboard: ClusterDashboard{
+			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: PROpen, PRNumber: 4, PRURL: pullURL(4), Workloads: ws}},
 			LastCycle:  now, LastCycleDuration: 2 * time.Second,
 		},
 		comments: commentsFor(pr, ws),
@@ -432,6 +459,7 @@ var cases = []struct {
 	{"waves", rolloutWaves},
 	{"to-ambient", toAmbient},
 	{"delivered", delivered},
+	{"back-to-sidecars", backToSidecars},
 }
 
 // delivered is a namespace whose pods other controllers run: a Flagger
@@ -494,6 +522,14 @@ func policyOf(f fixture) linkPolicy {
 	addWorkloads(f.pr.Workloads)
 	if f.pr.Migration != nil {
 		p.paths[f.pr.Migration.NamespacePath] = true
+		for _, c := range f.pr.Migration.Carried {
+			p.paths[c.Path] = true
+		}
+		// The steps of Istio's migration guide a move names: fixed text of
+		// the template, not data.
+		for _, step := range []string{"", "migrate-policies/#migrate-authorizationpolicy-for-l7-rules", "enable-ambient-mode/#rollback"} {
+			p.exact["https://istio.io/latest/docs/ambient/migrate/"+step] = true
+		}
 	}
 	for _, ns := range f.dashboard.Namespaces {
 		addWorkloads(ns.Workloads)

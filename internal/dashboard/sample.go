@@ -58,8 +58,9 @@ func samples() []sample {
 			ProxyVersions: map[string]int{"1.23.2": 3, "": 1}, Applier: "Flux Kustomization flux-system/apps",
 			OptOutAnnotation: "kedge.io/ignore", RestartAnnotation: "kedge.io/restartedAt",
 			DashboardURL: "https://github.com/o/r/issues/1",
-			Migration:    &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "ns/shop.yaml", RemovedLabels: []string{"istio-injection"}, SetLabels: []string{"istio.io/dataplane-mode=ambient"}},
-			Now:          now,
+			Migration: &Migration{From: "1-23-2", To: "1-24-0", NamespacePath: "ns/shop.yaml", RemovedLabels: []string{"istio-injection"}, SetLabels: []string{"istio.io/dataplane-mode=ambient"},
+				Carried: []CarriedPolicy{{Object: "AuthorizationPolicy shop/get-only", Path: "apps/shop/policies.yaml", Selector: "app=cart", Services: []string{"cart"}, Waypoints: []string{"shop/waypoint"}}}},
+			Now: now,
 		},
 		dashboard: ClusterDashboard{
 			Cluster: "c", RepoWebURL: "https://github.com/o/r", BaseBranch: "main",

@@ -40,8 +40,25 @@ type Migration struct {
 	// move (istio-injection).
 	RemovedLabels []string
 	// SetLabels ("key=value") are what a move to ambient mode sets; To is
-	// then "ambient".
+	// then "ambient". From "ambient" is the way back to sidecars.
 	SetLabels []string
+	// Carried are the policies a move to ambient mode carries over to the
+	// waypoint in the same PR.
+	Carried []CarriedPolicy
+}
+
+// CarriedPolicy is one policy a move to ambient mode rewrites: attached to
+// Services with targetRefs instead of its pod selector.
+type CarriedPolicy struct {
+	// Object is "Kind namespace/name".
+	Object string
+	Path   string
+	// Selector is the matchLabels it had ("app=api").
+	Selector string
+	// Services are those its targetRefs name; Waypoints
+	// ("namespace/name") enforce it from then on.
+	Services  []string
+	Waypoints []string
 }
 
 // NamespacePR is everything the pull request of one namespace shows.

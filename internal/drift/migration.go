@@ -1,5 +1,7 @@
 package drift
 
+import "github.com/kedge-io/kedge/internal/ambient"
+
 // Migration is one namespace that a migration policy moves from one
 // revision (or tag) to another by changing its istio.io/rev label. The
 // drift of its workloads is computed as if the label already had the new
@@ -33,6 +35,13 @@ type Migration struct {
 	// does. Detail explains it.
 	Blocked MigrationBlock `json:"blocked,omitempty"`
 	Detail  string         `json:"detail,omitempty"`
+	// Ambient are, for a move into or out of ambient mode, the objects of
+	// Istio's migration guide that refuse it, each with the guide's step
+	// (Detail has one line for each).
+	Ambient []ambient.Finding `json:"ambient,omitempty"`
+	// Carried are the policies the move's pull request carries over to
+	// ambient mode (ambient.Finding.Rewrite).
+	Carried []ambient.Finding `json:"carried,omitempty"`
 }
 
 // MigrationWorkload names a workload of the migrated namespace.
@@ -59,8 +68,11 @@ const (
 	// would still not (or not alone) answer the namespace.
 	BlockNotInjected MigrationBlock = "not-injected"
 	// BlockAmbientNotReady: the cluster or the namespace is not ready for
-	// ambient mode (ztunnel, istio-cni, a waypoint for L7 policies).
+	// ambient mode: Ambient lists what Istio's migration guide refuses.
 	BlockAmbientNotReady MigrationBlock = "ambient-not-ready"
+	// BlockSidecarNotReady: a namespace in ambient mode cannot go back to
+	// sidecars yet: Ambient lists what refuses it.
+	BlockSidecarNotReady MigrationBlock = "sidecar-not-ready"
 	// BlockManifest: the label cannot be changed safely in Git (not found,
 	// ambiguous, set by something kedge cannot edit, or Git disagrees with
 	// the cluster); Manifest.Detail says which.
@@ -73,12 +85,17 @@ const (
 	EditLabelAlreadySet = "already-set"
 )
 
-// Ambient is the To of a migration out of sidecars into ambient mode.
+// Ambient is the To of a migration out of sidecars into ambient mode, and
+// the From of one back.
 const Ambient = "ambient"
 
 // ToAmbient reports whether the migration moves the namespace to ambient
 // mode rather than to another revision.
 func (m Migration) ToAmbient() bool { return m.To == Ambient }
+
+// FromAmbient reports whether the migration moves a namespace in ambient
+// mode back to sidecars, injected by To.
+func (m Migration) FromAmbient() bool { return m.From == Ambient }
 
 // Moves reports whether the namespace is relabelled by this plan.
 func (m Migration) Moves() bool { return m.Blocked == "" }

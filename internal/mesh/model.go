@@ -360,3 +360,13 @@ func (m *Model) Webhooks() []string {
 func (m *Model) Warnings() []string {
 	return append([]string(nil), m.warnings...)
 }
+
+// RootNamespace is the mesh's root namespace as the revision's istiod
+// reads it (meshConfig.rootNamespace); istio-system, Istio's default, for
+// a revision the model does not know.
+func (m *Model) RootNamespace(revision string) string {
+	if rc, ok := m.revisions[revision]; ok {
+		return rc.rootNamespace()
+	}
+	return defaultRootNamespace
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
 	"github.com/kedge-io/kedge/internal/gitops/index"
@@ -29,9 +30,27 @@ func Locate(ix *index.Index, migrations []drift.Migration, hints func(namespace 
 		h := hints(m.Namespace)
 		if !m.Moves() {
 			m.Manifest = checkout.Find(m.Namespace, h)
+			if len(m.Ambient) > 0 {
+				m.Ambient = checkout.placed(m.Ambient, m.Manifest.Path)
+				m.Detail = ambient.Describe(m.Ambient)
+			}
 			continue
 		}
-		if edit := checkout.Locate(m, h); edit != nil {
+		edit := checkout.Locate(m, h)
+		if m.Moves() && len(m.Carried) > 0 {
+			policies, carried, refused := checkout.carry(m)
+			if len(refused) > 0 {
+				m.Carried, m.Ambient = nil, refused
+				m.Blocked, m.Detail = drift.BlockAmbientNotReady, ambient.Describe(refused)
+				continue
+			}
+			m.Carried = carried
+			if edit == nil {
+				edit = &LabelEdit{Namespace: m.Namespace}
+			}
+			edit.Policies = policies
+		}
+		if edit != nil {
 			edits[m.Namespace] = edit
 		}
 	}
@@ -70,11 +89,20 @@ func Attach(migrations []drift.Migration, edits edit.Set, labelEdits map[string]
 			continue
 		}
 		files := slices.Clone(out.Edits.Namespaces[m.Namespace])
-		if le := labelEdits[m.Namespace]; le != nil && m.Relabels() {
-			var refused *restart.Refusal
-			files, refused = withLabelEdit(files, le)
-			if refused != nil {
-				out.Refused = append(out.Refused, *refused)
+		if le := labelEdits[m.Namespace]; le != nil {
+			var changes []fileChange
+			if m.Relabels() && le.Path != "" {
+				changes = append(changes, le)
+			}
+			for _, pe := range le.Policies {
+				changes = append(changes, pe)
+			}
+			for _, ch := range changes {
+				var refused *restart.Refusal
+				files, refused = withFileChange(files, le.Namespace, ch)
+				if refused != nil {
+					out.Refused = append(out.Refused, *refused)
+				}
 			}
 			out.Edits.Namespaces[m.Namespace] = files
 		}
@@ -85,27 +113,44 @@ func Attach(migrations []drift.Migration, edits edit.Set, labelEdits map[string]
 	return out
 }
 
-// withLabelEdit returns a namespace's file edits with the label edit made
-// too: on top of the restart edits of the same file, or, when it does not
-// combine with them, instead of every restart edit of the workloads that
-// file restarts (an overlay patch needs its kustomization edit).
-func withLabelEdit(files []restart.FileEdit, le *LabelEdit) ([]restart.FileEdit, *restart.Refusal) {
+// fileChange is an edit a migration makes besides the restarts: the
+// namespace's label edit, or a file of policies carried over.
+type fileChange interface {
+	file() (path string, before, after []byte)
+	Onto(src []byte) ([]byte, error)
+	what() string
+}
+
+func (e *LabelEdit) file() (string, []byte, []byte) { return e.Path, e.Before, e.After }
+func (e *LabelEdit) what() string                   { return "the label edit of Namespace " + e.Namespace }
+func (e *PolicyEdit) file() (string, []byte, []byte) {
+	return e.Path, e.Before, e.After
+}
+func (e *PolicyEdit) what() string { return "the policies carried over to ambient mode" }
+
+// withFileChange returns a namespace's file edits with a migration's
+// change made too: on top of the restart edits of the same file, or, when
+// it does not combine with them, instead of every restart edit of the
+// workloads that file restarts (an overlay patch needs its kustomization
+// edit). The migration was decided first, so its change wins.
+func withFileChange(files []restart.FileEdit, namespace string, ch fileChange) ([]restart.FileEdit, *restart.Refusal) {
+	path, before, after := ch.file()
 	for j := range files {
-		if files[j].Path != le.Path {
+		if files[j].Path != path {
 			continue
 		}
-		after, err := le.Onto(files[j].After)
+		combined, err := ch.Onto(files[j].After)
 		if err == nil {
-			files[j].After = after
+			files[j].After = combined
 			return files, nil
 		}
-		refusal := &restart.Refusal{Namespace: le.Namespace, Path: le.Path, Workloads: files[j].Workloads,
-			Reason: "the restart edits do not combine with the label edit of Namespace " + le.Namespace + ": " + refusalText(err)}
+		refusal := &restart.Refusal{Namespace: namespace, Path: path, Workloads: files[j].Workloads,
+			Reason: "the restart edits do not combine with " + ch.what() + ": " + refusalText(err)}
 		dropped := map[restart.WorkloadID]bool{}
 		for _, id := range files[j].Workloads {
 			dropped[id] = true
 		}
-		kept := []restart.FileEdit{{Path: le.Path, Before: le.Before, After: le.After}}
+		kept := []restart.FileEdit{{Path: path, Before: before, After: after}}
 		for k, f := range files {
 			if k != j && !slices.ContainsFunc(f.Workloads, func(id restart.WorkloadID) bool { return dropped[id] }) {
 				kept = append(kept, f)
@@ -114,7 +159,7 @@ func withLabelEdit(files []restart.FileEdit, le *LabelEdit) ([]restart.FileEdit,
 		sort.Slice(kept, func(a, b int) bool { return kept[a].Path < kept[b].Path })
 		return kept, refusal
 	}
-	files = append(files, restart.FileEdit{Path: le.Path, Before: le.Before, After: le.After})
+	files = append(files, restart.FileEdit{Path: path, Before: before, After: after})
 	sort.Slice(files, func(a, b int) bool { return files[a].Path < files[b].Path })
 	return files, nil
 }

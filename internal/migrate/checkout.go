@@ -85,13 +85,17 @@ func setOf(list []string) map[string]bool {
 	return out
 }
 
-// LabelEdit is the change of one namespace's label in one file.
+// LabelEdit is the change of one namespace's label in one file, and the
+// policies its move to ambient mode carries over. Path is empty when only
+// policies change (Git already labels the namespace).
 type LabelEdit struct {
 	Namespace string
 	Path      string
 	Before    []byte
 	After     []byte
 	apply     func([]byte) ([]byte, bool, error)
+	// Policies are the files that carry policies over with the move.
+	Policies []*PolicyEdit
 }
 
 // Onto makes the same label change in another version of the file, one

@@ -31,7 +31,9 @@ type Policy struct {
 	// which move by losing that label.
 	From string
 	// To is a revision or a revision tag, or "ambient" to leave sidecars
-	// for ambient mode.
+	// for ambient mode. From "ambient" moves namespaces in ambient mode back
+	// to sidecars injected by To; To "sidecar" is the same way back, to the
+	// revision From names (the forward policy with one word changed).
 	To string
 	// NamespaceSelector limits the policy to namespaces carrying every one
 	// of these labels; empty selects every namespace.
@@ -72,11 +74,32 @@ func Validate(model *mesh.Model, policies []Policy) error {
 		if p.To == drift.Ambient {
 			continue
 		}
+		if p.To == Sidecar {
+			if p.From == drift.Ambient {
+				return &PolicyError{Key: key + ".from", Msg: "with to: sidecar, from names the revision or tag the namespaces go back to"}
+			}
+			if _, ok := TargetRevision(model, p.From); !ok {
+				return &PolicyError{Key: key + ".from", Msg: fmt.Sprintf("%q is neither a revision nor a revision tag of the mesh (%s)", p.From, known(model))}
+			}
+			continue
+		}
 		if _, ok := TargetRevision(model, p.To); !ok {
 			return &PolicyError{Key: key + ".to", Msg: fmt.Sprintf("%q is neither a revision nor a revision tag of the mesh (%s)", p.To, known(model))}
 		}
 	}
 	return nil
+}
+
+// Sidecar is the To of a policy that takes namespaces in ambient mode back
+// to sidecars injected by its From.
+const Sidecar = "sidecar"
+
+// normalized spells a way back one way: from ambient, to the revision.
+func (p Policy) normalized() Policy {
+	if p.To == Sidecar {
+		p.From, p.To = drift.Ambient, p.From
+	}
+	return p
 }
 
 // TargetRevision is the revision a label value selects: a tag's revision

@@ -3,6 +3,7 @@ package migrate
 import (
 	"bytes"
 	"sort"
+	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
@@ -22,7 +23,7 @@ func (c *Checkout) locateInDocument(m *drift.Migration, d deployment) *LabelEdit
 	}
 	doc, blockedBy := c.documentOf(d)
 	if blockedBy != "" {
-		return c.inKustomizationOr(m, d, blockedBy)
+		return c.inKustomizationOr(m, d, blockedAt{d.origin, blockedBy})
 	}
 	changes := []labelChange{}
 	for _, key := range m.RemoveLabels {
@@ -32,40 +33,79 @@ func (c *Checkout) locateInDocument(m *drift.Migration, d deployment) *LabelEdit
 			return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin,
 				Detail: "Git does not set " + key + " on Namespace " + m.Namespace + ", the cluster has it: it is set outside Git"})
 		case doc.labels[key] != value:
-			return c.inKustomizationOr(m, d, key+"="+value+" of Namespace "+m.Namespace+" is not set by "+d.origin+" but by something kedge does not edit with it")
+			return c.inKustomizationOr(m, d, c.spread(m, d, key, value))
 		}
 		changes = append(changes, labelChange{key: key, from: value, remove: true})
 	}
 	sets, why := c.setChanges(m, d, doc)
-	if why != "" {
-		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Detail: why})
+	if why.detail != "" {
+		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: why.path, Detail: why.detail})
 	}
 	return c.tryDocument(m, doc, d.root != nil, append(changes, sets...))
 }
 
+// blockedAt is why a label cannot be changed, and the file to change by
+// hand.
+type blockedAt struct{ path, detail string }
+
 // setChanges are the labels the move sets in the document: istio.io/rev to
 // To, or the ambient labels. A label Git sets elsewhere than the document,
 // or to another value than the cluster's, is why it cannot.
-func (c *Checkout) setChanges(m *drift.Migration, d deployment, doc namespaceDoc) ([]labelChange, string) {
+func (c *Checkout) setChanges(m *drift.Migration, d deployment, doc namespaceDoc) ([]labelChange, blockedAt) {
 	if m.ToAmbient() {
 		var out []labelChange
 		for _, key := range sortedKeys(m.SetLabels) {
 			value, set := d.labels[key]
 			if set && doc.labels[key] != value {
-				return nil, key + "=" + value + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"
+				return nil, c.spread(m, d, key, value)
 			}
 			out = append(out, labelChange{key: key, from: value, to: m.SetLabels[key]})
 		}
-		return out, ""
+		return out, blockedAt{}
 	}
 	rev, revSet := d.labels[mesh.LabelRev]
 	switch {
+	case revSet && m.FromAmbient():
+		return nil, blockedAt{d.origin, "Git sets " + mesh.LabelRev + "=" + rev + " on Namespace " + m.Namespace + ", the cluster runs it in ambient mode"}
 	case revSet && rev != m.From:
-		return nil, "Git sets " + mesh.LabelRev + "=" + rev + " on Namespace " + m.Namespace + ", the cluster has " + m.From
+		return nil, blockedAt{d.origin, "Git sets " + mesh.LabelRev + "=" + rev + " on Namespace " + m.Namespace + ", the cluster has " + m.From}
 	case revSet && doc.labels[mesh.LabelRev] != rev:
-		return nil, mesh.LabelRev + "=" + rev + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it"
+		return nil, c.spread(m, d, mesh.LabelRev, rev)
 	}
-	return []labelChange{{key: mesh.LabelRev, from: rev, to: m.To}}, ""
+	return []labelChange{{key: mesh.LabelRev, from: rev, to: m.To}}, blockedAt{}
+}
+
+// spread is why a label the Namespace's document does not write cannot be
+// changed with the document's: the kustomizations that set it (labels or
+// commonLabels), or the patch, named; kedge changes a namespace's labels
+// in one file.
+func (c *Checkout) spread(m *drift.Migration, d deployment, key, value string) blockedAt {
+	var setters []string
+	how := "its labels"
+	if d.root != nil {
+		for _, cand := range c.candidates(d, key, value) {
+			if cand.edit == drift.EditKustomizeLabels {
+				setters = append(setters, cand.path)
+			}
+		}
+		if len(setters) == 0 {
+			if holder := c.patchHolder(d, key); holder != "" {
+				setters, how = append(setters, holder), "a patch"
+			}
+		}
+	}
+	if len(setters) == 0 {
+		return blockedAt{d.origin, key + "=" + value + " of Namespace " + m.Namespace + " is not set by " + d.origin + " but by something kedge does not edit with it (a generator, a replacement or a remote base)"}
+	}
+	other := "the other labels"
+	for _, k := range m.RemoveLabels {
+		if k != key {
+			other = k
+			break
+		}
+	}
+	return blockedAt{setters[0], key + "=" + value + " of Namespace " + m.Namespace + " is set by " + strings.Join(setters, ", ") + " (" + how + "), while " + other + " is written in " + d.origin +
+		": kedge changes a namespace's labels in one file; move " + key + " into " + d.origin + ", or " + other + " into " + setters[0]}
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -80,7 +120,7 @@ func sortedKeys(m map[string]string) []string {
 // inKustomizationOr makes the change in the kustomization that sets the
 // labels to remove, or blocks the move: with the kustomization's refusal
 // when there is one, else with why.
-func (c *Checkout) inKustomizationOr(m *drift.Migration, d deployment, why string) *LabelEdit {
+func (c *Checkout) inKustomizationOr(m *drift.Migration, d deployment, why blockedAt) *LabelEdit {
 	edit, refusal := c.inKustomization(m, d)
 	if edit != nil {
 		return edit
@@ -88,7 +128,7 @@ func (c *Checkout) inKustomizationOr(m *drift.Migration, d deployment, why strin
 	if refusal != nil {
 		return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: refusal.path, Detail: "edit refused: " + refusal.path + ": " + refusal.reason})
 	}
-	return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: d.origin, Detail: why})
+	return c.block(m, drift.Manifest{Status: drift.ManifestFound, Path: why.path, Detail: why.detail})
 }
 
 // inKustomization replaces the namespace's labels where a kustomization of

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -55,18 +56,31 @@ func Select(set *objects.Set, model *mesh.Model, policies []Policy, scope Scope)
 		return nil
 	}
 	var out []drift.Migration
+	// Indexed once, on the first namespace moving into or out of ambient
+	// mode: a fleet has thousands of namespaces and a hundred thousand pods.
+	var cluster *ambient.Cluster
+	ambientCluster := func() *ambient.Cluster {
+		if cluster == nil {
+			cluster = ambient.NewCluster(set)
+		}
+		return cluster
+	}
 	for i := range set.Namespaces {
 		ns := &set.Namespaces[i]
 		if !scope.allows(ns) {
 			continue
 		}
 		for _, p := range policies {
+			p = p.normalized()
 			if !selects(p, ns) {
 				continue
 			}
-			if p.To == drift.Ambient {
-				out = append(out, decideAmbient(set, p, ns))
-			} else {
+			switch {
+			case p.To == drift.Ambient:
+				out = append(out, decideAmbient(ambientCluster(), model, p, ns))
+			case p.From == drift.Ambient:
+				out = append(out, decideBack(ambientCluster(), model, p, ns))
+			default:
 				out = append(out, decide(model, p, ns))
 			}
 			break
@@ -87,6 +101,9 @@ func selects(p Policy, ns *corev1.Namespace) bool {
 		if !ok || got != v {
 			return false
 		}
+	}
+	if p.From == drift.Ambient {
+		return ns.Labels[ambient.LabelDataplaneMode] == ambient.ModeAmbient
 	}
 	if ns.Labels[mesh.LabelRev] == p.From {
 		return true

@@ -50,6 +50,15 @@ type Set struct {
 	// other host.
 	OCIRepositories []OCIRepository
 	AppProjects     []AppProject
+	// The other objects Istio's sidecar-to-ambient migration guide names
+	// (see istio.go), and the Services a waypoint serves.
+	PeerAuthentications    []PeerAuthentication
+	RequestAuthentications []RequestAuthentication
+	EnvoyFilters           []EnvoyFilter
+	WasmPlugins            []WasmPlugin
+	VirtualServices        []VirtualService
+	HTTPRoutes             []HTTPRoute
+	Services               []corev1.Service
 }
 
 // Copies returns a pointer to a shallow copy of each item, for a Set
@@ -243,79 +252,6 @@ type WorkloadSelector struct {
 // "distroless" or "debug".
 type ProxyImage struct {
 	ImageType string `json:"imageType,omitempty"`
-}
-
-// AuthorizationPolicy is the part of an Istio security.istio.io
-// AuthorizationPolicy kedge reads: its rules, to tell those only a waypoint
-// can enforce in ambient mode.
-type AuthorizationPolicy struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              AuthorizationPolicySpec `json:"spec,omitempty"`
-}
-
-// AuthorizationPolicySpec holds the policy's rules.
-type AuthorizationPolicySpec struct {
-	Rules []AuthorizationRule `json:"rules,omitempty"`
-}
-
-// AuthorizationRule is one rule: sources, operations and conditions.
-type AuthorizationRule struct {
-	From []RuleFrom      `json:"from,omitempty"`
-	To   []RuleTo        `json:"to,omitempty"`
-	When []RuleCondition `json:"when,omitempty"`
-}
-
-// RuleFrom is a rule's source.
-type RuleFrom struct {
-	Source RuleSource `json:"source,omitempty"`
-}
-
-// RuleSource lists the source fields that need the HTTP request (a JWT's
-// principals); the others are L4.
-type RuleSource struct {
-	RequestPrincipals    []string `json:"requestPrincipals,omitempty"`
-	NotRequestPrincipals []string `json:"notRequestPrincipals,omitempty"`
-}
-
-// RuleTo is a rule's operation.
-type RuleTo struct {
-	Operation RuleOperation `json:"operation,omitempty"`
-}
-
-// RuleOperation lists the operation fields read from the HTTP request;
-// ports are L4.
-type RuleOperation struct {
-	Hosts      []string `json:"hosts,omitempty"`
-	NotHosts   []string `json:"notHosts,omitempty"`
-	Methods    []string `json:"methods,omitempty"`
-	NotMethods []string `json:"notMethods,omitempty"`
-	Paths      []string `json:"paths,omitempty"`
-	NotPaths   []string `json:"notPaths,omitempty"`
-}
-
-// RuleCondition is a when: condition; its key names the attribute.
-type RuleCondition struct {
-	Key string `json:"key,omitempty"`
-}
-
-// Gateway is the part of a gateway.networking.k8s.io Gateway kedge reads:
-// its class (istio-waypoint for a waypoint) and whether it is Programmed.
-type Gateway struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              GatewaySpec   `json:"spec,omitempty"`
-	Status            GatewayStatus `json:"status,omitempty"`
-}
-
-// GatewaySpec names the Gateway's class.
-type GatewaySpec struct {
-	GatewayClassName string `json:"gatewayClassName,omitempty"`
-}
-
-// GatewayStatus holds the Gateway's conditions.
-type GatewayStatus struct {
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // ReplicaSet is what kedge reads of a ReplicaSet: its metadata, the link

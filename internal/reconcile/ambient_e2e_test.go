@@ -94,7 +94,7 @@ func TestAmbientMigrationWaitsForZtunnel(t *testing.T) {
 	for _, m := range report.Plan.Migrations {
 		if m.Namespace == "search" {
 			assert.Equal(t, drift.BlockAmbientNotReady, m.Blocked)
-			assert.Equal(t, "no ztunnel DaemonSet: ambient mode is not installed", m.Detail)
+			assert.Equal(t, "DaemonSet ztunnel: no ztunnel DaemonSet: ambient mode is not installed [Install ambient components: https://istio.io/latest/docs/ambient/migrate/install-ambient-components/]", m.Detail)
 		}
 	}
 	assert.NotContains(t, changedFiles(t, w.git, "kedge/prod-eu-1/search"), namespacesFile, "nothing is relabelled")

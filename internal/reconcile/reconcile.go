@@ -469,7 +469,8 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 		st.pr = r.namespacePR(set, res, planned[st.name], st, issue)
 		st.pr.BaseBranch = st.baseBranch
 		if m, ok := migrate.For(res.Plan, st.name); ok && m.Relabels() {
-			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels, SetLabels: labelList(m.SetLabels)}
+			st.pr.Migration = &dashboard.Migration{From: m.From, To: m.To, NamespacePath: m.Manifest.Path, RemovedLabels: m.RemoveLabels, SetLabels: labelList(m.SetLabels),
+				Carried: dashboard.CarriedPolicies(m.Carried)}
 		}
 		out = append(out, st)
 	}

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -68,11 +69,8 @@ func (r *Reconciler) gateWaves(set *objects.Set, plan drift.Plan, states []*nsSt
 func pendingTargets(states []*nsState) []string {
 	seen := map[string]bool{}
 	for _, st := range states {
-		if st.facts.work == nil {
-			continue
-		}
-		for _, w := range st.facts.work.workloads {
-			seen[targetOf(w.Desired.Revision, w.Desired.Image)] = true
+		for _, t := range workTargets(st) {
+			seen[t] = true
 		}
 	}
 	out := make([]string, 0, len(seen))
@@ -86,15 +84,44 @@ func pendingTargets(states []*nsState) []string {
 func targetOf(revision, image string) string { return waves.TargetKey(revision, image) }
 
 func hasTarget(st *nsState, target string) bool {
+	return slices.Contains(workTargets(st), target)
+}
+
+// noSidecar is the target of a move to ambient mode: its workloads are to
+// run no sidecar, whether or not it restarts any.
+var noSidecar = targetOf("", "")
+
+// workTargets are the targets of a namespace's work: each restart's, and a
+// move to ambient mode's, so that a namespace that only relabels goes
+// through the waves too.
+func workTargets(st *nsState) []string {
 	if st.facts.work == nil {
-		return false
+		return nil
 	}
+	var out []string
 	for _, w := range st.facts.work.workloads {
-		if targetOf(w.Desired.Revision, w.Desired.Image) == target {
-			return true
-		}
+		out = append(out, targetOf(w.Desired.Revision, w.Desired.Image))
 	}
-	return false
+	if movesToAmbient(st.facts.work.state.Targets) {
+		out = append(out, noSidecar)
+	}
+	return out
+}
+
+// movesToAmbient tells the targets of a move to ambient mode: the
+// Namespace entry migrationTarget records.
+func movesToAmbient(targets []dashboard.Target) bool {
+	return slices.ContainsFunc(targets, func(t dashboard.Target) bool { return t.Kind == "Namespace" && t.Revision == drift.Ambient })
+}
+
+// prCarries tells whether a PR was opened for target: a restart onto it,
+// or a move to ambient mode for the no-sidecar target.
+func prCarries(pr forge.PR, target string) bool {
+	if len(prTargets(pr, target)) > 0 {
+		return true
+	}
+	s, ok := dashboard.ParseState(pr.Body)
+	return ok && target == noSidecar && movesToAmbient(s.Targets)
 }
 
 // prTargets are the workload targets a PR's body recorded for target; the
@@ -157,12 +184,12 @@ func (r *Reconciler) memberFor(set *objects.Set, drifted map[string]bool, st *ns
 // carries tells whether an open PR was already opened for target; it
 // stays up to date whatever the waves say.
 func carries(pr *forge.PR, target string) bool {
-	return pr != nil && pr.State == "open" && len(prTargets(*pr, target)) > 0
+	return pr != nil && pr.State == "open" && prCarries(*pr, target)
 }
 
 func latestPRWith(prs []forge.PR, target string) *forge.PR {
 	for i := len(prs) - 1; i >= 0; i-- {
-		if len(prTargets(prs[i], target)) > 0 {
+		if prCarries(prs[i], target) {
 			return &prs[i]
 		}
 	}

@@ -30,6 +30,9 @@ type Workload struct {
 	// Drifted is set while the plan still lists it: some pod runs another
 	// proxy than the target.
 	Drifted bool
+	// Uncaptured, in a namespace in ambient mode, names a pod without a
+	// sidecar that ztunnel does not capture yet: the move is not done.
+	Uncaptured string
 	// Replicas and Available are spec.replicas and status.availableReplicas
 	// (a DaemonSet's desiredNumberScheduled and numberAvailable). Counted
 	// is false for kinds kedge reads no status of (Argo Rollouts): their
@@ -80,6 +83,9 @@ func Judge(w Wave, grace time.Duration, mergedAt, now time.Time, wl Workload) Ve
 	late := now.Sub(mergedAt) >= grace
 	if wl.Drifted {
 		return pastGrace(late, "still runs another proxy "+grace.String()+" after the merge")
+	}
+	if wl.Uncaptured != "" {
+		return pastGrace(late, "pod "+wl.Uncaptured+" is not captured by ztunnel (no ambient.istio.io/redirection: enabled) "+grace.String()+" after the merge")
 	}
 	if why := notReady(wl); why != "" {
 		return pastGrace(late, why+" "+grace.String()+" after the merge")

@@ -3,6 +3,7 @@ package waves
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -58,12 +59,21 @@ func Read(set *objects.Set, namespace, kind, name string, drifted bool) Workload
 	// Canary's target also answers for its primary's pods, a Deployment a
 	// Rollout's workloadRef names for the Rollout's.
 	ownerOf := drift.PodOwners(set, namespace)
+	inAmbient := false
+	for i := range set.Namespaces {
+		if ns := &set.Namespaces[i]; ns.Name == namespace {
+			inAmbient = ns.Labels[ambient.LabelDataplaneMode] == ambient.ModeAmbient
+		}
+	}
 	for _, p := range set.Pods {
 		if p.Namespace != namespace || !p.Live() {
 			continue
 		}
 		if k, n := ownerOf(p); k == kind && n == name {
 			wl.Pods = append(wl.Pods, podOf(p))
+			if inAmbient && wl.Uncaptured == "" && p.Proxy == nil && !ambient.Excluded(p) && !ambient.Captured(p) {
+				wl.Uncaptured = p.Name
+			}
 		}
 	}
 	return wl

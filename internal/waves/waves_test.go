@@ -43,6 +43,11 @@ func TestJudge(t *testing.T) {
 		{"still drifting after the grace time", "plan: pod sidecar.istio.io/status revision and istio-proxy image",
 			func() Workload { w := deployment(readyPod("a", ready)); w.Drifted = true; return w }(), merged.Add(grace),
 			Verdict{Health: Unhealthy, Why: "still runs another proxy 30m0s after the merge"}},
+		{"moved to ambient mode, not yet captured", "pod annotation ambient.istio.io/redirection",
+			func() Workload { w := deployment(readyPod("a", ready)); w.Uncaptured = "a"; return w }(), merged.Add(time.Minute), Verdict{Health: RollingOut}},
+		{"not captured after the grace time", "pod annotation ambient.istio.io/redirection",
+			func() Workload { w := deployment(readyPod("a", ready)); w.Uncaptured = "a"; return w }(), merged.Add(grace),
+			Verdict{Health: Unhealthy, Why: "pod a is not captured by ztunnel (no ambient.istio.io/redirection: enabled) 30m0s after the merge"}},
 		{"pod not yet Ready", "pod status.conditions[Ready].status",
 			deployment(Pod{Name: "a"}), merged.Add(time.Minute), Verdict{Health: RollingOut}},
 		{"pod not Ready after the grace time", "pod status.conditions[Ready].status",
@@ -228,6 +233,17 @@ func TestRead(t *testing.T) {
 		{Name: "api-5d-b", ReadySince: since.Time, ProxyRestarts: 3},
 	}}, got)
 	assert.False(t, Read(set, "shop", "Deployment", "gone", false).Found)
+
+	// In ambient mode, a pod without a sidecar that istio-cni has not
+	// marked captured keeps the move from being done.
+	set.Namespaces = []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"istio.io/dataplane-mode": "ambient"}}}}
+	assert.Equal(t, "api-5d-a", Read(set, "shop", "Deployment", "api", false).Uncaptured)
+	captured := pod("api-5d-a", corev1.ConditionTrue, 0, false)
+	captured.Annotations = map[string]string{"ambient.istio.io/redirection": "enabled"}
+	other := pod("api-5d-b", corev1.ConditionTrue, 0, false)
+	other.Labels = map[string]string{"istio.io/dataplane-mode": "none"}
+	set.Pods = objects.Pods(captured, other)
+	assert.Empty(t, Read(set, "shop", "Deployment", "api", false).Uncaptured, "captured, or left out of ambient mode by its own label")
 }
 
 // TestReadCountsThePodsTheWorkloadRestarts: a Flagger Canary's target is

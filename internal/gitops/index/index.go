@@ -141,6 +141,8 @@ type Index struct {
 	roots      map[string]*Root
 	objects    []Object
 	namespaces []Namespace
+	// mesh are the Istio and Gateway API objects and Services (MeshObjects).
+	mesh []MeshObject
 	// applications are the Argo CD Applications written in the repository.
 	applications []objects.Application
 	// kustomizationLabels are the label values each kustomization file
@@ -558,6 +560,7 @@ type renderedRoot struct {
 	reads        map[string]struct{}
 	objects      []Object
 	namespaces   []Namespace
+	mesh         []MeshObject
 	applications []objects.Application
 	unparsable   []string
 	restartPatch map[string]bool
@@ -683,6 +686,10 @@ func renderRoot(kf *kustomizationFile, skipped *Problem, fsys *repofs.FS, plain 
 			}
 			continue
 		}
+		if isMeshKind(apiVersion, kind) {
+			out.mesh = append(out.mesh, renderedMeshObject(fsys, kf.dir, rootDir, apiVersion, kind, name, namespace, origin, originErr, docs))
+			continue
+		}
 		if !document.IsIndexed(apiVersion, kind) {
 			continue
 		}
@@ -770,6 +777,7 @@ func (ix *Index) addRendered(kf *kustomizationFile, r *renderedRoot) map[string]
 		ix.addObject(o)
 	}
 	ix.namespaces = append(ix.namespaces, r.namespaces...)
+	ix.mesh = append(ix.mesh, r.mesh...)
 	ix.applications = append(ix.applications, r.applications...)
 	return r.reads
 }
@@ -905,6 +913,9 @@ func (ix *Index) addPlainFile(p string, f plainFile) {
 	for _, d := range f.docs {
 		if document.IsNamespace(d.APIVersion, d.Kind) && d.Name != "" {
 			ix.namespaces = append(ix.namespaces, renderedNamespace(d.Name, d.Labels, "", rel))
+		}
+		if isMeshKind(d.APIVersion, d.Kind) && d.Name != "" {
+			ix.mesh = append(ix.mesh, documentMeshObject(d, d.Namespace, "", rel))
 		}
 		if !document.IsIndexed(d.APIVersion, d.Kind) || d.Name == "" {
 			continue

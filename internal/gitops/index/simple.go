@@ -147,6 +147,10 @@ func renderPlainWith(kf *kustomizationFile, fsys *repofs.FS, docs *DocCache, rep
 					out.namespaces = append(out.namespaces, renderedNamespace(d.Name, d.Labels, rootDir, rel))
 					continue
 				}
+				if isMeshKind(d.APIVersion, d.Kind) {
+					out.mesh = append(out.mesh, documentMeshObject(d, ns, rootDir, rel))
+					continue
+				}
 				if !document.IsIndexed(d.APIVersion, d.Kind) {
 					continue
 				}

@@ -49,6 +49,29 @@ type Check struct {
 	// HelmRepositories maps a Flux HelmRepository, "<namespace>/<name>",
 	// to its URL.
 	HelmRepositories map[string]string
+	// Changes are the intended changes of objects other than restarts (a
+	// namespace's labels, a policy's attachment).
+	Changes []Change
+}
+
+// Change is one object's intended change: Apply returns the object's body
+// as the patch must leave it. Namespace matches an object written without
+// one too.
+type Change struct {
+	Kind, Namespace, Name string
+	Apply                 func(map[string]any) map[string]any
+}
+
+func (c Change) String() string { return c.Kind + " " + c.Namespace + "/" + c.Name }
+
+// changeOf returns the intended change of an object, nil when there is none.
+func (c Check) changeOf(o *unstructured.Unstructured) *Change {
+	for i, ch := range c.Changes {
+		if ch.Kind == o.GetKind() && ch.Name == o.GetName() && (ch.Namespace == o.GetNamespace() || o.GetNamespace() == "") {
+			return &c.Changes[i]
+		}
+	}
+	return nil
 }
 
 // Result is what comparing a checkout before and after a patch found.
@@ -56,8 +79,11 @@ type Result struct {
 	// Restarted are the restarts seen applied, under the workload's own
 	// identity, in a render that is deployed as it is.
 	Restarted map[string]bool
-	// Problems are changes beyond the intended restart annotations.
+	// Problems are changes beyond the intended restart annotations and
+	// Changes.
 	Problems []string
+	// Changed are the Changes seen made, by Change.String.
+	Changed map[string]bool
 }
 
 func (res *Result) problem(where, format string, args ...any) {
@@ -70,7 +96,7 @@ func (res *Result) problem(where, format string, args ...any) {
 // after the patch is the object before it, or that object with exactly one
 // intended restart's annotations set on its pod template.
 func CompareRepos(c Check) (Result, error) {
-	res := Result{Restarted: map[string]bool{}}
+	res := Result{Restarted: map[string]bool{}, Changed: map[string]bool{}}
 	roots, included, err := Roots(c.Before)
 	if err != nil {
 		return res, err
@@ -136,6 +162,13 @@ func (c Check) compare(where string, before, after []*unstructured.Unstructured,
 			c.compareRelease(where, b, a, deployed, res)
 		case a.GroupVersionKind().GroupKind() == argoApplication:
 			c.compareArgo(where, b, a, res)
+		case c.changeOf(b) != nil:
+			ch := c.changeOf(b)
+			if !reflect.DeepEqual(ch.Apply(runtime.DeepCopyJSON(b.Object)), a.Object) {
+				res.problem(where, "%s changed otherwise than intended", name(a))
+			} else {
+				res.Changed[ch.String()] = true
+			}
 		default:
 			c.compareWorkload(where, b, a, deployed, res)
 		}

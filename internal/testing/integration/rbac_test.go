@@ -23,7 +23,7 @@ type readResource struct{ group, resource string }
 // kedgeReads lists what kedge reads, independently of deploy/, so the test
 // catches a rule that is missing as well as one too many.
 var kedgeReads = []readResource{
-	{"", "namespaces"}, {"", "pods"}, {"", "configmaps"}, {"", "nodes"},
+	{"", "namespaces"}, {"", "pods"}, {"", "configmaps"}, {"", "nodes"}, {"", "services"},
 	{"apps", "replicasets"}, {"apps", "deployments"}, {"apps", "statefulsets"}, {"apps", "daemonsets"},
 	{"batch", "jobs"}, {"batch", "cronjobs"},
 	{"admissionregistration.k8s.io", "mutatingwebhookconfigurations"},
@@ -34,6 +34,9 @@ var kedgeReads = []readResource{
 	{"networking.istio.io", "proxyconfigs"},
 	{"security.istio.io", "authorizationpolicies"}, {"gateway.networking.k8s.io", "gateways"},
 	{"flagger.app", "canaries"},
+	{"security.istio.io", "peerauthentications"}, {"security.istio.io", "requestauthentications"},
+	{"networking.istio.io", "envoyfilters"}, {"networking.istio.io", "virtualservices"},
+	{"extensions.istio.io", "wasmplugins"}, {"gateway.networking.k8s.io", "httproutes"},
 }
 
 type access struct {

@@ -55,9 +55,10 @@ reads. kedge and its doctor hook are bound to the same rules.
   resources: [namespaces, pods, configmaps]
   verbs: [get, list, watch]
 # Nodes are only counted: ztunnel must run on each before a namespace
-# moves to ambient mode.
+# moves to ambient mode. Services: which pods a waypoint serves
+# (istio.io/use-waypoint) and what an L7 policy can attach to.
 - apiGroups: [""]
-  resources: [nodes]
+  resources: [nodes, services]
   verbs: [get, list, watch]
 - apiGroups: [apps]
   resources: [replicasets, deployments, statefulsets, daemonsets]
@@ -87,13 +88,21 @@ reads. kedge and its doctor hook are bound to the same rules.
 - apiGroups: [networking.istio.io]
   resources: [proxyconfigs]
   verbs: [get, list, watch]
-# AuthorizationPolicies with L7 rules need a Programmed waypoint Gateway
-# before a namespace moves to ambient mode.
+# What Istio's sidecar-to-ambient migration guide checks before a
+# namespace moves: authorization and authentication policies, Envoy
+# filters, Wasm plugins, VirtualServices and the HTTPRoutes replacing
+# them, and waypoint Gateways.
 - apiGroups: [security.istio.io]
-  resources: [authorizationpolicies]
+  resources: [authorizationpolicies, peerauthentications, requestauthentications]
+  verbs: [get, list, watch]
+- apiGroups: [networking.istio.io]
+  resources: [envoyfilters, virtualservices]
+  verbs: [get, list, watch]
+- apiGroups: [extensions.istio.io]
+  resources: [wasmplugins]
   verbs: [get, list, watch]
 - apiGroups: [gateway.networking.k8s.io]
-  resources: [gateways]
+  resources: [gateways, httproutes]
   verbs: [get, list, watch]
 # A Flagger Canary names the workload whose template its primary runs.
 - apiGroups: [flagger.app]

@@ -1,0 +1,58 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/waves"
+)
+
+// Moves to ambient mode go through the waves like restarts, as the
+// no-sidecar target, even for a namespace whose move restarts nothing: its
+// PR's state records only the Namespace's move.
+func TestAmbientMovesGoThroughWaves(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	mergedAt := now.Add(-time.Hour)
+	move := func(ns string) dashboard.State {
+		return dashboard.NewState("c", ns, []drift.Workload{{Namespace: ns, Kind: "Namespace", Name: ns, Desired: drift.Desired{Revision: drift.Ambient}}})
+	}
+	relabelOnly := func(ns string, d decision, prs ...forge.PR) *nsState {
+		return &nsState{name: ns, decision: d, facts: namespaceFacts{prs: prs, work: &work{state: move(ns)}}}
+	}
+	open := forge.PR{Number: 1, State: "open", Body: move("canary").Block()}
+	merged := forge.PR{Number: 2, State: "closed", Merged: true, MergedAt: &mergedAt, Body: move("canary").Block()}
+	set := &objects.Set{Namespaces: []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "canary"}}, {ObjectMeta: metav1.ObjectMeta{Name: "shop"}}}}
+	r := New(Settings{Waves: []waves.Wave{{Name: "canary", Names: []string{"canary"}}, {Name: "rest"}}, Grace: 30 * time.Minute}, Deps{Now: func() time.Time { return now }})
+
+	tests := []struct {
+		name   string
+		canary *nsState
+		want   Action
+	}{
+		{"the first wave's move is not opened yet: shop waits", relabelOnly("canary", decision{action: ActOpen}), ActNone},
+		{"the first wave's move is open: shop waits", relabelOnly("canary", decision{action: ActUpdate, pr: &open}, open), ActNone},
+		{"the first wave's move is merged: shop opens", &nsState{name: "canary", decision: decision{action: ActMerged, pr: &merged}, facts: namespaceFacts{prs: []forge.PR{merged}}}, ActOpen},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shop := relabelOnly("shop", decision{action: ActOpen})
+			rollouts := r.gateWaves(set, drift.Plan{}, []*nsState{tt.canary, shop})
+			assert.Equal(t, tt.want, shop.decision.action)
+			if assert.Len(t, rollouts, 1) {
+				assert.Equal(t, waves.TargetKey("", ""), rollouts[0].Target, "the no-sidecar target")
+			}
+			if tt.want == ActNone {
+				assert.Equal(t, dashboard.PRWaitingForWave, shop.outcome.State)
+				assert.Contains(t, shop.outcome.Detail, "wave canary comes first")
+			}
+		})
+	}
+}
