@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,8 @@ spec:
 // the chart's value in spec.values, rendered from the chart pulled from the
 // repository's URL; rendering the release before and after the edit shows
 // the restart and nothing else. A cluster without the HelmRepository says
-// nothing of where the chart is, and the release keeps the post-renderer.
+// nothing of where the chart is, and a pull the policy refuses fetches
+// nothing: the release keeps the post-renderer, its fallback saying why.
 func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 	srv := chartRepository(t)
 	charts := &objects.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "charts"},
@@ -59,9 +61,16 @@ func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 		name  string
 		repos []objects.HelmRepository
 		want  drift.Manifest
+		// fallbackHas is part of a Fallback that names a port.
+		fallbackHas string
 	}{
 		{name: "with the HelmRepository", repos: []objects.HelmRepository{*charts}, want: drift.Manifest{Status: drift.ManifestFound,
 			Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmValues, Detail: "HelmRelease podinfo/podinfo (release podinfo, value podAnnotations)"}},
+		{name: "at a host the pull policy refuses", repos: []objects.HelmRepository{{ObjectMeta: charts.ObjectMeta,
+			Spec: objects.HelmRepositorySpec{URL: strings.Replace(srv.URL, "127.0.0.1", "127.0.0.2", 1)}}},
+			want: drift.Manifest{Status: drift.ManifestFound, Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmPostRenderer,
+				Detail: "HelmRelease podinfo/podinfo"},
+			fallbackHas: "/index.yaml\": refused to connect to 127.0.0.2, a loopback address: chart pulls reach loopback"},
 		{name: "without it", want: drift.Manifest{Status: drift.ManifestFound,
 			Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease podinfo/podinfo",
 			Fallback: "not chart values: the cluster has no HelmRepository flux-system/charts"}},
@@ -81,11 +90,19 @@ func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, res.Plan.Workloads, 1)
 			w := res.Plan.Workloads[0]
-			assert.Equal(t, tt.want, w.Manifest)
+			got := w.Manifest
+			if tt.fallbackHas != "" {
+				assert.Contains(t, got.Fallback, tt.fallbackHas)
+				assert.True(t, strings.HasPrefix(got.Fallback, "not chart values: chart podinfo 6.7.0 from http://127.0.0.2:"), got.Fallback)
+				got.Fallback = ""
+			}
+			assert.Equal(t, tt.want, got)
 			edits := res.Edits.All()
 			require.Len(t, edits, 1)
 			if tt.want.Edit == drift.EditHelmPostRenderer {
-				assert.Empty(t, pulled, "no HelmRepository, nothing to pull")
+				for _, p := range pulled {
+					assert.Empty(t, p.Archive, "nothing is pulled")
+				}
 				return
 			}
 			assert.Contains(t, string(edits[0].After), "  values:\n    replicaCount: 2\n    podAnnotations:\n      kedge.io/restart-target: ")
