@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 )
 
 // ErrStale marks what was built from cluster caches that could not
@@ -149,7 +151,7 @@ func (l *Live) observeAnswers(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		if err == nil && req.Method == http.MethodGet && resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			if r, ok := collectionOf(req.URL.Path); ok {
+			if r, ok := collectionOf(req.URL); ok {
 				l.succeeded(r)
 			}
 		}
@@ -161,21 +163,30 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// collectionOf is the collection a request path lists or watches:
-// /api/v1/pods, /api/v1/namespaces/NS/configmaps,
-// /apis/GROUP/VERSION/RESOURCE, /apis/GROUP/VERSION/namespaces/NS/RESOURCE.
+// collectionOf is the collection a request lists or watches: /api/v1/pods,
+// /api/v1/namespaces/NS/configmaps, /apis/GROUP/VERSION/RESOURCE,
+// /apis/GROUP/VERSION/namespaces/NS/RESOURCE, narrowed to one name by a
+// fieldSelector of metadata.name alone, as a named cache's informer asks.
 // A single object's path, discovery and anything else is not one.
-func collectionOf(path string) (cachedResource, bool) {
-	s := strings.Split(strings.Trim(path, "/"), "/")
+func collectionOf(u *url.URL) (cachedResource, bool) {
+	var r cachedResource
+	s := strings.Split(strings.Trim(u.Path, "/"), "/")
 	switch {
 	case len(s) == 3 && s[0] == "api":
-		return cachedResource{resource: s[2]}, true
+		r = cachedResource{resource: s[2]}
 	case len(s) == 5 && s[0] == "api" && s[2] == "namespaces":
-		return cachedResource{namespace: s[3], resource: s[4]}, true
+		r = cachedResource{namespace: s[3], resource: s[4]}
 	case len(s) == 4 && s[0] == "apis":
-		return cachedResource{group: s[1], resource: s[3]}, true
+		r = cachedResource{group: s[1], resource: s[3]}
 	case len(s) == 6 && s[0] == "apis" && s[3] == "namespaces":
-		return cachedResource{group: s[1], namespace: s[4], resource: s[5]}, true
+		r = cachedResource{group: s[1], namespace: s[4], resource: s[5]}
+	default:
+		return cachedResource{}, false
 	}
-	return cachedResource{}, false
+	if selector, err := fields.ParseSelector(u.Query().Get("fieldSelector")); err == nil {
+		if name, ok := selector.RequiresExactMatch("metadata.name"); ok && len(selector.Requirements()) == 1 {
+			r.name = name
+		}
+	}
+	return r, true
 }

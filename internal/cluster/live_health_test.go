@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ func TestCollectionOf(t *testing.T) {
 		{path: "/api/v1/namespaces/istio-system/configmaps", want: cachedResource{resource: "configmaps", namespace: "istio-system"}, ok: true},
 		{path: "/apis/apps/v1/replicasets", want: cachedResource{group: "apps", resource: "replicasets"}, ok: true},
 		{path: "/apis/argoproj.io/v1alpha1/namespaces/shop/rollouts", want: cachedResource{group: "argoproj.io", resource: "rollouts", namespace: "shop"}, ok: true},
+		{path: "/api/v1/configmaps?fieldSelector=metadata.name%3Distio-cni-config&watch=true", want: cachedResource{resource: "configmaps", name: "istio-cni-config"}, ok: true},
+		{path: "/api/v1/configmaps?fieldSelector=metadata.name%3Dx%2Cmetadata.namespace%3Dy", want: cachedResource{resource: "configmaps"}, ok: true},
+		{path: "/api/v1/configmaps?fieldSelector=metadata.name%21%3Dx", want: cachedResource{resource: "configmaps"}, ok: true},
 		{path: "/api/v1/namespaces/shop"},
 		{path: "/apis/apps/v1/namespaces/shop/deployments/cart"},
 		{path: "/apis"},
@@ -32,7 +36,9 @@ func TestCollectionOf(t *testing.T) {
 		{path: "/version"},
 	}
 	for _, tc := range cases {
-		got, ok := collectionOf(tc.path)
+		u, err := url.Parse(tc.path)
+		require.NoError(t, err)
+		got, ok := collectionOf(u)
 		assert.Equal(t, tc.ok, ok, tc.path)
 		assert.Equal(t, tc.want, got, tc.path)
 	}

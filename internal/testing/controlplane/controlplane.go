@@ -5,12 +5,14 @@
 package controlplane
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -112,7 +114,9 @@ func StartControlPlane(t testing.TB, crdDirs ...string) *Plane {
 			t.Errorf("stopping the control plane: %v", err)
 		}
 	})
-	return &Plane{Config: cfg, env: env}
+	plane := &Plane{Config: cfg, env: env}
+	plane.waitReady(t)
+	return plane
 }
 
 // RestartAPIServer stops the API server, leaves it down for down, and
@@ -127,6 +131,31 @@ func (p *Plane) RestartAPIServer(t testing.TB, down time.Duration) {
 	time.Sleep(down)
 	if err := api.Start(); err != nil {
 		t.Fatalf("restarting the API server: %v", err)
+	}
+	p.waitReady(t)
+}
+
+// waitReady waits for the API server's /readyz. envtest waits only for
+// /healthz, which passes before the server's own informers have synced
+// (readyz's informer-sync check); until they have, its RBAC authorizer
+// knows no roles and forbids what a service account asks. Clients already
+// running meet those refusals anyway; the test's next steps do not.
+func (p *Plane) waitReady(t testing.TB) {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(p.Config)
+	if err != nil {
+		t.Fatalf("a client of the API server: %v", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(context.Background()).Error()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server is not ready a minute after it started: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
