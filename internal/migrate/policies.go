@@ -294,10 +294,7 @@ func documents(data []byte) (map[objectID]map[string]any, error) {
 // policies it found. In a plain file a policy may be written without a
 // namespace.
 func comparePolicies(before, after map[objectID]map[string]any, policies []carried, plain bool) (int, error) {
-	want := make(map[objectID]map[string]any, len(before))
-	for id, b := range before {
-		want[id] = b
-	}
+	want := maps.Clone(before)
 	seen := 0
 	for _, p := range policies {
 		for id, b := range before {
@@ -312,24 +309,7 @@ func comparePolicies(before, after map[objectID]map[string]any, policies []carri
 			want[id] = withTargetRefs(b, p.rewrite)
 		}
 	}
-	var changed []string
-	for id, w := range want {
-		a, ok := after[id]
-		if !ok {
-			changed = append(changed, id.String()+" (gone)")
-			continue
-		}
-		if !equalJSON(a, w) {
-			changed = append(changed, id.String())
-		}
-	}
-	for id := range after {
-		if _, ok := before[id]; !ok {
-			changed = append(changed, id.String()+" (new)")
-		}
-	}
-	if len(changed) > 0 {
-		sort.Strings(changed)
+	if changed := unintended(want, after); len(changed) > 0 {
 		return 0, fmt.Errorf("the edit changes %s otherwise than intended", strings.Join(changed, ", "))
 	}
 	return seen, nil

@@ -3,6 +3,7 @@ package migrate
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -91,34 +92,23 @@ func (c *Checkout) objects(root string, replace map[string][]byte) (map[objectID
 }
 
 func compare(before, after map[objectID]map[string]any, namespace string, changes []labelChange) error {
-	var changed []string
+	want := maps.Clone(before)
 	seen := false
 	for id, b := range before {
 		a, ok := after[id]
-		if !ok {
-			changed = append(changed, id.String()+" (gone)")
+		if !ok || id.kind != "Namespace" || id.name != namespace || id.namespace != "" {
 			continue
 		}
-		if id.kind == "Namespace" && id.name == namespace && id.namespace == "" {
-			seen = true
-			for _, ch := range changes {
-				if err := checkLabel(namespace, b, a, ch); err != nil {
-					return err
-				}
-				b = withChange(b, ch)
+		seen = true
+		for _, ch := range changes {
+			if err := checkLabel(namespace, b, a, ch); err != nil {
+				return err
 			}
+			b = withChange(b, ch)
 		}
-		if !equalJSON(a, b) {
-			changed = append(changed, id.String())
-		}
+		want[id] = b
 	}
-	for id := range after {
-		if _, ok := before[id]; !ok {
-			changed = append(changed, id.String()+" (new)")
-		}
-	}
-	if len(changed) > 0 {
-		sort.Strings(changed)
+	if changed := unintended(want, after); len(changed) > 0 {
 		if len(changed) > 3 {
 			changed = append(changed[:3], fmt.Sprintf("%d more", len(changed)-3))
 		}
@@ -128,6 +118,28 @@ func compare(before, after map[objectID]map[string]any, namespace string, change
 		return fmt.Errorf("the build does not render Namespace %s", namespace)
 	}
 	return nil
+}
+
+// unintended names, sorted, the objects a render after an edit has
+// otherwise than wanted: gone, changed, or new.
+func unintended(want, after map[objectID]map[string]any) []string {
+	var changed []string
+	for id, w := range want {
+		a, ok := after[id]
+		switch {
+		case !ok:
+			changed = append(changed, id.String()+" (gone)")
+		case !equalJSON(a, w):
+			changed = append(changed, id.String())
+		}
+	}
+	for id := range after {
+		if _, ok := want[id]; !ok {
+			changed = append(changed, id.String()+" (new)")
+		}
+	}
+	sort.Strings(changed)
+	return changed
 }
 
 // checkLabel holds the rendered Namespace to one label change: before, the

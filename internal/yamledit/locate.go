@@ -89,6 +89,32 @@ func describe(doc int, path []step, n *yaml.Node) object {
 	return o
 }
 
+// loadEditable parses src and finds t in it, as a document whose own
+// collection may be edited in place (no anchor, alias or merge on it).
+func loadEditable(src []byte, t Target) (*source, *object, error) {
+	s, obj, err := loadTarget(src, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkCollection(obj.node, obj.path); err != nil {
+		return nil, nil, err
+	}
+	return s, obj, nil
+}
+
+// loadTarget parses src and finds t in it.
+func loadTarget(src []byte, t Target) (*source, *object, error) {
+	s, err := load(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj, err := s.locate(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, obj, nil
+}
+
 func (s *source) locate(t Target) (*object, error) {
 	var found []object
 	var positions []string

@@ -232,15 +232,8 @@ func SetReleaseRestarts(src []byte, t Target, patches []RestartPatch) (out []byt
 	if err := validatePatches(patches); err != nil {
 		return nil, false, err
 	}
-	s, err := load(src)
+	s, obj, err := loadEditable(src, t)
 	if err != nil {
-		return nil, false, err
-	}
-	obj, err := s.locate(t)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := s.checkCollection(obj.node, obj.path); err != nil {
 		return nil, false, err
 	}
 	specPath := append(slices.Clip(obj.path), step{key: "spec", index: -1})

@@ -18,11 +18,7 @@ func RemoveMetadataLabel(src []byte, t Target, key string) ([]byte, bool, error)
 	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
 		return nil, false, refuse(CodeInvalidInput, "label key %q is invalid: %s", key, errs[0])
 	}
-	s, err := load(src)
-	if err != nil {
-		return nil, false, err
-	}
-	obj, err := s.locate(t)
+	s, obj, err := loadTarget(src, t)
 	if err != nil {
 		return nil, false, err
 	}

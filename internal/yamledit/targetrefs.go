@@ -32,15 +32,8 @@ func ReplaceSelectorWithTargetRefs(src []byte, t Target, selector map[string]str
 			return nil, false, refuse(CodeInvalidInput, "target kind %q (group %q) is invalid", r.Kind, r.Group)
 		}
 	}
-	s, err := load(src)
+	s, obj, err := loadEditable(src, t)
 	if err != nil {
-		return nil, false, err
-	}
-	obj, err := s.locate(t)
-	if err != nil {
-		return nil, false, err
-	}
-	if err := s.checkCollection(obj.node, obj.path); err != nil {
 		return nil, false, err
 	}
 	specAt := append(append([]step{}, obj.path...), keys("spec")...)
@@ -73,7 +66,9 @@ func ReplaceSelectorWithTargetRefs(src []byte, t Target, selector map[string]str
 		return nil, false, err
 	}
 	indent := k.Column - 1
-	offset, content := s.listStyle(spec)
+	// Istio's documentation's style, dash under the key, where the spec
+	// writes no block list to follow.
+	offset, content := sequenceStyle(spec)
 	pad := strings.Repeat(" ", indent+offset)
 	lines := []string{strings.Repeat(" ", indent) + "targetRefs:"}
 	for _, r := range refs {
@@ -142,25 +137,6 @@ func (s *source) plainSelector(k, v *yaml.Node, want map[string]string) error {
 		return refuse(CodeUnsupported, "a comment inside spec.selector (lines %d to %d) would be lost", k.Line, s.endLine(v, k.Column-1))
 	}
 	return nil
-}
-
-// listStyle reads how the spec writes its block lists (rules:, for one): how far the dash sits right of its
-// key, and the item right of the dash. Without one, Istio's documentation's style: dash under the key.
-func (s *source) listStyle(spec *yaml.Node) (offset, content int) {
-	for i := 0; i+1 < len(spec.Content); i += 2 {
-		k, v := spec.Content[i], spec.Content[i+1]
-		if v.Kind != yaml.SequenceNode || v.Style&yaml.FlowStyle != 0 || len(v.Content) == 0 || v.Line == k.Line {
-			continue
-		}
-		content = 2
-		if first := v.Content[0]; first.Line == v.Line && first.Column > v.Column {
-			content = first.Column - v.Column
-		}
-		if d := v.Column - k.Column; d >= 0 {
-			return d, content
-		}
-	}
-	return 0, 2
 }
 
 // hasTargetRefs tells a spec that already attaches to exactly refs.

@@ -121,11 +121,7 @@ func SetPodTemplateAnnotations(src []byte, t Target, set map[string]string) (out
 // PodTemplateAnnotations reads spec.template.metadata.annotations of the target; the map is nil when there are
 // none. Aliases are followed; a merge key on the way is refused because its keys would be read incompletely.
 func PodTemplateAnnotations(src []byte, t Target) (map[string]string, error) {
-	s, err := load(src)
-	if err != nil {
-		return nil, err
-	}
-	obj, err := s.locate(t)
+	_, obj, err := loadTarget(src, t)
 	if err != nil {
 		return nil, err
 	}
@@ -174,11 +170,7 @@ func refuseWorkloadRef(obj *object) error {
 
 // setOnObject locates the target and sets one key in the mapping at path below it.
 func setOnObject(src []byte, t Target, path []step, key, value string, check func(*object) error) ([]byte, bool, error) {
-	s, err := load(src)
-	if err != nil {
-		return nil, false, err
-	}
-	obj, err := s.locate(t)
+	s, obj, err := loadTarget(src, t)
 	if err != nil {
 		return nil, false, err
 	}
