@@ -60,7 +60,9 @@ func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 	tests := []struct {
 		name  string
 		repos []objects.HelmRepository
-		want  drift.Manifest
+		// release is the HelmRelease's file, helmRepositoryRelease unless set.
+		release string
+		want    drift.Manifest
 		// fallbackHas is part of a Fallback that names a port.
 		fallbackHas string
 	}{
@@ -74,11 +76,31 @@ func TestHelmReleaseChartFromAHelmRepository(t *testing.T) {
 		{name: "without it", want: drift.Manifest{Status: drift.ManifestFound,
 			Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease podinfo/podinfo",
 			Fallback: "not chart values: the cluster has no HelmRepository flux-system/charts"}},
+		{name: "a chart of an OCIRepository by spec.chartRef", repos: []objects.HelmRepository{*charts},
+			release: strings.Replace(helmRepositoryRelease, `  chart:
+    spec:
+      chart: podinfo
+      version: 6.7.0
+      sourceRef:
+        kind: HelmRepository
+        name: charts
+        namespace: flux-system
+`, `  chartRef:
+    kind: OCIRepository
+    name: podinfo
+`, 1),
+			want: drift.Manifest{Status: drift.ManifestFound,
+				Path: "apps/podinfo/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease podinfo/podinfo",
+				Fallback: "not chart values: its chart is the artifact of the OCIRepository podinfo/podinfo its spec.chartRef names, which kedge does not pull"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := copyRepo(t, filepath.Join(manifestFixtures, "helm-values", "repo"))
-			require.NoError(t, os.WriteFile(filepath.Join(before, "apps", "podinfo", "release.yaml"), []byte(helmRepositoryRelease), 0o644))
+			release := tt.release
+			if release == "" {
+				release = helmRepositoryRelease
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(before, "apps", "podinfo", "release.yaml"), []byte(release), 0o644))
 			set := helmcluster.New(helmcluster.Release{Namespace: "podinfo", ReleaseNamespace: "podinfo", ReleaseName: "podinfo", Deployment: "podinfo"})
 			set.HelmRepositories = tt.repos
 			ix, err := index.Read(before, index.Options{})

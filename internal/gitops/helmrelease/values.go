@@ -51,6 +51,13 @@ type spec struct {
 				} `json:"sourceRef"`
 			} `json:"spec"`
 		} `json:"chart"`
+		// ChartRef names a chart artifact another object in the cluster
+		// makes (an OCIRepository, a HelmChart), instead of spec.chart.
+		ChartRef struct {
+			Kind      string `json:"kind"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"chartRef"`
 	} `json:"spec"`
 }
 
@@ -97,8 +104,11 @@ func locateValue(ix *index.Index, w drift.Workload, ref Ref, found restart.Found
 	switch {
 	case err != nil:
 		return found, fmt.Sprintf("reading %s: %v", found.Source.Path, err)
+	case hr.Spec.ChartRef.Kind != "":
+		cr := hr.Spec.ChartRef
+		return found, fmt.Sprintf("its chart is the artifact of the %s %s/%s its spec.chartRef names, which kedge does not pull", cr.Kind, sourceNamespace(cr.Namespace, ref.Namespace), cr.Name)
 	case hr.Spec.Chart.Spec.Chart == "":
-		return found, "it names no chart of a source kedge reads"
+		return found, "it names no chart: neither spec.chart.spec.chart nor spec.chartRef"
 	case len(hr.Spec.ValuesFrom) > 0:
 		// valuesFrom reads ConfigMaps and Secrets of the cluster, which a
 		// render of the repository does not see.
@@ -151,6 +161,8 @@ func specAt(ix *index.Index, src index.Source) (spec, error) {
 func chartOf(ix *index.Index, hr spec, namespace string, opts ValuesOptions, c *chart.Chart) string {
 	s := hr.Spec.Chart.Spec
 	switch s.SourceRef.Kind {
+	case "":
+		return "its spec.chart.spec.sourceRef names no kind of source"
 	case "GitRepository":
 		dir := route.CleanPath(s.Chart)
 		c.Dir = dir
