@@ -49,8 +49,8 @@ fuzz:
 	$(call fuzz-one,FuzzAddKustomizationPatch,./internal/yamledit,60000)
 	$(call fuzz-one,FuzzSetReleaseRestarts,./internal/yamledit,60000)
 	$(call fuzz-one,FuzzRemoveMetadataLabel,./internal/yamledit,30000)
-	$(call fuzz-one,FuzzReadSnapshot,./internal/cluster,10000)
-	$(call fuzz-one,FuzzStreamingDecode,./internal/cluster,10000)
+	$(call fuzz-one,FuzzReadSnapshot,./internal/cluster/snapshot,10000)
+	$(call fuzz-one,FuzzStreamingDecode,./internal/cluster/snapshot,10000)
 	$(call fuzz-one,FuzzEscape,./internal/dashboard,30000)
 	$(call fuzz-one,FuzzHostileTree,./internal/testing/chaos,500)
 

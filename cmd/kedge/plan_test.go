@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/ambient"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/testing/editcheck"
@@ -149,7 +149,7 @@ func TestPlanPatchOnTheDemo(t *testing.T) {
 		for _, m := range diffHeader.FindAllStringSubmatch(patch, -1) {
 			changed = append(changed, m[1])
 		}
-		set, err := cluster.ReadSnapshot(demoCluster)
+		set, err := snapshot.Read(demoCluster)
 		require.NoError(t, err)
 		targets := map[string]string{}
 		for _, k := range set.Kustomizations {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/metrics"
@@ -182,7 +183,7 @@ func serve(ctx context.Context, cfg *config.Config, dryRun bool, log *slog.Logge
 		kubeCfg *rest.Config
 	)
 	if cfg.Source.Snapshot != "" {
-		source = func(context.Context) (*objects.Set, error) { return cluster.ReadSnapshot(cfg.Source.Snapshot) }
+		source = func(context.Context) (*objects.Set, error) { return snapshot.Read(cfg.Source.Snapshot) }
 	} else {
 		var err error
 		if kubeCfg, err = restConfig(cfg.Source.Kubeconfig); err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -33,7 +33,7 @@ func newSnapshotCommand() *cobra.Command {
 		}
 		// Writing takes no context; a signal leaves the directory
 		// incomplete, and the error says so.
-		if _, err := untilCancelled(cmd.Context(), func() (struct{}, error) { return struct{}{}, cluster.WriteSnapshot(set, out) }); err != nil {
+		if _, err := untilCancelled(cmd.Context(), func() (struct{}, error) { return struct{}{}, snapshot.Write(set, out) }); err != nil {
 			return fmt.Errorf("snapshot %s left incomplete: %w", out, err)
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d namespaces, %d pods to %s\n", len(set.Namespaces), len(set.Pods), out)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -16,7 +17,7 @@ import (
 // directory when one is configured, else from the live cluster.
 func readCluster(ctx context.Context, cfg *config.Config) (*objects.Set, error) {
 	if cfg.Source.Snapshot != "" {
-		return cluster.ReadSnapshot(cfg.Source.Snapshot)
+		return snapshot.Read(cfg.Source.Snapshot)
 	}
 	live, err := startLive(ctx, cfg)
 	if err != nil {

@@ -1,3 +1,10 @@
+// Package cluster reads the objects kedge needs from a live cluster. Live
+// keeps them in client-go informer caches, trimmed to what kedge reads
+// (internal/cluster/trim), hands out a Set of them on demand, says when the
+// mesh (not a pod) changed so a plan is due, and says which caches cannot
+// refresh and why. ReadSetup reads once what says how the cluster is set up
+// for kedge, and the permission checks ask the API server what the
+// credentials lack before an informer retries a forbidden list forever.
 package cluster
 
 import (
@@ -6,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +41,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kedge-io/kedge/internal/ambient"
+	"github.com/kedge-io/kedge/internal/cluster/trim"
+	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -64,7 +72,7 @@ type Live struct {
 	opts      LiveOptions
 	discovery discovery.DiscoveryInterface
 	dynamic   dynamic.Interface
-	trim      *trimmer
+	trim      *trim.Trimmer
 
 	core       informers.SharedInformerFactory
 	configMaps []informers.SharedInformerFactory
@@ -171,7 +179,7 @@ func NewLive(opts LiveOptions) (*Live, error) {
 
 	l := &Live{
 		opts:            opts,
-		trim:            newTrimmer(),
+		trim:            trim.New(),
 		customInformers: map[string]cache.SharedIndexInformer{},
 		failures:        map[cachedResource]failure{},
 		informerChanges: map[cache.SharedIndexInformer]*atomic.Uint64{},
@@ -197,7 +205,7 @@ func NewLive(opts LiveOptions) (*Live, error) {
 	}
 
 	l.discovery, l.dynamic = client.Discovery(), dyn
-	l.core = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(l.trim.transform))
+	l.core = informers.NewSharedInformerFactoryWithOptions(client, opts.Resync, informers.WithTransform(l.trim.Transform))
 	// The informers are built without client-go's namespace index: kedge
 	// lists whole caches and never looks objects up by namespace, and at
 	// 100k pods the index holds every key once more.
@@ -226,11 +234,11 @@ func NewLive(opts LiveOptions) (*Live, error) {
 	var configMapResources []cachedResource
 	if len(opts.IstioNamespaces) == 0 {
 		f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
-			informers.WithTransform(l.trim.transform),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = labelIstioRev }))
+			informers.WithTransform(l.trim.Transform),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = mesh.LabelRev }))
 		l.configMaps = append(l.configMaps, f)
 		cni := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
-			informers.WithTransform(l.trim.transform),
+			informers.WithTransform(l.trim.Transform),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + ambient.CNIConfigMap }))
 		l.configMaps = append(l.configMaps, cni)
 		configMapResources = append(configMapResources, cachedResource{resource: "configmaps"},
@@ -238,7 +246,7 @@ func NewLive(opts LiveOptions) (*Live, error) {
 	} else {
 		for _, ns := range slices.Compact(slices.Sorted(slices.Values(opts.IstioNamespaces))) {
 			f := informers.NewSharedInformerFactoryWithOptions(client, opts.Resync,
-				informers.WithTransform(l.trim.transform), informers.WithNamespace(ns))
+				informers.WithTransform(l.trim.Transform), informers.WithNamespace(ns))
 			l.configMaps = append(l.configMaps, f)
 			configMapResources = append(configMapResources, cachedResource{resource: "configmaps", namespace: ns})
 		}
@@ -300,7 +308,7 @@ func (l *Live) Start(ctx context.Context) error {
 		l.custom = dynamicinformer.NewDynamicSharedInformerFactory(l.dynamic, l.opts.Resync)
 		for kind, gvr := range served {
 			inf := l.custom.ForResource(gvr).Informer()
-			if err := inf.SetTransform(l.trim.transform); err != nil {
+			if err := inf.SetTransform(l.trim.Transform); err != nil {
 				return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
 			}
 			if err := l.watchErrors(cachedResource{group: gvr.Group, resource: gvr.Resource}, inf); err != nil {
@@ -407,7 +415,7 @@ func (l *Live) Set() *objects.Set {
 	}
 	for _, inf := range l.configMapInformers {
 		set.ConfigMaps = append(set.ConfigMaps, copied(l, inf, func() []corev1.ConfigMap {
-			return slices.DeleteFunc(copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap")(), func(cm corev1.ConfigMap) bool { return !isIstioConfigMap(&cm) })
+			return slices.DeleteFunc(copyTyped[corev1.ConfigMap](inf, "v1", "ConfigMap")(), func(cm corev1.ConfigMap) bool { return !trim.IsIstioConfigMap(&cm) })
 		})...)
 	}
 	sortByKey(set.ConfigMaps, func(c *corev1.ConfigMap) *metav1.ObjectMeta { return &c.ObjectMeta })
@@ -439,7 +447,7 @@ func (l *Live) Set() *objects.Set {
 // replaces a cached pod rather than changing it, so a Set's pods stay as
 // they were listed.
 func (l *Live) copyPods() []*objects.Pod {
-	pods := listed(l.pods, func(p *trimmedPod) *objects.Pod { return &p.Pod })
+	pods := listed(l.pods, func(p *trim.CachedPod) *objects.Pod { return &p.Pod })
 	slices.SortFunc(pods, func(a, b *objects.Pod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
@@ -510,7 +518,7 @@ func (l *Live) countChanges(inf cache.SharedIndexInformer) error {
 		AddFunc:    func(any) { changed() },
 		DeleteFunc: func(any) { changed() },
 		UpdateFunc: func(oldObj, newObj any) {
-			if !sameVersion(oldObj, newObj) && !samePod(oldObj, newObj) {
+			if !sameVersion(oldObj, newObj) && !trim.SamePod(oldObj, newObj) {
 				changed()
 			}
 		},
@@ -544,14 +552,6 @@ func copied[T any](l *Live, inf cache.SharedIndexInformer, build func() []T) []T
 	l.copies[inf] = informerCopy{changes: at, items: items}
 	l.copyMu.Unlock()
 	return items
-}
-
-// samePod reports an update of a pod that leaves everything kedge reads of
-// it as it was.
-func samePod(a, b any) bool {
-	x, ok1 := a.(*trimmedPod)
-	y, ok2 := b.(*trimmedPod)
-	return ok1 && ok2 && x.uid == y.uid && reflect.DeepEqual(x.Pod, y.Pod)
 }
 
 func sameVersion(a, b any) bool {
@@ -612,7 +612,7 @@ func cachedTyped[T any, P typedObject[T]](inf cache.SharedIndexInformer) func() 
 // cachedReplicaSets lists the cached ReplicaSets, sorted by namespace and
 // name.
 func (l *Live) cachedReplicaSets() []*objects.ReplicaSet {
-	out := listed(l.replicaSets, func(rs *cachedReplicaSet) *objects.ReplicaSet { return &rs.ReplicaSet })
+	out := listed(l.replicaSets, func(rs *trim.CachedReplicaSet) *objects.ReplicaSet { return &rs.ReplicaSet })
 	sortByName(out)
 	return out
 }

@@ -16,8 +16,8 @@ type namedObject[T any] interface {
 }
 
 // cachedCustom lists the cached custom resources of one kind, as the
-// informer's transform decoded them (decodeCustom), sorted by namespace and
-// name. A nil informer (the CRD is not served) yields nothing.
+// informer's transform decoded them (trim.DecodeCustom), sorted by
+// namespace and name. A nil informer (the CRD is not served) yields nothing.
 func cachedCustom[T any, P namedObject[T]](inf cache.SharedIndexInformer) func() []P {
 	return func() []P {
 		if inf == nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kedge-io/kedge/internal/cluster/trim"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -21,13 +22,13 @@ import (
 // revision injects a pod, or with which image.
 func (l *Live) addMeshHandlers() error {
 	webhooks := meshHandler[*admissionregistrationv1.MutatingWebhookConfiguration]{
-		live: l, kind: "MutatingWebhookConfiguration", relevant: isInjectorWebhookConfiguration,
+		live: l, kind: "MutatingWebhookConfiguration", relevant: trim.IsInjectorWebhookConfiguration,
 	}
 	if _, err := l.webhooks.AddEventHandler(webhooks.funcs()); err != nil {
 		return err
 	}
 	configMaps := meshHandler[*corev1.ConfigMap]{
-		live: l, kind: "ConfigMap", relevant: isInjectorConfigMap,
+		live: l, kind: "ConfigMap", relevant: trim.IsInjectorConfigMap,
 	}
 	for _, inf := range l.configMapInformers {
 		if _, err := inf.AddEventHandler(configMaps.funcs()); err != nil {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/cluster/trim"
 )
 
 func TestNewLiveRejectsBadOptions(t *testing.T) {
@@ -72,7 +72,7 @@ func TestOptOutChangeReportsOnlyTheOptOutAnnotation(t *testing.T) {
 			"metadata": map[string]any{"namespace": "shop", "name": "checkout"},
 			"spec":     map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": template}}},
 		}}
-		cached, err := newTrimmer().transform(u)
+		cached, err := trim.New().Transform(u)
 		require.NoError(t, err)
 		return cached
 	}
@@ -110,8 +110,8 @@ func TestOptOutChangeReportsOnlyTheOptOutAnnotation(t *testing.T) {
 // the object it holds as an update of itself; any other update brings a
 // new resourceVersion (or another object under the same name).
 func TestSameVersionTellsResyncsFromChanges(t *testing.T) {
-	pod := func(uid, rv string) *trimmedPod {
-		return &trimmedPod{Pod: objects.Pod{Namespace: "shop", Name: "web-1"}, uid: types.UID(uid), resourceVersion: rv}
+	pod := func(uid, rv string) *trim.CachedPod {
+		return trim.New().Pod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", UID: types.UID(uid), ResourceVersion: rv}})
 	}
 	custom := func(rv string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{}
@@ -139,42 +139,4 @@ func TestSameVersionTellsResyncsFromChanges(t *testing.T) {
 			assert.Equal(t, tt.same, sameVersion(tt.old, tt.new))
 		})
 	}
-}
-
-// TestSamePodIgnoresWhatKedgeDoesNotRead: the kubelet rewrites a pod's
-// status for much kedge drops when it trims the pod; such an update leaves
-// the Set as it was, and any change to what kedge reads does not.
-func TestSamePodIgnoresWhatKedgeDoesNotRead(t *testing.T) {
-	trimmed := func(mutate func(*corev1.Pod)) *trimmedPod {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", UID: "p1", ResourceVersion: "10", Labels: map[string]string{"app": "web"}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
-				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-		}
-		mutate(pod)
-		return newTrimmer().trimPod(pod)
-	}
-	base := trimmed(func(*corev1.Pod) {})
-	tests := []struct {
-		name   string
-		mutate func(*corev1.Pod)
-		same   bool
-	}{
-		{"a new resourceVersion and pod IP only", func(p *corev1.Pod) { p.ResourceVersion = "11"; p.Status.PodIP = "10.0.0.2" }, true},
-		{"a new label", func(p *corev1.Pod) {
-			p.ResourceVersion = "11"
-			p.Labels = map[string]string{"app": "web", "tier": "front"}
-		}, false},
-		{"no longer ready", func(p *corev1.Pod) {
-			p.ResourceVersion = "11"
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
-		}, false},
-		{"another pod under the same name", func(p *corev1.Pod) { p.UID = "p2" }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.same, samePod(base, trimmed(tt.mutate)))
-		})
-	}
-	assert.False(t, samePod(base, "shop"), "not a pod")
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kedge-io/kedge/internal/cluster/trim"
+	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
@@ -43,9 +45,9 @@ func ReadSetup(ctx context.Context, cfg *rest.Config, istioNamespaces []string) 
 
 	var configMaps []corev1.ConfigMap
 	if len(istioNamespaces) == 0 {
-		list, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: labelIstioRev})
+		list, err := client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: mesh.LabelRev})
 		if err != nil {
-			return nil, fmt.Errorf("list configmaps with label %s: %w", labelIstioRev, err)
+			return nil, fmt.Errorf("list configmaps with label %s: %w", mesh.LabelRev, err)
 		}
 		configMaps = list.Items
 	}
@@ -57,7 +59,7 @@ func ReadSetup(ctx context.Context, cfg *rest.Config, istioNamespaces []string) 
 		configMaps = append(configMaps, list.Items...)
 	}
 	for _, cm := range configMaps {
-		if isInjectorConfigMap(&cm) {
+		if trim.IsInjectorConfigMap(&cm) {
 			set.ConfigMaps = append(set.ConfigMaps, cm)
 		}
 	}
@@ -91,7 +93,7 @@ func ReadSetup(ctx context.Context, cfg *rest.Config, istioNamespaces []string) 
 // addCustom decodes a custom resource as the live source's cache does and
 // adds it to set.
 func addCustom(set *objects.Set, u *unstructured.Unstructured) error {
-	typed, err := decodeCustom(u)
+	typed, err := trim.DecodeCustom(u)
 	if err != nil {
 		return err
 	}

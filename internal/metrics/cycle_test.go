@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -61,7 +61,7 @@ func TestMetricsOfADemoCycle(t *testing.T) {
 	cfg.Git.CacheDir = t.TempDir()
 	cfg.Limits.MutationGap = 0
 	require.NoError(t, cfg.Validate(config.ModeRun))
-	set, err := cluster.ReadSnapshot(demoDir + "/cluster")
+	set, err := snapshot.Read(demoDir + "/cluster")
 	require.NoError(t, err)
 
 	m := metrics.New(nil)

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -48,7 +48,7 @@ var demoMigrations = []config.Migration{
 
 func readDemo(t *testing.T) *objects.Set {
 	t.Helper()
-	set, err := cluster.ReadSnapshot(demoCluster)
+	set, err := snapshot.Read(demoCluster)
 	require.NoError(t, err)
 	return set
 }
@@ -215,7 +215,7 @@ spec:
 // BenchmarkDemoBuild measures what locating and verifying the namespace
 // labels adds to a plan of the demo repository.
 func BenchmarkDemoBuild(b *testing.B) {
-	set, err := cluster.ReadSnapshot(demoCluster)
+	set, err := snapshot.Read(demoCluster)
 	require.NoError(b, err)
 	for _, bc := range []struct {
 		name       string

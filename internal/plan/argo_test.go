@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -109,7 +109,7 @@ func TestArgoDirectorySourcesEndToEnd(t *testing.T) {
 			repo := filepath.Join(manifestFixtures, tt.repo, "repo")
 			set := argoCluster(t, tt.workloads)
 			if tt.applications != "" {
-				snap, err := cluster.ReadSnapshot(filepath.Join(repo, tt.applications))
+				snap, err := snapshot.Read(filepath.Join(repo, tt.applications))
 				require.NoError(t, err)
 				set.Applications = snap.Applications
 			}
@@ -255,7 +255,7 @@ func TestArgoKustomizeOverridesEndToEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := filepath.Join(manifestFixtures, tt.repo, "repo")
 			set := argoCluster(t, tt.workloads)
-			snap, err := cluster.ReadSnapshot(filepath.Join(repo, "argocd"))
+			snap, err := snapshot.Read(filepath.Join(repo, "argocd"))
 			require.NoError(t, err)
 			set.Applications = snap.Applications
 			res, err := plan.Build(set, plan.Options{RepoRoot: repo, RepoURLs: []string{fleetURL}})

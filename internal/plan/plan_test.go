@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/migrate"
@@ -22,7 +22,7 @@ const (
 
 func demoSet(t *testing.T) *objects.Set {
 	t.Helper()
-	set, err := cluster.ReadSnapshot(demoCluster)
+	set, err := snapshot.Read(demoCluster)
 	require.NoError(t, err)
 	return set
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/chartpull"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/plan"
 )
@@ -85,7 +85,7 @@ func TestArgoChartFromAChartRepository(t *testing.T) {
 			require.NoError(t, os.MkdirAll(filepath.Join(repo, "argocd"), 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(repo, "argocd", "podinfo.yaml"), []byte(fmt.Sprintf(pulledApp, tt.repoURL)), 0o644))
 			set := argoCluster(t, []argoWorkload{{"shop", "Deployment", "podinfo", "podinfo", false}})
-			snap, err := cluster.ReadSnapshot(filepath.Join(repo, "argocd"))
+			snap, err := snapshot.Read(filepath.Join(repo, "argocd"))
 			require.NoError(t, err)
 			set.Applications = snap.Applications
 			puller := &chartpull.Puller{Dir: t.TempDir(), Timeout: 10 * time.Second, AllowedHosts: []string{"127.0.0.1"}} // the test repository listens on loopback

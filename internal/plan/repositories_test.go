@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -241,10 +241,10 @@ func TestTeamsSnapshotIsCurrent(t *testing.T) {
 	dir := filepath.Join(repoFixtures, "platform-and-teams", "cluster")
 	if *updateSnapshot {
 		require.NoError(t, os.RemoveAll(dir))
-		require.NoError(t, cluster.WriteSnapshot(teamsCluster(t), dir))
+		require.NoError(t, snapshot.Write(teamsCluster(t), dir))
 	}
 	fresh := t.TempDir()
-	require.NoError(t, cluster.WriteSnapshot(teamsCluster(t), fresh))
+	require.NoError(t, snapshot.Write(teamsCluster(t), fresh))
 	entries, err := os.ReadDir(fresh)
 	require.NoError(t, err)
 	for _, e := range entries {

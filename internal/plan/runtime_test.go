@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
@@ -197,10 +197,10 @@ func TestRuntimeSnapshotIsCurrent(t *testing.T) {
 	dir := filepath.Join(runtimeFixture, "cluster")
 	if *updateSnapshot {
 		require.NoError(t, os.RemoveAll(dir))
-		require.NoError(t, cluster.WriteSnapshot(runtimeCluster(), dir))
+		require.NoError(t, snapshot.Write(runtimeCluster(), dir))
 	}
 	fresh := t.TempDir()
-	require.NoError(t, cluster.WriteSnapshot(runtimeCluster(), fresh))
+	require.NoError(t, snapshot.Write(runtimeCluster(), fresh))
 	entries, err := os.ReadDir(fresh)
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -239,7 +239,7 @@ func inPlace(path string) outcome {
 // each configuration of images: a column. Every row's plan and edits are
 // golden files under testdata/runtime/golden.
 func TestWhatReallyRuns(t *testing.T) {
-	set, err := cluster.ReadSnapshot(filepath.Join(runtimeFixture, "cluster"))
+	set, err := snapshot.Read(filepath.Join(runtimeFixture, "cluster"))
 	require.NoError(t, err)
 	// What every configuration plans alike.
 	common := map[string]outcome{
@@ -336,7 +336,7 @@ func runtimeGolden(t *testing.T, name string, got []byte) {
 // with the injected one would keep the workload drifting (and already
 // bumped) for ever.
 func TestDigestedPodsAfterTheirRestartDoNotDrift(t *testing.T) {
-	set, err := cluster.ReadSnapshot(filepath.Join(runtimeFixture, "cluster"))
+	set, err := snapshot.Read(filepath.Join(runtimeFixture, "cluster"))
 	require.NoError(t, err)
 	repo := copyTree(t, filepath.Join(runtimeFixture, "repo"))
 	opts := plan.Options{Drift: drift.Options{Cluster: "prod-eu-1", IncludeNamespaces: []string{"digest"}}, RepoRoot: repo}

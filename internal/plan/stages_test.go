@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
 	"github.com/kedge-io/kedge/internal/gitops/index"
@@ -39,7 +39,7 @@ func TestNoStageWritesIntoAnEarlierStagesValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			set, err := cluster.ReadSnapshot("../../testdata/demo/cluster")
+			set, err := snapshot.Read("../../testdata/demo/cluster")
 			require.NoError(t, err)
 			type heldValue struct {
 				name, print string

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/helmcluster"
@@ -65,7 +65,7 @@ func TestArgoHelmValuesEndToEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			repo := copyRepo(t, filepath.Join(manifestFixtures, tt.repo, "repo"))
 			set := argoCluster(t, tt.workloads)
-			snap, err := cluster.ReadSnapshot(filepath.Join(repo, "argocd"))
+			snap, err := snapshot.Read(filepath.Join(repo, "argocd"))
 			require.NoError(t, err)
 			set.Applications = snap.Applications
 			res, err := plan.Build(set, plan.Options{RepoRoot: repo, RepoURLs: []string{fleetURL}})

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -58,7 +58,7 @@ func newWorld(t *testing.T) *world {
 		Tokens:   map[string]string{token: "kedge-bot"},
 		Branches: ghemu.GitBranches(w.git.RepoPath(repoName)),
 	})
-	set, err := cluster.ReadSnapshot(demoCluster)
+	set, err := snapshot.Read(demoCluster)
 	require.NoError(t, err)
 	w.set = set
 	cfg, err := config.Load("", nil, nil)

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
@@ -42,7 +42,7 @@ func TestFlaggerCanaryEndToEnd(t *testing.T) {
 		Branches: ghemu.GitBranches(w.git.RepoPath(fleet)),
 	})
 	w.cfg.GitHub.APIURL = w.gh.URL + "/"
-	w.set, err = cluster.ReadSnapshot(filepath.Join(runtimeFixture, "cluster"))
+	w.set, err = snapshot.Read(filepath.Join(runtimeFixture, "cluster"))
 	require.NoError(t, err)
 
 	w.cycle()

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
@@ -473,7 +473,7 @@ func (c editCase) hintsFunc(t *testing.T) func(drift.Workload) locate.Hints {
 		return func(w drift.Workload) locate.Hints { return c.hints[w.Namespace+"/"+w.Name] }
 	default:
 		var err error
-		set, err = cluster.ReadSnapshot(filepath.Join(gitopstest.FixtureRepo(c.repo), filepath.FromSlash(c.cluster)))
+		set, err = snapshot.Read(filepath.Join(gitopstest.FixtureRepo(c.repo), filepath.FromSlash(c.cluster)))
 		require.NoError(t, err)
 	}
 	var urls []string

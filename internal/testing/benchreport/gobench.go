@@ -27,7 +27,7 @@ func measureGoBenchmarks(ctx context.Context, opts options, r *report) error {
 	}
 	r.Bench = benchResults{}
 	benches := []goBenchmark{
-		{pkg: "./internal/cluster", pattern: "^BenchmarkTrimmedPodCache$"},
+		{pkg: "./internal/cluster/trim", pattern: "^BenchmarkTrimmedPodCache$"},
 		{pkg: "./internal/reconcile", pattern: "^BenchmarkCycle(Opening500PRs|Unchanged)$"},
 		{pkg: "./internal/gitops/index", pattern: "^BenchmarkIndexUpdate$"},
 		{pkg: "./internal/testing/controlplane", pattern: "^BenchmarkMeshChangeToPR$",

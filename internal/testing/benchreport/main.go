@@ -8,7 +8,7 @@
 //     a child that only decodes the snapshot; peak RSS from getrusage;
 //   - indexing a 20,000-file repository, in a child process of its own;
 //   - the Go benchmarks of the packages concerned: trimmed informer memory
-//     (internal/cluster), reconcile cycles against a real git server and
+//     (internal/cluster/trim), reconcile cycles against a real git server and
 //     the GitHub emulation (internal/reconcile), and mesh change to pull
 //     request through the service against a real API server
 //     (internal/testing/controlplane); a cycle over 20 repositories of 50

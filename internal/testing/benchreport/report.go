@@ -259,7 +259,7 @@ func (r *report) markdown() string {
 	b.WriteString("**Index updates** are `BenchmarkIndexUpdate` (`internal/gitops/index`) on the fleet's repository: the CPU time " +
 		"(user and system, every core) of a full `index.Read` against that of the `Index.Update` a service cycle makes " +
 		"from the files Git changed since the last cycle's commit: none, or one workload's file.\n\n")
-	b.WriteString("**Informer memory** is `BenchmarkTrimmedPodCache` (`internal/cluster`): 10,000 of the fleet's pods decoded " +
+	b.WriteString("**Informer memory** is `BenchmarkTrimmedPodCache` (`internal/cluster/trim`): 10,000 of the fleet's pods decoded " +
 		"one by one and added through the live source's transform to an informer's indexer; the heap it keeps, per pod.\n\n")
 	b.WriteString("**Cycles** are `BenchmarkCycleOpening500PRs` and `BenchmarkCycleUnchanged` (`internal/reconcile`): the whole " +
 		"service (`assemble.New`) against a real git server (`git http-backend`) and the GitHub emulation, on a fleet of 500 " +

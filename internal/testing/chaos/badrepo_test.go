@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
@@ -85,7 +85,7 @@ func repoConfig() (*config.Config, error) {
 // planRepository is `kedge plan` of the demo cluster against repo (the
 // child side of a repository case).
 func planRepository(repo string) repoOutcome {
-	set, err := cluster.ReadSnapshot(DemoCluster)
+	set, err := snapshot.Read(DemoCluster)
 	if err != nil {
 		return repoOutcome{Err: err.Error()}
 	}
@@ -108,7 +108,7 @@ func planRepository(repo string) repoOutcome {
 // kustomize before and after) and keeps the file's byte order mark and line
 // endings.
 func TestBadRepositoryInput(t *testing.T) {
-	set, err := cluster.ReadSnapshot(DemoCluster)
+	set, err := snapshot.Read(DemoCluster)
 	require.NoError(t, err)
 	cfg, err := repoConfig()
 	require.NoError(t, err)

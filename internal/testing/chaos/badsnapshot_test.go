@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -40,7 +40,7 @@ type snapshotOutcome struct {
 // readSnapshotCase reads the snapshot dir and plans it without a
 // repository (the child side of a snapshot case).
 func readSnapshotCase(dir string) snapshotOutcome {
-	set, err := cluster.ReadSnapshot(dir)
+	set, err := snapshot.Read(dir)
 	if err != nil {
 		return snapshotOutcome{Err: err.Error()}
 	}

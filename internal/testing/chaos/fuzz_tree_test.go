@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -174,7 +174,7 @@ var (
 // orders-notifications Application, the teams' Flux Kustomizations.
 func FuzzHostileTree(f *testing.F) {
 	fuzzWorldOnce.Do(func() {
-		fuzzShared.set, fuzzErr = cluster.ReadSnapshot(DemoCluster)
+		fuzzShared.set, fuzzErr = snapshot.Read(DemoCluster)
 		if fuzzErr != nil {
 			return
 		}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -33,7 +33,7 @@ func RunChildCycle(configFile string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	source := func(context.Context) (*objects.Set, error) { return cluster.ReadSnapshot(cfg.Source.Snapshot) }
+	source := func(context.Context) (*objects.Set, error) { return snapshot.Read(cfg.Source.Snapshot) }
 	svc, err := assemble.New(context.Background(), cfg, source, assemble.Options{})
 	if err == nil {
 		_, err = svc.Reconciler.RunOnce(context.Background())
@@ -89,8 +89,8 @@ func (w *World) childConfig(extra map[string]any) string {
 	w.T.Helper()
 	dir := w.T.TempDir()
 	set, _ := w.Source(context.Background())
-	snapshot := filepath.Join(dir, "cluster")
-	must(w.T, cluster.WriteSnapshot(set, snapshot))
+	snapshotDir := filepath.Join(dir, "cluster")
+	must(w.T, snapshot.Write(set, snapshotDir))
 	c := w.Cfg
 	github := map[string]any{"apiURL": c.GitHub.APIURL}
 	if c.GitHub.Token != "" {
@@ -103,7 +103,7 @@ func (w *World) childConfig(extra map[string]any) string {
 		"repo":      map[string]any{"owner": c.Repo.Owner, "name": c.Repo.Name, "url": c.Repo.URL},
 		"repos":     repoRules(c.Repos),
 		"github":    github,
-		"source":    map[string]any{"snapshot": snapshot},
+		"source":    map[string]any{"snapshot": snapshotDir},
 		"git":       map[string]any{"cacheDir": c.Git.CacheDir},
 		"limits":    map[string]any{"mutationGap": c.Limits.MutationGap.String(), "maxRetryAfter": c.Limits.MaxRetryAfter.String()},
 		"reviewers": map[string]any{"byNamespace": c.Reviewers.ByNamespace},

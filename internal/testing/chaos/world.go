@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -165,7 +165,7 @@ func NewWorld(t testing.TB, opts Options) *World {
 	gitURL := w.Wire.Proxy(t, "git", w.Git.URL, w.Git.Token, func(token string) bool { return w.Hub.ValidTokenFor(Repos[0], token) })
 	apiURL := w.Wire.Proxy(t, "github", w.Hub.URL, nil, nil)
 
-	set, err := cluster.ReadSnapshot(opts.ClusterDir)
+	set, err := snapshot.Read(opts.ClusterDir)
 	must(t, err)
 	w.set = set
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/testing/controlplane"
 )
@@ -229,8 +230,8 @@ func TestLiveReadsWhatTheAmbientMigrationChecks(t *testing.T) {
 
 	dir := t.TempDir()
 	set = live.Set()
-	require.NoError(t, cluster.WriteSnapshot(set, dir))
-	read, err := cluster.ReadSnapshot(dir)
+	require.NoError(t, snapshot.Write(set, dir))
+	read, err := snapshot.Read(dir)
 	require.NoError(t, err)
 	assert.Equal(t, set, read, "a snapshot holds what the live source read")
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/testing/controlplane"
 )
@@ -119,8 +120,8 @@ func TestLiveReadsTrimmedObjects(t *testing.T) {
 			assertTrimmed(t, set, seed)
 
 			dir := t.TempDir()
-			require.NoError(t, cluster.WriteSnapshot(set, dir))
-			read, err := cluster.ReadSnapshot(dir)
+			require.NoError(t, snapshot.Write(set, dir))
+			read, err := snapshot.Read(dir)
 			require.NoError(t, err)
 			assert.Equal(t, set, read, "a written snapshot reads back as the live set")
 

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/assemble"
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -59,7 +59,7 @@ func main() {
 
 // run plays the demo into out, with the bare repositories (owner's
 // repository name + ".git") and kedge's cache under work.
-func run(out io.Writer, work, snapshot string, trees map[string]string, full bool, ambientTeam string) error {
+func run(out io.Writer, work, snapshotDir string, trees map[string]string, full bool, ambientTeam string) error {
 	gh := ghemu.StartHub(ghemu.HubOptions{Tokens: map[string]string{demoToken: "kedge[bot]"}})
 	defer gh.Close()
 	for _, name := range []string{platformRepo, teamRepo} {
@@ -88,7 +88,7 @@ func run(out io.Writer, work, snapshot string, trees map[string]string, full boo
 	if err := cfg.Validate(config.ModeRun); err != nil {
 		return err
 	}
-	set, err := cluster.ReadSnapshot(snapshot)
+	set, err := snapshot.Read(snapshotDir)
 	if err != nil {
 		return err
 	}

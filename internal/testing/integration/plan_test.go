@@ -13,6 +13,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/plan"
@@ -28,7 +29,7 @@ func TestLivePlanMatchesSnapshotPlan(t *testing.T) {
 	cfg.Cluster = "prod-eu-1"
 	opts := assemble.PlanOptions(cfg, demoRepo)
 
-	snapshot, err := cluster.ReadSnapshot(demoCluster)
+	snapshot, err := snapshot.Read(demoCluster)
 	require.NoError(t, err)
 	want, err := plan.Build(snapshot, opts)
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
 	"github.com/kedge-io/kedge/internal/metrics"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -171,7 +172,7 @@ func (w *world) startReplica(t *testing.T, name string, opts replicaOptions) *re
 	var source assemble.Source
 	var live service.Source
 	if opts.kube == nil {
-		source = func(context.Context) (*objects.Set, error) { return cluster.ReadSnapshot(demoCluster) }
+		source = func(context.Context) (*objects.Set, error) { return snapshot.Read(demoCluster) }
 	} else {
 		l, err := cluster.NewLive(cluster.LiveOptions{Config: opts.kube, Resync: opts.informerResync, OptOutAnnotation: cfg.Workloads.OptOutAnnotation})
 		require.NoError(t, err)

@@ -14,7 +14,7 @@ import (
 type Fleet struct {
 	Spec Spec
 	// Set is every object of the cluster. Callers may read it; writing it
-	// with cluster.WriteSnapshot gives the snapshot directory.
+	// with snapshot.Write gives the snapshot directory.
 	Set *objects.Set
 	// Pods and ReplicaSets are those of Set in full, as the API server
 	// serves them: what a snapshot holds and what is loaded into an API

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -152,7 +152,7 @@ func TestSnapshotReadsBack(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, f.WriteSnapshotJSON(dir))
-	read, err := cluster.ReadSnapshot(dir)
+	read, err := snapshot.Read(dir)
 	require.NoError(t, err)
 	assert.Equal(t, canonical(t, f.Set), canonical(t, read))
 	assert.Len(t, read.Pods, len(f.Set.Pods))

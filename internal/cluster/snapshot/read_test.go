@@ -1,4 +1,4 @@
-package cluster
+package snapshot
 
 import (
 	"fmt"
@@ -161,7 +161,7 @@ metadata: {name: cart, namespace: shop}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			set, err := ReadSnapshot(writeTree(t, tt.files))
+			set, err := Read(writeTree(t, tt.files))
 			require.NoError(t, err)
 			assert.ElementsMatch(t, tt.want, names(set))
 		})
@@ -186,7 +186,7 @@ spec:
   - {name: app, image: shop/cart:1}
 status: {phase: Running}
 `})
-	set, err := ReadSnapshot(dir)
+	set, err := Read(dir)
 	require.NoError(t, err)
 	require.Len(t, set.Pods, 1)
 	pod := set.Pods[0]
@@ -237,7 +237,7 @@ func TestReadSnapshotErrorsNameFileAndDocument(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ReadSnapshot(writeTree(t, tt.files))
+			_, err := Read(writeTree(t, tt.files))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
@@ -261,7 +261,7 @@ func TestBadSnapshotAliasesAreRefusedUnexpanded(t *testing.T) {
 				streamThreshold = 0
 				defer func() { streamThreshold = old }()
 			}
-			_, err := ReadSnapshot(writeTree(t, map[string]string{"shop/laughs.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n" + laughs}))
+			_, err := Read(writeTree(t, map[string]string{"shop/laughs.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n" + laughs}))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "snapshot shop/laughs.yaml: document 2: excessive aliasing")
 			assert.True(t, yamlguard.IsOverBudget(err))
@@ -270,7 +270,7 @@ func TestBadSnapshotAliasesAreRefusedUnexpanded(t *testing.T) {
 }
 
 func TestReadSnapshotRejectsMissingDirectory(t *testing.T) {
-	_, err := ReadSnapshot(filepath.Join(t.TempDir(), "absent"))
+	_, err := Read(filepath.Join(t.TempDir(), "absent"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "absent")
 }

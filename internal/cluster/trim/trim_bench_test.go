@@ -1,4 +1,4 @@
-package cluster
+package trim
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func BenchmarkTrimmedPodCache(b *testing.B) {
 		unit      string
 		transform func() cache.TransformFunc
 	}{
-		{"trimmed-B/pod", func() cache.TransformFunc { return newTrimmer().transform }},
+		{"trimmed-B/pod", func() cache.TransformFunc { return New().Transform }},
 		{"untrimmed-B/pod", func() cache.TransformFunc { return func(o any) (any, error) { return o, nil } }},
 	}
 	perPod := make([]uint64, len(cases))

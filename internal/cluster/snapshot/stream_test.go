@@ -1,4 +1,4 @@
-package cluster
+package snapshot
 
 import (
 	"os"
@@ -49,7 +49,7 @@ const configMapItem = `- apiVersion: v1
 
 // TestStreamingDecodesLikeTheWholeFile holds the streaming decoder to the
 // whole-file decoder: on every input both give the same objects (or the
-// stream declines and the whole-file decoder reads it), and ReadSnapshot
+// stream declines and the whole-file decoder reads it), and Read
 // returns the same objects or the same error either way.
 func TestStreamingDecodesLikeTheWholeFile(t *testing.T) {
 	cases := []struct {
@@ -157,7 +157,7 @@ func TestStreamingDecodesLikeTheWholeFile(t *testing.T) {
 			old := streamThreshold
 			streamThreshold = 0
 			defer func() { streamThreshold = old }()
-			read, readErr := ReadSnapshot(dir)
+			read, readErr := Read(dir)
 			if wholeErr != nil {
 				require.Error(t, readErr)
 				assert.Equal(t, wholeErr.Error(), readErr.Error())

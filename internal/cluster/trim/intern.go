@@ -1,4 +1,4 @@
-package cluster
+package trim
 
 import (
 	"encoding/binary"

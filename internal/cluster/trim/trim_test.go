@@ -1,4 +1,4 @@
-package cluster
+package trim
 
 import (
 	"flag"
@@ -23,18 +23,18 @@ import (
 
 var updateGolden = flag.Bool("update", false, "rewrite golden files under testdata")
 
-// TestTrim runs every testdata/trim/<case>/input.{yaml,json} through the
+// TestTrim runs every testdata/<case>/input.{yaml,json} through the
 // informer transform and compares the object kedge would see with
 // want.yaml.
 func TestTrim(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("testdata", "trim", "*"))
+	dirs, err := filepath.Glob(filepath.Join("testdata", "*"))
 	require.NoError(t, err)
 	require.NotEmpty(t, dirs)
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			trim := newTrimmer()
+			trim := New()
 			obj := decodeTrimInput(t, dir)
-			trimmed, err := trim.transform(obj)
+			trimmed, err := trim.Transform(obj)
 			require.NoError(t, err)
 			got := renderTrimmed(t, trimmed)
 
@@ -49,7 +49,7 @@ func TestTrim(t *testing.T) {
 			assert.NotContains(t, string(got), "last-applied-configuration")
 
 			// client-go may pass an object through the transform twice.
-			again, err := trim.transform(trimmed)
+			again, err := trim.Transform(trimmed)
 			require.NoError(t, err)
 			assert.Equal(t, string(got), string(renderTrimmed(t, again)), "transform is not idempotent")
 		})
@@ -68,7 +68,7 @@ func decodeTrimInput(t *testing.T, dir string) any {
 
 	u := &unstructured.Unstructured{}
 	require.NoError(t, u.UnmarshalJSON(raw))
-	if slicesContainGroup(u.GroupVersionKind().Group) {
+	if !scheme.Scheme.Recognizes(u.GroupVersionKind()) {
 		// Custom resources reach kedge through the dynamic client.
 		return u
 	}
@@ -77,26 +77,17 @@ func decodeTrimInput(t *testing.T, dir string) any {
 	return obj
 }
 
-func slicesContainGroup(group string) bool {
-	for _, cr := range customResources {
-		if cr.group == group {
-			return true
-		}
-	}
-	return false
-}
-
 // renderTrimmed shows an object as a Set would hold it.
 func renderTrimmed(t *testing.T, obj any) []byte {
 	t.Helper()
 	var out []byte
 	var err error
 	switch o := obj.(type) {
-	case *trimmedPod:
+	case *CachedPod:
 		pod := o.CoreV1()
 		pod.UID, pod.ResourceVersion = o.uid, o.resourceVersion
 		out, err = yaml.Marshal(pod)
-	case *cachedReplicaSet:
+	case *CachedReplicaSet:
 		out, err = yaml.Marshal(o.ReplicaSet)
 	case *unstructured.Unstructured:
 		out, err = yaml.Marshal(o.Object)
@@ -116,7 +107,7 @@ func renderTrimmed(t *testing.T, obj any) []byte {
 }
 
 func TestInternedMapsAreSharedOnlyWhenEqual(t *testing.T) {
-	trim := newTrimmer()
+	trim := New()
 	a := trim.internMap(map[string]string{"app": "cart", "version": "v1"}, nil)
 	b := trim.internMap(map[string]string{"version": "v1", "app": "cart"}, nil)
 	assert.Equal(t, reflect.ValueOf(a).Pointer(), reflect.ValueOf(b).Pointer(), "equal maps are one map")
@@ -148,7 +139,7 @@ func TestOwnerListsAreSharedOnlyWhenEqual(t *testing.T) {
 	owner := func(name, uid string, controller *bool) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name, UID: types.UID(uid), Controller: controller, BlockOwnerDeletion: &yes}}
 	}
-	tr := newTrimmer()
+	tr := New()
 	first := tr.internOwners(owner("web-7d9c", "u1", &yes))
 	second := tr.internOwners(owner("web-7d9c", "u1", &yes))
 	assert.Same(t, &first[0], &second[0], "the same owners are one list")
@@ -170,13 +161,13 @@ func TestOwnerListsAreSharedOnlyWhenEqual(t *testing.T) {
 // name, UID and resourceVersion are what was decoded, copied together into
 // one allocation, so that none keeps the decoder's strings around it alive.
 func TestTrimmedIdentityIsItsOwnAllocation(t *testing.T) {
-	trim := newTrimmer()
-	pod, ok := decodeTrimInput(t, filepath.Join("testdata", "trim", "pod-native-sidecar")).(*corev1.Pod)
+	trim := New()
+	pod, ok := decodeTrimInput(t, filepath.Join("testdata", "pod-native-sidecar")).(*corev1.Pod)
 	require.True(t, ok)
-	rs, ok := decodeTrimInput(t, filepath.Join("testdata", "trim", "replicaset")).(*appsv1.ReplicaSet)
+	rs, ok := decodeTrimInput(t, filepath.Join("testdata", "replicaset")).(*appsv1.ReplicaSet)
 	require.True(t, ok)
-	cachedPod := trim.trimPod(pod)
-	cachedRS := trim.trimReplicaSet(rs)
+	cachedPod := trim.Pod(pod)
+	cachedRS := trim.ReplicaSet(rs)
 
 	for _, tc := range []struct {
 		name    string

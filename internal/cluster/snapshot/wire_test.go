@@ -1,4 +1,4 @@
-package cluster
+package snapshot
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kedge-io/kedge/internal/cluster/trim"
 	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
@@ -26,10 +27,10 @@ func TestWireDecodeEqualsFullDecode(t *testing.T) {
 	jsonDir, yamlDir, writtenDir := t.TempDir(), t.TempDir(), t.TempDir()
 	require.NoError(t, fleet.WriteSnapshotJSON(jsonDir))
 	require.NoError(t, fleet.WriteSnapshotYAML(yamlDir))
-	require.NoError(t, WriteSnapshot(fleet.Set, writtenDir))
+	require.NoError(t, Write(fleet.Set, writtenDir))
 
-	roots := []string{jsonDir, yamlDir, writtenDir, "../../testdata/demo/cluster", "testdata"}
-	bad, err := filepath.Glob("../../testdata/bad/snapshot/*/files")
+	roots := []string{jsonDir, yamlDir, writtenDir, "../../../testdata/demo/cluster", "testdata", "../trim/testdata"}
+	bad, err := filepath.Glob("../../../testdata/bad/snapshot/*/files")
 	require.NoError(t, err)
 	roots = append(roots, bad...)
 
@@ -84,9 +85,9 @@ func comparePod(t *testing.T, file string, raw []byte) {
 		// Broken on purpose: the error tests hold what the read says.
 		return
 	}
-	got, err := decodePod(raw, newTrimmer())
+	got, err := decodePod(raw, trim.New())
 	require.NoError(t, err, file)
-	assert.Equal(t, newTrimmer().trimPod(&full).pod(), *got, "%s: pod %s/%s", file, full.Namespace, full.Name)
+	assert.Equal(t, trim.New().Pod(&full).DeepCopyObject().(*trim.CachedPod).Pod, *got, "%s: pod %s/%s", file, full.Namespace, full.Name)
 }
 
 func compareReplicaSet(t *testing.T, file string, raw []byte) {
@@ -94,9 +95,9 @@ func compareReplicaSet(t *testing.T, file string, raw []byte) {
 	if json.Unmarshal(raw, &full) != nil {
 		return
 	}
-	got, err := decodeReplicaSet(raw, newTrimmer())
+	got, err := decodeReplicaSet(raw, trim.New())
 	require.NoError(t, err, file)
-	want := newTrimmer().trimReplicaSet(&full)
+	want := trim.New().ReplicaSet(&full)
 	want.TypeMeta = full.TypeMeta
 	assert.Equal(t, want, *got, "%s: ReplicaSet %s/%s", file, full.Namespace, full.Name)
 }

@@ -1,4 +1,4 @@
-package cluster_test
+package snapshot_test
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
@@ -25,7 +25,7 @@ func BenchmarkReadSnapshot(b *testing.B) {
 		b.Run(format.name, func(b *testing.B) {
 			b.SetBytes(treeSize(b, format.dir))
 			for b.Loop() {
-				set, err := cluster.ReadSnapshot(format.dir)
+				set, err := snapshot.Read(format.dir)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -55,7 +55,7 @@ func fleetSnapshots(tb testing.TB, spec synth.Spec) (fleet *synth.Fleet, jsonDir
 	return fleet, jsonDir, yamlDir
 }
 
-// BenchmarkGenericDecodeFloor is the floor ReadSnapshot is held to: the
+// BenchmarkGenericDecodeFloor is the floor Read is held to: the
 // same JSON files decoded into any by encoding/json on one goroutine, as a
 // program that knows nothing of Kubernetes would read them.
 func BenchmarkGenericDecodeFloor(b *testing.B) {

@@ -1,4 +1,4 @@
-package cluster
+package trim
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestTrimmedPodMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("memory measurement is slow; run without -short")
 	}
-	fixture, err := os.ReadFile(filepath.Join("testdata", "trim", "pod-native-sidecar", "input.json"))
+	fixture, err := os.ReadFile(filepath.Join("testdata", "pod-native-sidecar", "input.json"))
 	require.NoError(t, err)
 
 	const pods = 5000
@@ -35,7 +35,7 @@ func TestTrimmedPodMemory(t *testing.T) {
 		budget    uint64
 	}{
 		{name: "untrimmed", transform: func(o any) (any, error) { return o, nil }},
-		{name: "trimmed", transform: newTrimmer().transform, budget: maxTrimmedPodBytes},
+		{name: "trimmed", transform: New().Transform, budget: maxTrimmedPodBytes},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,13 @@
-// Package cluster reads the objects kedge needs from a cluster: a snapshot
-// directory (offline) or the live API server (informers).
-package cluster
+// Package snapshot reads and writes a cluster's objects as a directory of
+// YAML or JSON files, so that a plan can be computed, reviewed and repeated
+// without access to the cluster. A snapshot reads like the cluster it was
+// taken from: every object is trimmed exactly as the live source's caches
+// trim it (internal/cluster/trim). A malformed document fails the whole
+// read with the file and document named, because a plan computed from part
+// of a cluster would restart the wrong workloads. The pods of a large
+// cluster are one List of a gigabyte or more, so large files are decoded as
+// a stream spread over the cores, and files are written one item at a time.
+package snapshot
 
 import (
 	"bufio"
@@ -24,32 +31,33 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kedge-io/kedge/internal/cluster/trim"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
-// SnapshotError names the file (and document) a snapshot could not be read
+// Error names the file (and document) a snapshot could not be read
 // from, so an operator can fix the exact place.
-type SnapshotError struct {
+type Error struct {
 	File     string
 	Document int // 1-based; 0 when the whole file is at fault
 	Err      error
 }
 
-func (e *SnapshotError) Error() string {
+func (e *Error) Error() string {
 	if e.Document > 0 {
 		return fmt.Sprintf("snapshot %s: document %d: %v", e.File, e.Document, e.Err)
 	}
 	return fmt.Sprintf("snapshot %s: %v", e.File, e.Err)
 }
 
-func (e *SnapshotError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// ReadSnapshot reads every *.yaml, *.yml and *.json file below dir. Each
+// Read reads every *.yaml, *.yml and *.json file below dir. Each
 // file holds one object, a multi-document stream, or a List. Kinds kedge does
 // not read are ignored; a malformed document fails the whole read, because a
 // plan computed from a partial cluster would restart the wrong workloads.
-func ReadSnapshot(dir string) (*objects.Set, error) {
+func Read(dir string) (*objects.Set, error) {
 	info, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
@@ -131,7 +139,7 @@ func readSnapshotFile(path, name string) (*objects.Set, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &SnapshotError{File: name, Err: err}
+		return nil, &Error{File: name, Err: err}
 	}
 	return decodeSnapshot(data, isJSON, name)
 }
@@ -140,21 +148,21 @@ func readSnapshotFile(path, name string) (*objects.Set, error) {
 // what errors call the file.
 func decodeSnapshot(data []byte, isJSON bool, name string) (*objects.Set, error) {
 	set := &objects.Set{}
-	trim := newTrimmer()
+	tr := trim.New()
 	doc := 0
 	err := eachDocument(data, isJSON, func(raw []byte) error {
 		doc++
-		if err := addObject(set, raw, trim); err != nil {
-			return &SnapshotError{File: name, Document: doc, Err: err}
+		if err := addObject(set, raw, tr); err != nil {
+			return &Error{File: name, Document: doc, Err: err}
 		}
 		return nil
 	})
 	if err != nil {
-		var se *SnapshotError
+		var se *Error
 		if errors.As(err, &se) {
 			return nil, err
 		}
-		return nil, &SnapshotError{File: name, Document: doc + 1, Err: err}
+		return nil, &Error{File: name, Document: doc + 1, Err: err}
 	}
 	return set, nil
 }
@@ -224,7 +232,7 @@ type typeHeader struct {
 // the bulk of a cluster, are kept trimmed to what kedge reads, exactly as
 // the live source's caches keep them: a snapshot reads like the cluster it
 // was taken from, and a large one fits in memory.
-func addObject(set *objects.Set, raw []byte, trim *trimmer) error {
+func addObject(set *objects.Set, raw []byte, tr *trim.Trimmer) error {
 	if len(bytes.TrimSpace(raw)) > 0 && bytes.TrimSpace(raw)[0] != '{' {
 		return errors.New("not an object (expected a mapping with apiVersion and kind)")
 	}
@@ -237,14 +245,14 @@ func addObject(set *objects.Set, raw []byte, trim *trimmer) error {
 	}
 	if head.Kind == "List" || (strings.HasSuffix(head.Kind, "List") && head.Items != nil) {
 		for i, item := range head.Items {
-			if err := addObject(set, item, trim); err != nil {
+			if err := addObject(set, item, tr); err != nil {
 				return fmt.Errorf("items[%d]: %w", i, err)
 			}
 		}
 		return nil
 	}
 	group, _ := splitAPIVersion(head.APIVersion)
-	target := route(set, group, head.Kind, trim)
+	target := route(set, group, head.Kind, tr)
 	if target == nil {
 		return nil
 	}
@@ -263,30 +271,30 @@ func splitAPIVersion(apiVersion string) (group, version string) {
 
 // route returns a decoder appending the object to the right slice of set,
 // or nil for a kind kedge does not read.
-func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) error {
+func route(set *objects.Set, group, kind string, tr *trim.Trimmer) func([]byte) error {
 	switch group + "/" + kind {
 	case "/Namespace":
 		return appendTo(&set.Namespaces)
 	case "/Pod":
-		return appendDecoded(&set.Pods, trim, decodePod)
+		return appendDecoded(&set.Pods, tr, decodePod)
 	case "/ConfigMap":
 		return appendTo(&set.ConfigMaps)
 	case "apps/ReplicaSet":
-		return appendDecoded(&set.ReplicaSets, trim, decodeReplicaSet)
+		return appendDecoded(&set.ReplicaSets, tr, decodeReplicaSet)
 	case "apps/Deployment":
-		return appendEach(&set.Deployments, trimDeployment)
+		return appendEach(&set.Deployments, trim.Deployment)
 	case "apps/StatefulSet":
-		return appendEach(&set.StatefulSets, trimStatefulSet)
+		return appendEach(&set.StatefulSets, trim.StatefulSet)
 	case "apps/DaemonSet":
-		return appendEach(&set.DaemonSets, trimDaemonSet)
+		return appendEach(&set.DaemonSets, trim.DaemonSet)
 	case "batch/Job":
-		return appendEach(&set.Jobs, trimJob)
+		return appendEach(&set.Jobs, trim.Job)
 	case "batch/CronJob":
-		return appendEach(&set.CronJobs, trimCronJob)
+		return appendEach(&set.CronJobs, trim.CronJob)
 	case "admissionregistration.k8s.io/MutatingWebhookConfiguration":
 		return appendTo(&set.MutatingWebhookConfigurations)
 	case "argoproj.io/Rollout":
-		return appendEach(&set.Rollouts, func(r *objects.Rollout) { r.Spec.Template = trimTemplate(r.Spec.Template) })
+		return appendEach(&set.Rollouts, func(r *objects.Rollout) { r.Spec.Template = trim.Template(r.Spec.Template) })
 	case "argoproj.io/Application":
 		return appendTo(&set.Applications)
 	case "kustomize.toolkit.fluxcd.io/Kustomization":
@@ -300,7 +308,7 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 	case "flagger.app/Canary":
 		return appendTo(&set.Canaries)
 	case "/Node":
-		return appendDecoded(&set.Nodes, trim, decodeNode)
+		return appendDecoded(&set.Nodes, tr, decodeNode)
 	case "security.istio.io/AuthorizationPolicy":
 		return appendTo(&set.AuthorizationPolicies)
 	case "gateway.networking.k8s.io/Gateway":
@@ -322,16 +330,16 @@ func route(set *objects.Set, group, kind string, trim *trimmer) func([]byte) err
 	case "gateway.networking.k8s.io/HTTPRoute":
 		return appendTo(&set.HTTPRoutes)
 	case "/Service":
-		return appendTrimmed(&set.Services, trimService)
+		return appendTrimmed(&set.Services, trim.Service)
 	}
 	return nil
 }
 
 // appendDecoded keeps what decode reads of the object: a malformed field
 // fails the read when kedge reads it, and the JSON must be valid throughout.
-func appendDecoded[T any](slice *[]T, trim *trimmer, decode func([]byte, *trimmer) (T, error)) func([]byte) error {
+func appendDecoded[T any](slice *[]T, tr *trim.Trimmer, decode func([]byte, *trim.Trimmer) (T, error)) func([]byte) error {
 	return func(raw []byte) error {
-		obj, err := decode(raw, trim)
+		obj, err := decode(raw, tr)
 		if err != nil {
 			return err
 		}
@@ -346,9 +354,9 @@ func appendTo[T any](slice *[]T) func([]byte) error {
 
 // appendEach is appendTrimmed for the kinds a Set points at: each object
 // is decoded into a value of its own.
-func appendEach[T any](slice *[]*T, trim func(*T)) func([]byte) error {
+func appendEach[T any](slice *[]*T, cut func(*T)) func([]byte) error {
 	return func(raw []byte) error {
-		obj, err := decodeTrimmed(raw, trim)
+		obj, err := decodeTrimmed(raw, cut)
 		if err == nil {
 			*slice = append(*slice, obj)
 		}
@@ -358,9 +366,9 @@ func appendEach[T any](slice *[]*T, trim func(*T)) func([]byte) error {
 
 // appendTrimmed decodes the whole object, then keeps what the live
 // source's informers keep of it.
-func appendTrimmed[T any](slice *[]T, trim func(*T)) func([]byte) error {
+func appendTrimmed[T any](slice *[]T, cut func(*T)) func([]byte) error {
 	return func(raw []byte) error {
-		obj, err := decodeTrimmed(raw, trim)
+		obj, err := decodeTrimmed(raw, cut)
 		if err == nil {
 			*slice = append(*slice, *obj)
 		}
@@ -368,12 +376,12 @@ func appendTrimmed[T any](slice *[]T, trim func(*T)) func([]byte) error {
 	}
 }
 
-func decodeTrimmed[T any](raw []byte, trim func(*T)) (*T, error) {
+func decodeTrimmed[T any](raw []byte, cut func(*T)) (*T, error) {
 	obj := new(T)
 	if err := json.Unmarshal(raw, obj); err != nil {
 		return nil, err
 	}
-	trim(obj)
+	cut(obj)
 	return obj, nil
 }
 

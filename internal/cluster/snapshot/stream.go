@@ -1,4 +1,4 @@
-package cluster
+package snapshot
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/kedge-io/kedge/internal/cluster/trim"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
@@ -66,7 +67,7 @@ type streamDecoder struct {
 	seq     int
 	pending *chunk
 	json    bool // items are JSON, not YAML
-	trim    *trimmer
+	trim    *trim.Trimmer
 	size    int64 // of the input, to size the result
 
 	mu     sync.Mutex
@@ -85,7 +86,7 @@ type decodedChunk struct {
 
 func newStreamDecoder(size int64) *streamDecoder {
 	d := &streamDecoder{
-		work: make(chan *chunk, 2*runtime.GOMAXPROCS(0)), trim: newTrimmer(), size: size,
+		work: make(chan *chunk, 2*runtime.GOMAXPROCS(0)), trim: trim.New(), size: size,
 		set: &objects.Set{}, parts: map[int]decodedChunk{},
 	}
 	for range runtime.GOMAXPROCS(0) {
@@ -173,7 +174,7 @@ func appendSized[T any](dst *[]T, src []T, chunkBytes int, total int64) {
 	*dst = append(*dst, src...)
 }
 
-func decodeChunk(c *chunk, trim *trimmer) (*objects.Set, error) {
+func decodeChunk(c *chunk, tr *trim.Trimmer) (*objects.Set, error) {
 	set := &objects.Set{}
 	start := 0
 	for _, end := range c.ends {
@@ -188,7 +189,7 @@ func decodeChunk(c *chunk, trim *trimmer) (*objects.Set, error) {
 		if c.whole && isEmptyDocument(raw) {
 			continue
 		}
-		if err := addObject(set, raw, trim); err != nil {
+		if err := addObject(set, raw, tr); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,15 @@
-package cluster
+// Package trim keeps of each object read from a cluster only what kedge
+// reads of it. A cluster of a hundred thousand pods is mostly fields no
+// part of kedge looks at (resources, probes, environment, status, managed
+// fields), and the pods of one workload repeat their labels, owners and
+// proxy: trimmed and shared, the informer caches of such a cluster fit in
+// memory. The live source's informers run Transform on every object before
+// it enters a cache, and the snapshot reader applies the same trims to the
+// objects it decodes, so a snapshot reads exactly like the cluster it was
+// taken from. Nothing here does I/O.
+package trim
 
 import (
-	"encoding/json"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -59,10 +67,10 @@ var podAnnotationsKept = map[string]bool{
 	annotationAmbientRedirection: true,
 }
 
-// trimmer is the transform every informer runs before an object reaches
+// Trimmer is the transform every informer runs before an object reaches
 // its cache. Its methods must be idempotent: client-go may hand them objects
 // they have already trimmed.
-type trimmer struct {
+type Trimmer struct {
 	strings *interner
 	maps    *mapInterner
 	// proxies are shared by the pods running the same proxy image.
@@ -71,28 +79,28 @@ type trimmer struct {
 	owners *sharedTable[[]metav1.OwnerReference]
 }
 
-func newTrimmer() *trimmer {
-	return &trimmer{
+func New() *Trimmer {
+	return &Trimmer{
 		strings: newInterner(maxInternedStrings), maps: newMapInterner(maxInternedMaps),
 		proxies: &sharedTable[*objects.PodProxy]{limit: maxInternedMaps, table: map[string]*objects.PodProxy{}},
 		owners:  &sharedTable[[]metav1.OwnerReference]{limit: maxInternedMaps, table: map[string][]metav1.OwnerReference{}},
 	}
 }
 
-func (t *trimmer) transform(obj any) (any, error) {
+func (t *Trimmer) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		return t.trimPod(o), nil
-	case *trimmedPod:
+		return t.Pod(o), nil
+	case *CachedPod:
 		return o, nil
 	case *appsv1.ReplicaSet:
-		return &cachedReplicaSet{ReplicaSet: t.trimReplicaSet(o)}, nil
-	case *cachedReplicaSet:
+		return &CachedReplicaSet{ReplicaSet: t.ReplicaSet(o)}, nil
+	case *CachedReplicaSet:
 		return o, nil
 	case *corev1.Node:
-		return trimNode(o), nil
+		return Node(o), nil
 	case *corev1.Service:
-		trimService(o)
+		Service(o)
 		return o, nil
 	case *corev1.Namespace:
 		trimMeta(&o.ObjectMeta)
@@ -103,7 +111,7 @@ func (t *trimmer) transform(obj any) (any, error) {
 		return o, nil
 	case *corev1.ConfigMap:
 		trimMeta(&o.ObjectMeta)
-		if !isIstioConfigMap(o) {
+		if !IsIstioConfigMap(o) {
 			// Kept in the cache only so the informer can track it; its
 			// content is never read.
 			o.Data, o.BinaryData = nil, nil
@@ -118,27 +126,27 @@ func (t *trimmer) transform(obj any) (any, error) {
 		}
 		return o, nil
 	case *appsv1.Deployment:
-		trimDeployment(o)
+		Deployment(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
 		return withKind(o, appsv1.SchemeGroupVersion.WithKind("Deployment")), nil
 	case *appsv1.StatefulSet:
-		trimStatefulSet(o)
+		StatefulSet(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
 		return withKind(o, appsv1.SchemeGroupVersion.WithKind("StatefulSet")), nil
 	case *appsv1.DaemonSet:
-		trimDaemonSet(o)
+		DaemonSet(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
 		return withKind(o, appsv1.SchemeGroupVersion.WithKind("DaemonSet")), nil
 	case *batchv1.Job:
-		trimJob(o)
+		Job(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
 		return withKind(o, batchv1.SchemeGroupVersion.WithKind("Job")), nil
 	case *batchv1.CronJob:
-		trimCronJob(o)
+		CronJob(o)
 		t.internLabels(&o.ObjectMeta, &o.Spec.JobTemplate.ObjectMeta, &o.Spec.JobTemplate.Spec.Template.ObjectMeta)
 		return withKind(o, batchv1.SchemeGroupVersion.WithKind("CronJob")), nil
 	case *unstructured.Unstructured:
-		return decodeCustom(o)
+		return DecodeCustom(o)
 	}
 	// Tombstones (cache.DeletedFinalStateUnknown) and anything else pass
 	// through: their objects were trimmed when they entered the cache.
@@ -153,63 +161,63 @@ func withKind[P interface{ SetGroupVersionKind(schema.GroupVersionKind) }](o P, 
 }
 
 // The workloads keep their identity, their replica counts and status (the
-// rollout gate reads them), their pod template as trimTemplate leaves it,
+// rollout gate reads them), their pod template as Template leaves it,
 // and the type of a StatefulSet's or DaemonSet's update strategy: with
 // OnDelete, a template change restarts no pod.
-func trimDeployment(o *appsv1.Deployment) {
+func Deployment(o *appsv1.Deployment) {
 	trimMeta(&o.ObjectMeta)
-	o.Spec = appsv1.DeploymentSpec{Replicas: o.Spec.Replicas, Template: trimTemplate(o.Spec.Template)}
+	o.Spec = appsv1.DeploymentSpec{Replicas: o.Spec.Replicas, Template: Template(o.Spec.Template)}
 	o.Status.Conditions = nil
 }
 
-func trimStatefulSet(o *appsv1.StatefulSet) {
+func StatefulSet(o *appsv1.StatefulSet) {
 	trimMeta(&o.ObjectMeta)
 	o.Spec = appsv1.StatefulSetSpec{
-		Replicas: o.Spec.Replicas, Template: trimTemplate(o.Spec.Template),
+		Replicas: o.Spec.Replicas, Template: Template(o.Spec.Template),
 		UpdateStrategy: appsv1.StatefulSetUpdateStrategy{Type: o.Spec.UpdateStrategy.Type},
 	}
 	o.Status.Conditions = nil
 }
 
-func trimDaemonSet(o *appsv1.DaemonSet) {
+func DaemonSet(o *appsv1.DaemonSet) {
 	trimMeta(&o.ObjectMeta)
 	o.Spec = appsv1.DaemonSetSpec{
-		Template:       trimTemplate(o.Spec.Template),
+		Template:       Template(o.Spec.Template),
 		UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: o.Spec.UpdateStrategy.Type},
 	}
 	o.Status.Conditions = nil
 }
 
-func trimJob(o *batchv1.Job) {
+func Job(o *batchv1.Job) {
 	trimMeta(&o.ObjectMeta)
-	o.Spec = batchv1.JobSpec{Template: trimTemplate(o.Spec.Template)}
+	o.Spec = batchv1.JobSpec{Template: Template(o.Spec.Template)}
 	o.Status = batchv1.JobStatus{}
 }
 
-func trimCronJob(o *batchv1.CronJob) {
+func CronJob(o *batchv1.CronJob) {
 	trimMeta(&o.ObjectMeta)
 	o.Spec = batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{
 		ObjectMeta: o.Spec.JobTemplate.ObjectMeta,
-		Spec:       batchv1.JobSpec{Template: trimTemplate(o.Spec.JobTemplate.Spec.Template)},
+		Spec:       batchv1.JobSpec{Template: Template(o.Spec.JobTemplate.Spec.Template)},
 	}}
 	o.Status = batchv1.CronJobStatus{}
 }
 
-// trimService keeps what tells which pods a Service reaches and whether it
+// Service keeps what tells which pods a Service reaches and whether it
 // uses a waypoint (its istio.io/use-waypoint label): labels, selector,
 // type and cluster IP (None for a headless Service).
-func trimService(o *corev1.Service) {
+func Service(o *corev1.Service) {
 	trimMeta(&o.ObjectMeta)
 	o.Spec = corev1.ServiceSpec{Selector: o.Spec.Selector, ClusterIP: o.Spec.ClusterIP, Type: o.Spec.Type}
 	o.Status = corev1.ServiceStatus{}
 }
 
-// trimTemplate keeps of a pod template what the injection decision reads
+// Template keeps of a pod template what the injection decision reads
 // (mesh.TemplateOf): its labels and annotations, hostNetwork, and the
 // istio-proxy container a template may define to override the injected
 // one's image. Resources, probes, environment and volumes are most of a
 // workload's size and say nothing about injection.
-func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+func Template(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: t.Labels, Annotations: t.Annotations},
 		Spec: corev1.PodSpec{
@@ -242,10 +250,10 @@ func trimMeta(meta *metav1.ObjectMeta) {
 	}
 }
 
-// trimPod keeps only what kedge reads of a pod (objects.PodOf), with the
+// Pod keeps only what kedge reads of a pod (objects.PodOf), with the
 // identity the cache tracks it by.
-func (t *trimmer) trimPod(in *corev1.Pod) *trimmedPod {
-	p := &trimmedPod{Pod: t.internPod(objects.PodOf(in))}
+func (t *Trimmer) Pod(in *corev1.Pod) *CachedPod {
+	p := &CachedPod{Pod: t.InternPod(objects.PodOf(in))}
 	var uid string
 	p.Name, uid, p.resourceVersion = identity(in.Name, string(in.UID), in.ResourceVersion)
 	p.uid = types.UID(uid)
@@ -261,11 +269,11 @@ func identity(name, uid, resourceVersion string) (string, string, string) {
 	return all[:len(name)], all[len(name) : len(name)+len(uid)], all[len(name)+len(uid):]
 }
 
-// internPod drops the annotations kedge does not read and shares what
+// InternPod drops the annotations kedge does not read and shares what
 // repeats across the pods of a workload (labels, the injection status, the
 // proxy, the owner) with the other pods. p's own maps and slices are left
 // as they are.
-func (t *trimmer) internPod(p objects.Pod) objects.Pod {
+func (t *Trimmer) InternPod(p objects.Pod) objects.Pod {
 	p.Namespace = t.strings.get(p.Namespace)
 	p.Phase = corev1.PodPhase(t.strings.get(string(p.Phase)))
 	p.Ready = corev1.ConditionStatus(t.strings.get(string(p.Ready)))
@@ -300,7 +308,7 @@ func proxyKey(p objects.PodProxy) string {
 // to find it was already there would leave a map of garbage per pod among
 // the maps the cache keeps. Nothing downstream writes into an object it
 // was handed, so one map can serve them all.
-func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[string]string {
+func (t *Trimmer) internMap(in map[string]string, keep func(string) bool) map[string]string {
 	key, n := mapKey(in, keep)
 	if n == 0 {
 		return nil
@@ -311,7 +319,7 @@ func (t *trimmer) internMap(in map[string]string, keep func(string) bool) map[st
 // internEntries copies the entries of in accepted by keep (all when nil)
 // into a map of its own sized for them, sharing keys and values with the
 // rest of the cache.
-func (t *trimmer) internEntries(in map[string]string, keep func(string) bool) map[string]string {
+func (t *Trimmer) internEntries(in map[string]string, keep func(string) bool) map[string]string {
 	n := 0
 	for k := range in {
 		if keep == nil || keep(k) {
@@ -335,7 +343,7 @@ func (t *trimmer) internEntries(in map[string]string, keep func(string) bool) ma
 // application names, repeat across the workloads of a fleet. Label maps
 // stay the object's own, as they name it; equal annotation maps (a
 // Deployment's revision, a template's scrape settings) are one map.
-func (t *trimmer) internLabels(metas ...*metav1.ObjectMeta) {
+func (t *Trimmer) internLabels(metas ...*metav1.ObjectMeta) {
 	for _, m := range metas {
 		m.Labels = t.internEntries(m.Labels, nil)
 		m.Annotations = t.internMap(m.Annotations, nil)
@@ -345,7 +353,7 @@ func (t *trimmer) internLabels(metas ...*metav1.ObjectMeta) {
 // internOwners shares one owner list among the pods that have the same
 // owners (the replicas of a ReplicaSet), and their strings with the rest of
 // the cache.
-func (t *trimmer) internOwners(in []metav1.OwnerReference) []metav1.OwnerReference {
+func (t *Trimmer) internOwners(in []metav1.OwnerReference) []metav1.OwnerReference {
 	if len(in) == 0 {
 		return nil
 	}
@@ -397,9 +405,9 @@ func keepPodAnnotation(key string) bool {
 	return podAnnotationsKept[key] || strings.HasPrefix(key, kedgeAnnotationPrefix)
 }
 
-// trimNode keeps the node's identity: kedge only counts nodes, to tell
+// Node keeps the node's identity: kedge only counts nodes, to tell
 // whether ztunnel runs on each.
-func trimNode(in *corev1.Node) *corev1.Node {
+func Node(in *corev1.Node) *corev1.Node {
 	return &corev1.Node{
 		TypeMeta: in.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
@@ -409,22 +417,13 @@ func trimNode(in *corev1.Node) *corev1.Node {
 	}
 }
 
-// decodeNode reads a node from a snapshot as the cache keeps it.
-func decodeNode(raw []byte, _ *trimmer) (corev1.Node, error) {
-	var n corev1.Node
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return corev1.Node{}, err
-	}
-	return *trimNode(&n), nil
-}
-
-// trimReplicaSet keeps identity and ownership: a ReplicaSet is only the
+// ReplicaSet keeps identity and ownership: a ReplicaSet is only the
 // link from a pod to its Deployment (or Rollout). Its labels are kept only
 // when no controller owns it: drift then reads them as the labels of the
 // workload its pods belong to. A fleet has a ReplicaSet or more per
 // Deployment, each with labels of its own (its pod-template-hash), that no
 // part of kedge reads.
-func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) objects.ReplicaSet {
+func (t *Trimmer) ReplicaSet(in *appsv1.ReplicaSet) objects.ReplicaSet {
 	name, uid, resourceVersion := identity(in.Name, string(in.UID), in.ResourceVersion)
 	rs := objects.ReplicaSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
@@ -444,39 +443,39 @@ func (t *trimmer) trimReplicaSet(in *appsv1.ReplicaSet) objects.ReplicaSet {
 	return rs
 }
 
-// cachedReplicaSet is what the ReplicaSet cache holds: the ReplicaSet as a
+// CachedReplicaSet is what the ReplicaSet cache holds: the ReplicaSet as a
 // Set holds it. An appsv1.ReplicaSet is four times its size even trimmed,
 // its empty pod template included, and a fleet has one or more per
 // Deployment.
-type cachedReplicaSet struct {
+type CachedReplicaSet struct {
 	objects.ReplicaSet
 }
 
-func (r *cachedReplicaSet) DeepCopyObject() runtime.Object {
-	out := &cachedReplicaSet{}
+func (r *CachedReplicaSet) DeepCopyObject() runtime.Object {
+	out := &CachedReplicaSet{}
 	out.TypeMeta = r.TypeMeta
 	r.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
 
-// isInjectorConfigMap tells the ConfigMaps Istio's injector reads from the
+// IsInjectorConfigMap tells the ConfigMaps Istio's injector reads from the
 // other ConfigMaps of an Istio namespace.
-func isInjectorConfigMap(cm *corev1.ConfigMap) bool {
+func IsInjectorConfigMap(cm *corev1.ConfigMap) bool {
 	if _, ok := cm.Labels[labelIstioRev]; ok {
 		return true
 	}
 	return strings.HasPrefix(cm.Name, injectorConfigMapPrefix)
 }
 
-// isIstioConfigMap tells the ConfigMaps kedge reads: the injector's and
+// IsIstioConfigMap tells the ConfigMaps kedge reads: the injector's and
 // istio-cni's, which says whether ambient mode is enabled.
-func isIstioConfigMap(cm *corev1.ConfigMap) bool {
-	return isInjectorConfigMap(cm) || cm.Name == ambient.CNIConfigMap
+func IsIstioConfigMap(cm *corev1.ConfigMap) bool {
+	return IsInjectorConfigMap(cm) || cm.Name == ambient.CNIConfigMap
 }
 
-// isInjectorWebhookConfiguration tells an Istio injector (revision or tag)
+// IsInjectorWebhookConfiguration tells an Istio injector (revision or tag)
 // from any other mutating webhook configuration.
-func isInjectorWebhookConfiguration(mwc *admissionregistrationv1.MutatingWebhookConfiguration) bool {
+func IsInjectorWebhookConfiguration(mwc *admissionregistrationv1.MutatingWebhookConfiguration) bool {
 	for _, w := range mwc.Webhooks {
 		if strings.HasSuffix(w.Name, injectorWebhookSuffix) {
 			return true
@@ -485,10 +484,10 @@ func isInjectorWebhookConfiguration(mwc *admissionregistrationv1.MutatingWebhook
 	return false
 }
 
-// decodeCustom decodes a custom resource into the matching objects type,
+// DecodeCustom decodes a custom resource into the matching objects type,
 // which declares only the fields kedge reads: fields the CRD adds later
 // cannot grow the cache. Other kinds stay as they came.
-func decodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
+func DecodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
 	var typed runtime.Object
 	switch u.GetKind() {
 	case "Rollout":
@@ -501,29 +500,29 @@ func decodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
 		typed = &objects.GitRepository{}
 	case "HelmRepository":
 		typed = &objects.HelmRepository{}
-	case kindOCIRepository:
+	case "OCIRepository":
 		typed = &objects.OCIRepository{}
-	case kindAppProject:
+	case "AppProject":
 		typed = &objects.AppProject{}
-	case kindProxyConfig:
+	case "ProxyConfig":
 		typed = &objects.ProxyConfig{}
-	case kindAuthorizationPolicy:
+	case "AuthorizationPolicy":
 		typed = &objects.AuthorizationPolicy{}
-	case kindGateway:
+	case "Gateway":
 		typed = &objects.Gateway{}
-	case kindCanary:
+	case "Canary":
 		typed = &objects.Canary{}
-	case kindPeerAuthentication:
+	case "PeerAuthentication":
 		typed = &objects.PeerAuthentication{}
-	case kindRequestAuthentication:
+	case "RequestAuthentication":
 		typed = &objects.RequestAuthentication{}
-	case kindEnvoyFilter:
+	case "EnvoyFilter":
 		typed = &objects.EnvoyFilter{}
-	case kindWasmPlugin:
+	case "WasmPlugin":
 		typed = &objects.WasmPlugin{}
-	case kindVirtualService:
+	case "VirtualService":
 		typed = &objects.VirtualService{}
-	case kindHTTPRoute:
+	case "HTTPRoute":
 		typed = &objects.HTTPRoute{}
 	default:
 		return u, nil
@@ -533,7 +532,7 @@ func decodeCustom(u *unstructured.Unstructured) (runtime.Object, error) {
 	}
 	trimMeta(typedMeta(typed))
 	if r, ok := typed.(*objects.Rollout); ok {
-		r.Spec.Template = trimTemplate(r.Spec.Template)
+		r.Spec.Template = Template(r.Spec.Template)
 	}
 	return typed, nil
 }

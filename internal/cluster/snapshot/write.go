@@ -1,4 +1,4 @@
-package cluster
+package snapshot
 
 import (
 	"bufio"
@@ -35,11 +35,11 @@ type snapshotItem interface {
 	GetObjectKind() schema.ObjectKind
 }
 
-// WriteSnapshot writes set to dir in the snapshot format ReadSnapshot reads:
+// Write writes set to dir in the snapshot format Read reads:
 // one `kind: List` file per kind, every item with apiVersion and kind, items
 // sorted by namespace and name. Every kind gets a file, even an empty one, so
 // a file left from an earlier snapshot in dir is always replaced.
-func WriteSnapshot(set *objects.Set, dir string) error {
+func Write(set *objects.Set, dir string) error {
 	if set == nil {
 		return errors.New("write snapshot: no objects")
 	}

@@ -1,4 +1,4 @@
-package cluster_test
+package snapshot_test
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kedge-io/kedge/internal/cluster"
+	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/testing/synth"
 )
 
@@ -27,11 +27,11 @@ func TestFleetSnapshotsStream(t *testing.T) {
 			}
 			files++
 			isJSON := strings.HasSuffix(path, ".json")
-			streamed, err := cluster.ReadSnapshotStream(path, isJSON)
+			streamed, err := snapshot.ReadStream(path, isJSON)
 			require.NoError(t, err, path)
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
-			whole, err := cluster.DecodeSnapshot(data, isJSON, path)
+			whole, err := snapshot.Decode(data, isJSON, path)
 			require.NoError(t, err)
 			assert.Equal(t, whole, streamed, path)
 			return nil

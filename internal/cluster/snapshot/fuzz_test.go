@@ -1,4 +1,4 @@
-package cluster
+package snapshot
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // FuzzReadSnapshot feeds arbitrary file contents to the snapshot decoder: it
 // must never panic, and a failure must name the file it came from.
 func FuzzReadSnapshot(f *testing.F) {
-	seeds, _ := filepath.Glob("../../testdata/demo/cluster/*")
+	seeds, _ := filepath.Glob("../../../testdata/demo/cluster/*")
 	for _, s := range seeds {
 		if data, err := os.ReadFile(s); err == nil && len(data) < 64<<10 {
 			f.Add(data, strings.HasSuffix(s, ".json"))

@@ -1,4 +1,4 @@
-package cluster
+package snapshot
 
 import (
 	"encoding/json"
@@ -8,13 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kedge-io/kedge/internal/cluster/trim"
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
 // Pods and ReplicaSets are the bulk of a snapshot, and kedge keeps a dozen
 // of their fields. Decoding into these shapes instead of the full API types
 // skips everything else without allocating it; what they keep is exactly
-// what the trimmer reads, so the Set equals the one a full decode gives.
+// what trim.Trimmer reads, so the Set equals the one a full decode gives.
 
 // wireMeta is the object metadata the pod and ReplicaSet caches keep.
 type wireMeta struct {
@@ -89,7 +90,7 @@ type wireContainerStatus struct {
 
 // decodePod reads a pod straight into what a Set holds, through the same
 // objects.Pod methods objects.PodOf reads a corev1.Pod with.
-func decodePod(raw []byte, trim *trimmer) (*objects.Pod, error) {
+func decodePod(raw []byte, tr *trim.Trimmer) (*objects.Pod, error) {
 	var w wirePod
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, err
@@ -121,7 +122,7 @@ func decodePod(raw []byte, trim *trimmer) (*objects.Pod, error) {
 			}
 		}
 	}
-	interned := trim.internPod(pod)
+	interned := tr.InternPod(pod)
 	return &interned, nil
 }
 
@@ -130,13 +131,22 @@ type wireReplicaSet struct {
 	Metadata        wireMeta `json:"metadata"`
 }
 
-func decodeReplicaSet(raw []byte, trim *trimmer) (*objects.ReplicaSet, error) {
+func decodeReplicaSet(raw []byte, tr *trim.Trimmer) (*objects.ReplicaSet, error) {
 	var w wireReplicaSet
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, err
 	}
 	rs := appsv1.ReplicaSet{ObjectMeta: w.Metadata.objectMeta()}
-	out := trim.trimReplicaSet(&rs)
+	out := tr.ReplicaSet(&rs)
 	out.TypeMeta = w.TypeMeta
 	return &out, nil
+}
+
+// decodeNode reads a node as the cache keeps it.
+func decodeNode(raw []byte, _ *trim.Trimmer) (corev1.Node, error) {
+	var n corev1.Node
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return corev1.Node{}, err
+	}
+	return *trim.Node(&n), nil
 }

@@ -1,7 +1,8 @@
-package cluster
+package snapshot
 
 import (
 	"cmp"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,8 +19,10 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 )
 
+var updateGolden = flag.Bool("update", false, "rewrite golden files under testdata")
+
 // snapshotWriteSet has one object of every kind a snapshot holds, without
-// type metadata, as Live.Set and hand-built sets may have them. The
+// type metadata, as the live source's Set and hand-built sets may have them. The
 // ConfigMap value is shaped like Istio's injector config: a block scalar
 // with blank lines and indented lines, the part of YAML most easily broken
 // by re-indenting.
@@ -27,7 +30,7 @@ func snapshotWriteSet() *objects.Set {
 	meta := func(ns, name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}}
 	}
-	// A template as the live source keeps it (trimTemplate): what the
+	// A template as the live source keeps it (trim.Template): what the
 	// injection decision reads.
 	template := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"kedge.io/restartedAt": "rev-1-24-0"}},
@@ -272,9 +275,9 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			require.NoError(t, WriteSnapshot(tc.set, dir))
+			require.NoError(t, Write(tc.set, dir))
 
-			got, err := ReadSnapshot(dir)
+			got, err := Read(dir)
 			require.NoError(t, err)
 			assert.Equal(t, withTypeMeta(tc.set), got)
 
@@ -288,7 +291,7 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 func TestWriteSnapshotLeavesTheSetAlone(t *testing.T) {
 	set := snapshotWriteSet()
 	before := snapshotWriteSet()
-	require.NoError(t, WriteSnapshot(set, t.TempDir()))
+	require.NoError(t, Write(set, t.TempDir()))
 	assert.Equal(t, before, set)
 }
 
@@ -296,10 +299,10 @@ func TestWriteSnapshotLeavesTheSetAlone(t *testing.T) {
 // objects of kinds the new set lacks.
 func TestWriteSnapshotReplacesOlderFiles(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, WriteSnapshot(snapshotWriteSet(), dir))
-	require.NoError(t, WriteSnapshot(&objects.Set{Namespaces: []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "only"}}}}, dir))
+	require.NoError(t, Write(snapshotWriteSet(), dir))
+	require.NoError(t, Write(&objects.Set{Namespaces: []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "only"}}}}, dir))
 
-	got, err := ReadSnapshot(dir)
+	got, err := Read(dir)
 	require.NoError(t, err)
 	require.Len(t, got.Namespaces, 1)
 	assert.Equal(t, "only", got.Namespaces[0].Name)
@@ -312,7 +315,7 @@ func TestWriteSnapshotReplacesOlderFiles(t *testing.T) {
 // change in what kubectl-compatible tooling would see is deliberate.
 func TestWriteSnapshotFormat(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, WriteSnapshot(snapshotWriteSet(), dir))
+	require.NoError(t, Write(snapshotWriteSet(), dir))
 	for _, name := range []string{"pods.yaml", "configmaps.yaml", "kustomizations.yaml"} {
 		t.Run(name, func(t *testing.T) {
 			got, err := os.ReadFile(filepath.Join(dir, name))
@@ -342,7 +345,14 @@ func TestWriteSnapshotErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Error(t, WriteSnapshot(tc.set, tc.dir))
+			assert.Error(t, Write(tc.set, tc.dir))
 		})
 	}
+}
+
+func sortByKey[T any](items []T, meta func(*T) *metav1.ObjectMeta) {
+	slices.SortFunc(items, func(a, b T) int {
+		ma, mb := meta(&a), meta(&b)
+		return cmp.Or(cmp.Compare(ma.Namespace, mb.Namespace), cmp.Compare(ma.Name, mb.Name))
+	})
 }
