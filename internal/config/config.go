@@ -19,9 +19,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kedge-io/kedge/internal/image"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Error is a configuration problem. Key names the offending key (or file)

@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
-	"github.com/stretchr/testify/require"
 )
 
 const (

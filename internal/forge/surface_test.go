@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
-	"github.com/kedge-io/kedge/internal/forge"
-	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
 func ptr[T any](v T) *T { return &v }
