@@ -173,3 +173,31 @@ func prState(t *testing.T, emu *ghemu.Server, n int) *github.PullRequest {
 	require.True(t, ok, "pull request #%d", n)
 	return pr
 }
+
+// TestAMissingPermissionIsNamed: an installation without pull_requests
+// write cannot open a pull request; the error names the permission GitHub
+// asked for and is not retried.
+func TestAMissingPermissionIsNamed(t *testing.T) {
+	key, keyFile := appKey(t)
+	emu, _ := setup(t, func(o *ghemu.Options) {
+		o.AppID, o.AppPublicKey, o.InstallationID = 1, &key.PublicKey, 2
+	}, nil)
+	c, err := forge.New(context.Background(), forge.Config{
+		APIURL: emu.URL, Owner: owner, Repo: repo, AppID: 1, InstallationID: 2, PrivateKeyFile: keyFile, HTTPClient: emu.Client(),
+	})
+	require.NoError(t, err)
+	perms := ghemu.KedgePermissions()
+	perms["pull_requests"] = "read"
+	emu.SetPermissions(perms)
+
+	_, err = c.CreatePR(context.Background(), forge.NewPR{Title: "t", Head: branch(emu, "kedge/shop"), Base: "main"})
+	var refused *forge.PermissionError
+	require.ErrorAs(t, err, &refused)
+	assert.Equal(t, "pull_requests=write", refused.Accepted)
+	assert.Contains(t, err.Error(), "forge: create pull request: the GitHub App's installation lacks the permission it needs (pull_requests=write); grant it in the App's settings, as deploy/github-app.json asks: ")
+	assert.Contains(t, err.Error(), "403 Resource not accessible by integration")
+	assert.Equal(t, int64(0), c.Stats().Retries)
+
+	_, err = c.FindPRs(context.Background(), "kedge/")
+	require.NoError(t, err, "reading pull requests needs only read")
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -35,6 +36,37 @@ func (e *RetryLaterError) Error() string {
 }
 
 func (e *RetryLaterError) Unwrap() error { return e.Err }
+
+// PermissionError means the App's installation lacks a permission the
+// call needs: GitHub answered 403 "Resource not accessible by
+// integration" and named, in X-Accepted-GitHub-Permissions, the
+// permission sets that would admit it. No retry helps until an owner of
+// the installation grants one.
+type PermissionError struct {
+	Op string
+	// Accepted is GitHub's header as sent, e.g. "pull_requests=write" or
+	// "issues=write; pull_requests=write".
+	Accepted string
+	Err      error
+}
+
+func (e *PermissionError) Error() string {
+	return fmt.Sprintf("forge: %s: the GitHub App's installation lacks the permission it needs (%s); grant it in the App's settings, as deploy/github-app.json asks: %v",
+		e.Op, strings.ReplaceAll(e.Accepted, "; ", " or "), e.Err)
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }
+
+// permissionRefusal is the permission sets GitHub named when it refused a
+// call for lack of one, "" for any other answer.
+func permissionRefusal(err error) string {
+	var ghErr *github.ErrorResponse
+	if !errors.As(err, &ghErr) || ghErr.Response == nil || ghErr.Response.StatusCode != http.StatusForbidden ||
+		ghErr.Message != "Resource not accessible by integration" {
+		return ""
+	}
+	return ghErr.Response.Header.Get("X-Accepted-GitHub-Permissions")
+}
 
 // op describes one logical call for the retry policy.
 type op struct {
@@ -84,6 +116,9 @@ func (c *Client) call(ctx context.Context, o op, fn func(ctx context.Context) (*
 
 		f := classify(err, resp)
 		if !f.retryable {
+			if accepted := permissionRefusal(err); accepted != "" {
+				return &PermissionError{Op: o.name, Accepted: accepted, Err: err}
+			}
 			return fmt.Errorf("forge: %s: %w", o.name, err)
 		}
 		wait := f.wait

@@ -61,7 +61,44 @@ func (h *Hub) authenticate(rt *route, req *request, authorization string) *respo
 	}
 	var refused *response
 	req.actor, refused = h.authorize(token, req.params["owner"])
+	if refused == nil && req.actor == appSlug+"[bot]" && !h.grants(rt) {
+		// GitHub's answer to an installation token whose installation
+		// lacks the permission the endpoint documents.
+		r := errorResponse(http.StatusForbidden, "Resource not accessible by integration", rt.docs)
+		r.header = http.Header{"X-Accepted-Github-Permissions": {acceptedPermissions(rt.needs)}}
+		return r
+	}
 	return refused
+}
+
+// acceptedPermissions is the X-Accepted-GitHub-Permissions header GitHub
+// sends to say what the endpoint accepts: each set that admits it,
+// separated by "; " ("issues=write; pull_requests=write" when either does).
+func acceptedPermissions(needs []need) string {
+	parts := make([]string, len(needs))
+	for i, n := range needs {
+		parts[i] = n.permission + "=" + n.level
+	}
+	return strings.Join(parts, "; ")
+}
+
+// levels orders GitHub's permission levels.
+var levels = map[string]int{"read": 1, "write": 2, "admin": 3}
+
+// grants reports whether the installations' permissions admit rt: one of
+// the permissions GitHub's "Permissions required for GitHub Apps" lists
+// for the endpoint, at its level. Callers hold h.mu.
+func (h *Hub) grants(rt *route) bool {
+	if len(rt.needs) == 0 {
+		return true
+	}
+	granted := h.permissions()
+	for _, n := range rt.needs {
+		if levels[granted[n.permission]] >= levels[n.level] {
+			return true
+		}
+	}
+	return false
 }
 
 // authorizeUser lets a personal token read its own account; an
@@ -231,6 +268,10 @@ func (h *Hub) SetPermissions(permissions map[string]string) {
 		h.opts.Permissions = map[string]string{}
 	}
 }
+
+// SetPermissions changes what the App's installation on the server's
+// owner is granted; see Hub.SetPermissions.
+func (s *Server) SetPermissions(permissions map[string]string) { s.hub.SetPermissions(permissions) }
 
 // installation is GitHub's installation object, with its permissions as
 // GitHub sends them.

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -246,4 +247,66 @@ func TestAuthenticatedUser(t *testing.T) {
 	minted.json(t, &tok)
 	a = raw(t, s, http.MethodGet, "/user", "token "+tok.GetToken(), nil)
 	assert.Equal(t, http.StatusForbidden, a.status, "an installation token has no account")
+}
+
+// TestInstallationTokenNeedsThePermission: an installation token reaches an
+// endpoint only when the installation holds one of the permissions GitHub
+// documents for it; otherwise GitHub's 403, with the accepted permissions
+// in X-Accepted-GitHub-Permissions. A personal token is not held to them.
+func TestInstallationTokenNeedsThePermission(t *testing.T) {
+	key := newKey(t)
+	s := newTestServer(t, func(o *Options) {
+		o.AppID, o.AppPublicKey, o.InstallationID = 42, &key.PublicKey, 7
+	})
+	minted := raw(t, s, http.MethodPost, "/app/installations/7/access_tokens", "Bearer "+mustSign(t, key), nil)
+	require.Equal(t, http.StatusCreated, minted.status, string(minted.body))
+	var tok struct {
+		Token string `json:"token"`
+	}
+	minted.json(t, &tok)
+	s.SetBranch("kedge/shop", fakeSHA("kedge/shop"))
+	newPR := map[string]string{"title": "Restart shop", "head": "kedge/shop", "base": "main"}
+	comment := map[string]string{"body": "noted"}
+
+	tests := []struct {
+		name, method, path string
+		body               any
+		grant              map[string]string
+		want               int
+		accepted           string
+	}{
+		{name: "open a PR with pull_requests read", method: http.MethodPost, path: "/repos/acme/fleet/pulls", body: newPR,
+			grant: map[string]string{"metadata": "read", "pull_requests": "read", "issues": "write"}, want: http.StatusForbidden, accepted: "pull_requests=write"},
+		{name: "list PRs with pull_requests read", method: http.MethodGet, path: "/repos/acme/fleet/pulls",
+			grant: map[string]string{"metadata": "read", "pull_requests": "read"}, want: http.StatusOK},
+		{name: "list PRs without pull_requests", method: http.MethodGet, path: "/repos/acme/fleet/pulls",
+			grant: map[string]string{"metadata": "read", "issues": "write"}, want: http.StatusForbidden, accepted: "pull_requests=read"},
+		{name: "open the dashboard issue without issues", method: http.MethodPost, path: "/repos/acme/fleet/issues", body: map[string]string{"title": "kedge"},
+			grant: map[string]string{"metadata": "read", "pull_requests": "write"}, want: http.StatusForbidden, accepted: "issues=write"},
+		{name: "comment on a PR with pull_requests write alone", method: http.MethodPost, path: "/repos/acme/fleet/issues/1/comments", body: comment,
+			grant: map[string]string{"metadata": "read", "pull_requests": "write"}, want: http.StatusCreated},
+		{name: "comment with neither", method: http.MethodPost, path: "/repos/acme/fleet/issues/1/comments", body: comment,
+			grant: map[string]string{"metadata": "read", "contents": "write"}, want: http.StatusForbidden, accepted: "issues=write; pull_requests=write"},
+		{name: "admin is more than write", method: http.MethodPost, path: "/repos/acme/fleet/issues", body: map[string]string{"title": "kedge"},
+			grant: map[string]string{"metadata": "read", "issues": "admin"}, want: http.StatusCreated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s.hub.SetPermissions(KedgePermissions())
+			if tt.method == http.MethodPost && strings.HasSuffix(tt.path, "/1/comments") {
+				if got := raw(t, s, http.MethodGet, "/repos/acme/fleet/pulls/1", "Bearer "+botToken, nil); got.status == http.StatusNotFound {
+					require.Equal(t, http.StatusCreated, raw(t, s, http.MethodPost, "/repos/acme/fleet/pulls", "Bearer "+tok.Token, newPR).status)
+				}
+			}
+			s.hub.SetPermissions(tt.grant)
+			got := raw(t, s, tt.method, tt.path, "Bearer "+tok.Token, tt.body)
+			assert.Equal(t, tt.want, got.status, string(got.body))
+			if tt.want == http.StatusForbidden {
+				assert.Contains(t, string(got.body), `"message":"Resource not accessible by integration"`)
+				assert.Equal(t, tt.accepted, got.header.Get("X-Accepted-GitHub-Permissions"))
+			}
+			s.hub.SetPermissions(map[string]string{"metadata": "read"})
+			assert.NotEqual(t, http.StatusForbidden, raw(t, s, tt.method, tt.path, "Bearer "+botToken, tt.body).status, "a personal token is not held to the App's permissions")
+		})
+	}
 }

@@ -32,7 +32,31 @@ type route struct {
 	// pullOnly when it must be a pull request.
 	item, pullOnly bool
 	errs
+	// needs are the installation permissions GitHub documents for the
+	// endpoint, any one of which admits an installation token.
+	needs   []need
 	handler func(*Server, *request) *response
+}
+
+// need is one permission at a level: "read" or "write".
+type need struct{ permission, level string }
+
+// routeNeeds are the permissions of each endpoint, from the "Permissions
+// required for GitHub Apps" of GitHub's REST reference: a comment or a
+// label on a pull request is admitted by either issues or pull_requests.
+var routeNeeds = map[string][]need{
+	"GET /repos/{owner}/{repo}":                                     {{"metadata", "read"}},
+	"GET /repos/{owner}/{repo}/pulls":                               {{"pull_requests", "read"}},
+	"POST /repos/{owner}/{repo}/pulls":                              {{"pull_requests", "write"}},
+	"GET /repos/{owner}/{repo}/pulls/{number}":                      {{"pull_requests", "read"}},
+	"PATCH /repos/{owner}/{repo}/pulls/{number}":                    {{"pull_requests", "write"}},
+	"POST /repos/{owner}/{repo}/pulls/{number}/requested_reviewers": {{"pull_requests", "write"}},
+	"GET /repos/{owner}/{repo}/issues":                              {{"issues", "read"}, {"pull_requests", "read"}},
+	"POST /repos/{owner}/{repo}/issues":                             {{"issues", "write"}},
+	"PATCH /repos/{owner}/{repo}/issues/{number}":                   {{"issues", "write"}, {"pull_requests", "write"}},
+	"GET /repos/{owner}/{repo}/issues/{number}/comments":            {{"issues", "read"}, {"pull_requests", "read"}},
+	"POST /repos/{owner}/{repo}/issues/{number}/comments":           {{"issues", "write"}, {"pull_requests", "write"}},
+	"POST /repos/{owner}/{repo}/issues/{number}/labels":             {{"issues", "write"}, {"pull_requests", "write"}},
 }
 
 var routes = []*route{
@@ -67,6 +91,7 @@ func newRoute(name, resource, docs string, handler func(*Server, *request) *resp
 		item:     strings.Contains(pattern, "{number}"),
 		pullOnly: strings.Contains(pattern, "/pulls/{number}"),
 		errs:     errs{resource, docs},
+		needs:    routeNeeds[name],
 		handler:  handler,
 	}
 }
