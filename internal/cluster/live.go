@@ -281,9 +281,9 @@ func NewLive(opts LiveOptions) (*Live, error) {
 }
 
 // OnMeshChange registers fn to be called when an injector webhook
-// configuration, injector ConfigMap or Istio ProxyConfig is added, changed
-// or deleted, a namespace's labels change, or the opt-out annotation of a
-// namespace or workload does. Pod events never call it, nor do the objects
+// configuration, injector ConfigMap, Istio ProxyConfig, AuthorizationPolicy
+// or waypoint Gateway is added, changed or deleted, a namespace's labels
+// change, or the opt-out annotation of a namespace or workload does. Pod events never call it, nor do the objects
 // listed when the caches first fill. fn runs on an informer goroutine and
 // must not block.
 func (l *Live) OnMeshChange(fn func(reason string)) {
@@ -317,10 +317,8 @@ func (l *Live) Start(ctx context.Context) error {
 			if err := l.countChanges(inf); err != nil {
 				return err
 			}
-			if kind == kindProxyConfig {
-				if err := l.addProxyConfigHandler(inf); err != nil {
-					return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
-				}
+			if err := l.addCustomMeshHandler(kind, inf); err != nil {
+				return fmt.Errorf("live cluster source: %s: %w", gvr.Resource, err)
 			}
 			if kind == "Rollout" {
 				if err := l.addOptOutHandler(inf); err != nil {

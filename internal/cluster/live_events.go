@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/cluster/trim"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -79,13 +80,28 @@ func (l *Live) addOptOutHandler(inf cache.SharedIndexInformer) error {
 	return err
 }
 
-// addProxyConfigHandler reports ProxyConfig changes: every one may change
-// the proxy image type of the pods it selects.
-func (l *Live) addProxyConfigHandler(inf cache.SharedIndexInformer) error {
-	proxyConfigs := meshHandler[*objects.ProxyConfig]{
-		live: l, kind: kindProxyConfig, relevant: func(*objects.ProxyConfig) bool { return true },
+// addCustomMeshHandler reports the changes of a custom kind that decide
+// what a cycle plans: a ProxyConfig may change the proxy image type of the
+// pods it selects; an AuthorizationPolicy or a waypoint Gateway may let a
+// namespace's ambient move go ahead, or hold it back (internal/ambient),
+// and the next cycle should not wait for cycle.resync to tell.
+func (l *Live) addCustomMeshHandler(kind string, inf cache.SharedIndexInformer) error {
+	var funcs cache.ResourceEventHandler
+	switch kind {
+	case kindProxyConfig:
+		funcs = meshHandler[*objects.ProxyConfig]{live: l, kind: kind, relevant: func(*objects.ProxyConfig) bool { return true }}.funcs()
+	case kindAuthorizationPolicy:
+		funcs = meshHandler[*objects.AuthorizationPolicy]{live: l, kind: kind, relevant: func(*objects.AuthorizationPolicy) bool { return true }}.funcs()
+	case kindGateway:
+		// Ingress and egress Gateways change with routing, which decides
+		// nothing kedge plans; waypoints do.
+		funcs = meshHandler[*objects.Gateway]{live: l, kind: kind, relevant: func(g *objects.Gateway) bool {
+			return g.Spec.GatewayClassName == ambient.WaypointClass
+		}}.funcs()
+	default:
+		return nil
 	}
-	_, err := inf.AddEventHandler(proxyConfigs.funcs())
+	_, err := inf.AddEventHandler(funcs)
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -227,6 +228,29 @@ func TestLiveReadsWhatTheAmbientMigrationChecks(t *testing.T) {
 	for _, r := range []string{"services", "authorizationpolicies", "peerauthentications", "requestauthentications", "envoyfilters", "wasmplugins", "virtualservices", "httproutes", "gateways"} {
 		assert.Contains(t, listedKinds, r)
 	}
+
+	// A policy or a waypoint that changes can let a move go ahead: each is
+	// a mesh change; an ingress Gateway is not.
+	changes := &reasons{}
+	live.OnMeshChange(changes.add)
+	policies := dyn.Resource(schema.GroupVersionResource{Group: "security.istio.io", Version: "v1", Resource: "authorizationpolicies"}).Namespace("shop")
+	_, err = policies.Patch(ctx, "get-only", types.MergePatchType,
+		[]byte(`{"spec":{"selector":null,"targetRefs":[{"kind":"Gateway","group":"gateway.networking.k8s.io","name":"waypoint"}]}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return changes.count() > 0 }, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{"AuthorizationPolicy shop/get-only changed"}, changes.take())
+	gatewaysOf := dyn.Resource(schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"})
+	ingress := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+		"metadata": map[string]any{"name": "ingress", "namespace": "istio-system"},
+		"spec":     map[string]any{"gatewayClassName": "istio", "listeners": []any{map[string]any{"name": "http", "port": int64(80), "protocol": "HTTP"}}},
+	}}
+	_, err = gatewaysOf.Namespace("istio-system").Create(ctx, ingress, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(live.Set().Gateways) == 2 }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, gatewaysOf.Namespace("shop").Delete(ctx, "waypoint", metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return changes.count() > 0 }, 10*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{"Gateway shop/waypoint deleted"}, changes.take(), "the ingress Gateway is no mesh change")
 
 	dir := t.TempDir()
 	set = live.Set()
