@@ -47,7 +47,7 @@ unit:
 fuzz:
 	$(call fuzz-one,FuzzSetPodTemplateAnnotations,./internal/yamledit,60000)
 	$(call fuzz-one,FuzzAddKustomizationPatch,./internal/yamledit,60000)
-	$(call fuzz-one,FuzzSetReleaseRestarts,./internal/yamledit,60000)
+	$(call fuzz-one,FuzzSetReleaseRestarts,./internal/yamledit/helmedit,60000)
 	$(call fuzz-one,FuzzRemoveMetadataLabel,./internal/yamledit,30000)
 	$(call fuzz-one,FuzzReadSnapshot,./internal/cluster/snapshot,10000)
 	$(call fuzz-one,FuzzStreamingDecode,./internal/cluster/snapshot,10000)

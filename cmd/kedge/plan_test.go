@@ -20,7 +20,7 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
-	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/helmedit"
 )
 
 const demoExpected = "../../testdata/demo/expected.json"
@@ -120,7 +120,7 @@ func TestPlanPatchOnTheDemo(t *testing.T) {
 	t.Run("changed lines", func(t *testing.T) {
 		assert.Empty(t, editcheck.PatchLineViolations(patch, editcheck.Rules{
 			AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{"kedge-restart-patch.yaml", "kedge-restart-patch.yml"},
-			PostRendererMarker: yamledit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
+			PostRendererMarker: helmedit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
 		}))
 	})
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/policyedit"
 )
 
 // PolicyEdit is the change of one file that carries policies over to
@@ -165,7 +166,7 @@ func (c *Checkout) policyEdit(file string, policies []carried) (*PolicyEdit, err
 	apply := func(src []byte) ([]byte, bool, error) {
 		out := src
 		for _, p := range policies {
-			next, _, err := yamledit.ReplaceSelectorWithTargetRefs(out, targetOf(p.source), p.rewrite.Selector, targetRefs(p.rewrite))
+			next, _, err := policyedit.ReplaceSelectorWithTargetRefs(out, targetOf(p.source), p.rewrite.Selector, targetRefs(p.rewrite))
 			if err != nil {
 				return nil, false, err
 			}
@@ -196,10 +197,10 @@ func targetOf(src index.Source) yamledit.Target {
 	return yamledit.Target{Kind: src.Kind, Name: src.Name, Namespace: src.Namespace, Document: src.Document}
 }
 
-func targetRefs(rw *ambient.Rewrite) []yamledit.TargetRef {
-	out := make([]yamledit.TargetRef, len(rw.TargetRefs))
+func targetRefs(rw *ambient.Rewrite) []policyedit.TargetRef {
+	out := make([]policyedit.TargetRef, len(rw.TargetRefs))
 	for i, t := range rw.TargetRefs {
-		out[i] = yamledit.TargetRef{Group: t.Group, Kind: t.Kind, Name: t.Name}
+		out[i] = policyedit.TargetRef{Group: t.Group, Kind: t.Kind, Name: t.Name}
 	}
 	return out
 }

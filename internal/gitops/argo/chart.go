@@ -17,7 +17,7 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
-	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/helmedit"
 )
 
 // An Application whose source path holds a chart is rendered by `helm
@@ -88,11 +88,11 @@ func (s *ValuesSite) set(data []byte, set map[string]string) ([]byte, bool, erro
 	switch {
 	case h == nil || h.ValuesObject != nil:
 	case h.Values != "":
-		return yamledit.SetChartValuesText(data, doc, yamledit.ValuesMap{Kind: "Application", At: helmAt + ".values"}, s.value.Key, set)
+		return helmedit.SetChartValuesText(data, doc, helmedit.ValuesMap{Kind: "Application", At: helmAt + ".values"}, s.value.Key, set)
 	case len(h.Parameters) > 0:
 		return setParameters(data, doc, helmAt, s.value.Key, set)
 	}
-	return yamledit.SetChartValues(data, doc, yamledit.ValuesMap{Kind: "Application", At: helmAt + ".valuesObject"}, s.value.Key, set)
+	return helmedit.SetChartValues(data, doc, helmedit.ValuesMap{Kind: "Application", At: helmAt + ".valuesObject"}, s.value.Key, set)
 }
 
 // setParameters writes one string parameter per annotation: Argo CD passes
@@ -101,7 +101,7 @@ func setParameters(data []byte, doc int, helmAt string, key []string, set map[st
 	changed := false
 	for _, k := range slices.Sorted(maps.Keys(set)) {
 		name := chart.ValuePath(append(append([]string{}, key...), k))
-		out, ch, err := yamledit.SetChartParameter(data, doc, yamledit.ValuesMap{Kind: "Application", At: helmAt}, name, set[k])
+		out, ch, err := helmedit.SetChartParameter(data, doc, helmedit.ValuesMap{Kind: "Application", At: helmAt}, name, set[k])
 		if err != nil {
 			return nil, false, err
 		}

@@ -12,7 +12,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/helmedit"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -240,7 +240,7 @@ type ReleaseRender struct {
 // NewReleaseRender reads a HelmRelease's spec.postRenderers.
 func NewReleaseRender(postRenderers any) *ReleaseRender {
 	list, _ := postRenderers.([]any)
-	return &ReleaseRender{PostRenderers: len(list), Restarts: yamledit.ReleaseRestarts(postRenderers)}
+	return &ReleaseRender{PostRenderers: len(list), Restarts: helmedit.ReleaseRestarts(postRenderers)}
 }
 
 // ID names an object as a cluster runs it.

@@ -14,7 +14,7 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/testing/gitopstest"
-	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/helmedit"
 )
 
 // TestHelmReleaseOutcomes: a Helm-rendered workload is found through its
@@ -119,7 +119,7 @@ func TestOneFileOfSeveralReleases(t *testing.T) {
 // an overlay is restarted there again, even when its base is no longer
 // shared: its older entry, applied after one in the base, would undo it.
 func TestReleasePatchedInAnOverlayStaysThere(t *testing.T) {
-	old, err := yamledit.ReleasePatchFile{AddPath: yamledit.CreatePostRenderers}.Render(helmrelease.PatchHeader, []yamledit.RestartPatch{{
+	old, err := helmedit.ReleasePatchFile{AddPath: helmedit.CreatePostRenderers}.Render(helmrelease.PatchHeader, []helmedit.RestartPatch{{
 		APIVersion: "apps/v1", Kind: "Deployment", Name: "podinfo", Annotations: map[string]string{"kedge.io/restart-target": "1-24-0", "kedge.io/restartedAt": "0123"},
 	}})
 	require.NoError(t, err)
@@ -148,5 +148,5 @@ func TestLaterRestartEntriesWin(t *testing.T) {
 			"patch":  "# kedge: restart\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    metadata:\n      annotations:\n        a: " + value + "\n",
 		}}}}
 	}
-	assert.Equal(t, map[string]map[string]string{"Deployment/web": {"a": "2"}}, yamledit.ReleaseRestarts([]any{entry("1"), entry("2")}))
+	assert.Equal(t, map[string]map[string]string{"Deployment/web": {"a": "2"}}, helmedit.ReleaseRestarts([]any{entry("1"), entry("2")}))
 }

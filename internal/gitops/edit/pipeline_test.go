@@ -19,7 +19,7 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/testing/gitopstest"
-	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/helmedit"
 )
 
 type editCase struct {
@@ -741,7 +741,7 @@ func TestEditsChangeOnlyRestartLines(t *testing.T) {
 	ann := restart.Annotations{}.WithDefaults()
 	rules := editcheck.Rules{
 		AnnotationKeys: []string{ann.Restart, ann.Target}, PatchFiles: []string{index.RestartPatchFile("kustomization.yaml"), index.RestartPatchFile("kustomization.yml")},
-		PostRendererMarker: yamledit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
+		PostRendererMarker: helmedit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
 	}
 	for _, c := range editCases {
 		t.Run(c.repo, func(t *testing.T) {

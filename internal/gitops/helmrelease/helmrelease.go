@@ -24,6 +24,7 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/helmedit"
 )
 
 // Ref names the Flux HelmRelease that rendered a workload, as the
@@ -162,7 +163,7 @@ func (k postRendererKind) Write(ix *index.Index, file string, restarts []restart
 // data that restarts workloads, in document order. It goes with in-place
 // restarts of the same file.
 func (postRendererKind) WriteAfter(data []byte, restarts []restart.Restart) ([]byte, error) {
-	bySource := map[index.Source][]yamledit.RestartPatch{}
+	bySource := map[index.Source][]helmedit.RestartPatch{}
 	var sources []index.Source
 	for _, r := range restarts {
 		src := r.Site.Source()
@@ -174,7 +175,7 @@ func (postRendererKind) WriteAfter(data []byte, restarts []restart.Restart) ([]b
 	slices.SortFunc(sources, func(a, b index.Source) int { return a.Document - b.Document })
 	for _, src := range sources {
 		t := yamledit.Target{Kind: src.Kind, Name: src.Name, Namespace: src.Namespace, Document: src.Document}
-		out, changed, err := yamledit.SetReleaseRestarts(data, t, bySource[src])
+		out, changed, err := helmedit.SetReleaseRestarts(data, t, bySource[src])
 		if err != nil {
 			return nil, err
 		}
@@ -193,8 +194,8 @@ func (postRendererKind) Intents(restarts []restart.Restart) []restart.Intent {
 // restarts: both change documents of it, each its own.
 func (postRendererKind) GoesWith(k restart.Kind) bool { return restart.IsInPlace(k) }
 
-func patchOf(r restart.Restart) yamledit.RestartPatch {
-	return yamledit.RestartPatch{APIVersion: r.APIVersion, Kind: r.ID.Kind, Name: r.ID.Name, Annotations: r.Set}
+func patchOf(r restart.Restart) helmedit.RestartPatch {
+	return helmedit.RestartPatch{APIVersion: r.APIVersion, Kind: r.ID.Kind, Name: r.ID.Name, Annotations: r.Set}
 }
 
 // Overlay is kedge's post-renderer entry added to a HelmRelease from the
@@ -242,16 +243,16 @@ func (overlayKind) Write(ix *index.Index, file string, restarts []restart.Restar
 	if err != nil && !created {
 		return nil, err
 	}
-	patches := make([]yamledit.RestartPatch, 0, len(restarts))
+	patches := make([]helmedit.RestartPatch, 0, len(restarts))
 	for _, r := range restarts {
 		patches = append(patches, patchOf(r))
 	}
-	f := yamledit.ReleasePatchFile{AddPath: yamledit.AppendPostRenderer}
+	f := helmedit.ReleasePatchFile{AddPath: helmedit.AppendPostRenderer}
 	if site.postRenderers == 0 {
-		f.AddPath = yamledit.CreatePostRenderers
+		f.AddPath = helmedit.CreatePostRenderers
 	}
 	if !created {
-		existing, ok := yamledit.ReadReleasePatchFile(before)
+		existing, ok := helmedit.ReadReleasePatchFile(before)
 		if !ok {
 			return nil, fmt.Errorf("%s is not a post-renderer patch kedge wrote", file)
 		}
@@ -305,7 +306,7 @@ func releaseOf(s restart.Site) Ref {
 func compare(beforeBody, afterBody map[string]any, release map[string]map[string]string, id restart.WorkloadID) error {
 	restartsOf := func(body map[string]any) map[string]map[string]string {
 		spec, _ := body["spec"].(map[string]any)
-		return yamledit.ReleaseRestarts(spec["postRenderers"])
+		return helmedit.ReleaseRestarts(spec["postRenderers"])
 	}
 	had, got := restartsOf(beforeBody), restartsOf(afterBody)
 	for key, want := range release {
@@ -338,7 +339,7 @@ func withoutRestartEntry(body map[string]any) map[string]any {
 	}
 	var kept []any
 	for _, e := range list {
-		if !yamledit.IsRestartEntry(e) {
+		if !helmedit.IsRestartEntry(e) {
 			kept = append(kept, e)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/kedge-io/kedge/internal/repofs"
 	"github.com/kedge-io/kedge/internal/route"
 	"github.com/kedge-io/kedge/internal/untrusted"
-	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/helmedit"
 )
 
 // A team that prefers values (config helm.prefer: values) has a workload
@@ -93,7 +93,7 @@ func (valuesKind) Intents(restarts []restart.Restart) []restart.Intent {
 func (valuesKind) Write(ix *index.Index, file string, restarts []restart.Restart) ([]restart.FileEdit, error) {
 	return restart.WriteEach(ix, file, restarts, func(data []byte, r restart.Restart) ([]byte, bool, error) {
 		s := r.Site.(*ValuesSite)
-		return yamledit.SetChartValues(data, s.src.Document, yamledit.ValuesMap{Kind: "HelmRelease", At: "spec.values"}, s.value.Key, r.Set)
+		return helmedit.SetChartValues(data, s.src.Document, helmedit.ValuesMap{Kind: "HelmRelease", At: "spec.values"}, s.value.Key, r.Set)
 	})
 }
 

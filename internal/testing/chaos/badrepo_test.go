@@ -22,7 +22,7 @@ import (
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/testing/editcheck"
 	"github.com/kedge-io/kedge/internal/testing/treecopy"
-	"github.com/kedge-io/kedge/internal/yamledit"
+	"github.com/kedge-io/kedge/internal/yamledit/helmedit"
 )
 
 // repoCase is testdata/bad/repo/<case>/case.yaml: files/ is laid over a
@@ -183,7 +183,7 @@ func TestBadRepositoryInput(t *testing.T) {
 					AnnotationKeys: []string{cfg.Restart.Annotation, cfg.Restart.TargetAnnotation},
 					PatchFiles:     []string{"kedge-restart-patch.yaml", "kedge-restart-patch.yml"},
 					// The demo's HelmRelease gets kedge's post-renderer entry.
-					PostRendererMarker: yamledit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
+					PostRendererMarker: helmedit.RestartMarker, ReleasePatchPrefix: "kedge-helm-",
 				}))
 			}
 			assertRendersSame(t, repo, set.Kustomizations, res, cfg)

@@ -1,4 +1,4 @@
-package yamledit
+package helmedit
 
 import (
 	"testing"

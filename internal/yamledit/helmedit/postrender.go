@@ -1,4 +1,8 @@
-package yamledit
+// Package helmedit makes the exact edits of the places where a chart's render is steered from Git: kedge's
+// restart entry among a Flux HelmRelease's post-renderers (and the overlay patch file that adds it to a shared
+// release), the chart values of a HelmRelease or an Argo CD Application, and an Argo CD source's Helm
+// parameters. Each edit is planned in the file's own layout and committed through yamledit's verification.
+package helmedit
 
 import (
 	"bytes"
@@ -10,6 +14,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
 // A Flux HelmRelease restarts what its chart renders through spec.postRenderers: each entry's kustomize
@@ -122,21 +128,21 @@ func mergePatches(existing, set []RestartPatch) []RestartPatch {
 
 func validatePatches(patches []RestartPatch) error {
 	if len(patches) == 0 {
-		return refuse(CodeInvalidInput, "no workload to restart")
+		return yamledit.Refuse(yamledit.CodeInvalidInput, "no workload to restart")
 	}
 	for _, p := range patches {
-		if !podTemplateKinds[p.Kind] {
-			return refuse(CodeInvalidInput, "kind %q has no restartable pod template at spec.template", p.Kind)
+		if !yamledit.RestartableKind(p.Kind) {
+			return yamledit.Refuse(yamledit.CodeInvalidInput, "kind %q has no restartable pod template at spec.template", p.Kind)
 		}
 		if errs := validation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
-			return refuse(CodeInvalidInput, "workload name %q is invalid: %s", p.Name, errs[0])
+			return yamledit.Refuse(yamledit.CodeInvalidInput, "workload name %q is invalid: %s", p.Name, errs[0])
 		}
 		for k, v := range p.Annotations {
 			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-				return refuse(CodeInvalidInput, "annotation key %q is invalid: %s", k, errs[0])
+				return yamledit.Refuse(yamledit.CodeInvalidInput, "annotation key %q is invalid: %s", k, errs[0])
 			}
 			if !utf8.ValidString(v) || strings.ContainsAny(v, "\r\n") || strings.Contains(v, "{{") {
-				return refuse(CodeInvalidInput, "the value of annotation %q cannot be written in a patch", k)
+				return yamledit.Refuse(yamledit.CodeInvalidInput, "the value of annotation %q cannot be written in a patch", k)
 			}
 		}
 	}
@@ -225,60 +231,62 @@ func indentedLines(n *yaml.Node, indent, unit int) ([]string, error) {
 // patches, keeping the patches the entry already has for other workloads. The entry is updated in place when
 // the release has it, else appended to spec.postRenderers, which is created at the end of spec when missing;
 // no other line of the file changes. changed is false when the entry already says the same.
-func SetReleaseRestarts(src []byte, t Target, patches []RestartPatch) (out []byte, changed bool, err error) {
+func SetReleaseRestarts(src []byte, t yamledit.Target, patches []RestartPatch) (out []byte, changed bool, err error) {
 	if t.Kind != "HelmRelease" {
-		return nil, false, refuse(CodeInvalidInput, "kind %q is not a HelmRelease", t.Kind)
+		return nil, false, yamledit.Refuse(yamledit.CodeInvalidInput, "kind %q is not a HelmRelease", t.Kind)
 	}
 	if err := validatePatches(patches); err != nil {
 		return nil, false, err
 	}
-	s, obj, err := loadEditable(src, t)
+	f, obj, err := yamledit.OpenTarget(src, t)
 	if err != nil {
 		return nil, false, err
 	}
-	specPath := append(slices.Clip(obj.path), step{key: "spec", index: -1})
-	sk, spec, err := s.findKey(obj.node, "spec", obj.path)
+	specPath := obj.Path.Key("spec")
+	sk, spec, err := f.FindKey(obj.Node, "spec", obj.Path)
 	if err != nil {
 		return nil, false, err
 	}
 	if sk == nil || spec.Kind != yaml.MappingNode || spec.Style&yaml.FlowStyle != 0 || len(spec.Content) == 0 {
-		return nil, false, refuse(CodeUnsupported, "the HelmRelease has no block mapping spec")
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "the HelmRelease has no block mapping spec")
 	}
-	if err := s.checkCollection(spec, specPath); err != nil {
+	if err := f.CheckCollection(spec, specPath); err != nil {
 		return nil, false, err
 	}
-	if err := s.simpleKeys(spec); err != nil {
-		return nil, false, err
+	for i := 0; i < len(spec.Content); i += 2 {
+		if err := f.CheckBlockKey(spec.Content[i]); err != nil {
+			return nil, false, err
+		}
 	}
-	unit := s.indentStep([]link{{sk, spec}})
-	pk, list, err := s.findKey(spec, "postRenderers", specPath)
+	unit := f.IndentUnit(sk, spec)
+	pk, list, err := f.FindKey(spec, "postRenderers", specPath)
 	if err != nil {
 		return nil, false, err
 	}
 	if pk == nil {
-		return s.addPostRenderers(obj.doc, spec, specPath, unit, mergePatches(nil, patches))
+		return addPostRenderers(f, obj.Doc, spec, specPath, unit, mergePatches(nil, patches))
 	}
-	listPath := append(slices.Clip(specPath), step{key: "postRenderers", index: -1})
-	if err := s.checkCollection(list, listPath); err != nil {
+	listPath := specPath.Key("postRenderers")
+	if err := f.CheckCollection(list, listPath); err != nil {
 		return nil, false, err
 	}
 	if list.Kind != yaml.SequenceNode || list.Style&yaml.FlowStyle != 0 || len(list.Content) == 0 {
-		return nil, false, refuse(CodeUnsupported, "spec.postRenderers is not a block list (line %d)", pk.Line)
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "spec.postRenderers is not a block list (line %d)", pk.Line)
 	}
 	for i, item := range list.Content {
 		var decoded any
 		if err := item.Decode(&decoded); err != nil {
-			return nil, false, refuse(CodeUnsupported, "cannot read post-renderer %d: %v", i, err)
+			return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "cannot read post-renderer %d: %v", i, err)
 		}
 		if existing := restartPatchesOf(decoded); existing != nil {
-			return s.replaceEntry(obj.doc, list, listPath, i, unit, mergePatches(existing, patches))
+			return replaceEntry(f, obj.Doc, list, listPath, i, unit, mergePatches(existing, patches))
 		}
 	}
-	return s.appendEntry(obj.doc, list, listPath, unit, mergePatches(nil, patches))
+	return appendEntry(f, obj.Doc, list, listPath, unit, mergePatches(nil, patches))
 }
 
 // addPostRenderers writes `postRenderers:` with kedge's entry after the last key of spec.
-func (s *source) addPostRenderers(doc int, spec *yaml.Node, specPath []step, unit int, patches []RestartPatch) ([]byte, bool, error) {
+func addPostRenderers(f *yamledit.File, doc int, spec *yaml.Node, specPath yamledit.Path, unit int, patches []RestartPatch) ([]byte, bool, error) {
 	entry, err := releaseEntryNode(patches)
 	if err != nil {
 		return nil, false, err
@@ -290,29 +298,33 @@ func (s *source) addPostRenderers(doc int, spec *yaml.Node, specPath []step, uni
 		return nil, false, err
 	}
 	lines := append([]string{strings.Repeat(" ", indent) + "postRenderers:"}, body...)
-	var sp *splice
-	if end := s.endLine(spec, indent); !s.endsWithoutBreak(end) || !s.startsLine(spec.Content[0]) {
-		sp, err = s.insertAfter(end, "", lines)
+	var sp *yamledit.Splice
+	if end := f.EndLine(spec, indent); !f.EndsWithoutBreak(end) || !f.StartsLine(spec.Content[0]) {
+		sp, err = f.InsertAfter(end, "", lines)
 	} else {
-		sp, err = s.insertBefore(spec.Content[0].Line, lines)
+		sp, err = f.InsertBefore(spec.Content[0].Line, lines)
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	want := canon(seq)
-	out, err := s.commit(doc, sp, func(root *cnode) error {
-		m, err := root.walk(specPath, sp.first)
-		if err != nil {
-			return err
+	out, err := f.Commit(doc, sp, func(root *yaml.Node) error {
+		m := specPath.Find(root)
+		if m == nil || m.Kind != yaml.MappingNode {
+			return fmt.Errorf("%s is not a mapping", specPath)
 		}
-		m.content = addEntry(m.content, sp.first, str("postRenderers"), want)
+		added := []*yaml.Node{scalarNode("postRenderers"), seq}
+		if sp.First() {
+			m.Content = append(added, m.Content...)
+		} else {
+			m.Content = append(m.Content, added...)
+		}
 		return nil
 	})
 	return out, err == nil, err
 }
 
 // releaseEntryLines renders kedge's entry as an item of a block list whose dashes sit at column dash.
-func releaseEntryLines(patches []RestartPatch, dash, unit int) ([]string, *cnode, error) {
+func releaseEntryLines(patches []RestartPatch, dash, unit int) ([]string, *yaml.Node, error) {
 	entry, err := releaseEntryNode(patches)
 	if err != nil {
 		return nil, nil, err
@@ -322,33 +334,30 @@ func releaseEntryLines(patches []RestartPatch, dash, unit int) ([]string, *cnode
 	if err != nil {
 		return nil, nil, err
 	}
-	return lines, canon(entry), nil
+	return lines, entry, nil
 }
 
 // appendEntry adds kedge's entry after the release's own post-renderers.
-func (s *source) appendEntry(doc int, list *yaml.Node, listPath []step, unit int, patches []RestartPatch) ([]byte, bool, error) {
+func appendEntry(f *yamledit.File, doc int, list *yaml.Node, listPath yamledit.Path, unit int, patches []RestartPatch) ([]byte, bool, error) {
 	dash := list.Column - 1
 	lines, want, err := releaseEntryLines(patches, dash, unit)
 	if err != nil {
 		return nil, false, err
 	}
-	end := s.endLine(list, dash)
-	if s.endsWithoutBreak(end) {
-		return nil, false, refuse(CodeUnsupported, "spec.postRenderers ends the file without a line break")
+	end := f.EndLine(list, dash)
+	if f.EndsWithoutBreak(end) {
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "spec.postRenderers ends the file without a line break")
 	}
-	sp, err := s.insertAfter(end, "", lines)
+	sp, err := f.InsertAfter(end, "", lines)
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := s.commit(doc, sp, func(root *cnode) error {
-		l, err := root.walk(listPath, false)
-		if err != nil {
-			return err
-		}
-		if l.kind != yaml.SequenceNode {
+	out, err := f.Commit(doc, sp, func(root *yaml.Node) error {
+		l := listPath.Find(root)
+		if l == nil || l.Kind != yaml.SequenceNode {
 			return fmt.Errorf("postRenderers is not a list")
 		}
-		l.content = append(l.content, want)
+		l.Content = append(l.Content, want)
 		return nil
 	})
 	return out, err == nil, err
@@ -356,51 +365,48 @@ func (s *source) appendEntry(doc int, list *yaml.Node, listPath []step, unit int
 
 // replaceEntry rewrites the lines of kedge's entry, item i of the list; nothing changes when the entry
 // already means what it would be written as.
-func (s *source) replaceEntry(doc int, list *yaml.Node, listPath []step, i, unit int, patches []RestartPatch) ([]byte, bool, error) {
+func replaceEntry(f *yamledit.File, doc int, list *yaml.Node, listPath yamledit.Path, i, unit int, patches []RestartPatch) ([]byte, bool, error) {
 	item := list.Content[i]
 	dash := list.Column - 1
 	lines, want, err := releaseEntryLines(patches, dash, unit)
 	if err != nil {
 		return nil, false, err
 	}
-	if canon(item).equal(want) {
-		return s.original(), false, nil
+	if yamledit.Equal(item, want) {
+		return f.Original(), false, nil
 	}
-	if item.Kind != yaml.MappingNode || item.Style&yaml.FlowStyle != 0 || !s.startsItemLine(item, dash) {
-		return nil, false, refuse(CodeUnsupported, "kedge's post-renderer (line %d) is not written as `- kustomize:`", item.Line)
+	if item.Kind != yaml.MappingNode || item.Style&yaml.FlowStyle != 0 || !startsItemLine(f, item, dash) {
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "kedge's post-renderer (line %d) is not written as `- kustomize:`", item.Line)
 	}
 	first := item.Line
-	last := s.endLine(item, dash)
+	last := f.EndLine(item, dash)
 	if i+1 < len(list.Content) {
 		// The next item's own lines (and comments above it) are not kedge's.
 		last = min(last, list.Content[i+1].Line-1)
 	}
-	if s.endsWithoutBreak(last) {
-		return nil, false, refuse(CodeUnsupported, "kedge's post-renderer ends the file without a line break")
+	if f.EndsWithoutBreak(last) {
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "kedge's post-renderer ends the file without a line break")
 	}
-	eol := s.eolOf(first)
-	sp := &splice{from: first - 1, to: last, text: strings.Join(lines, eol) + eol}
-	out, err := s.commit(doc, sp, func(root *cnode) error {
-		l, err := root.walk(listPath, false)
-		if err != nil {
-			return err
-		}
-		if l.kind != yaml.SequenceNode || i >= len(l.content) {
+	eol := f.EOL(first)
+	sp := f.ReplaceLines(first, last, strings.Join(lines, eol)+eol)
+	out, err := f.Commit(doc, sp, func(root *yaml.Node) error {
+		l := listPath.Find(root)
+		if l == nil || l.Kind != yaml.SequenceNode || i >= len(l.Content) {
 			return fmt.Errorf("postRenderers has no item %d", i)
 		}
-		l.content[i] = want
+		l.Content[i] = want
 		return nil
 	})
 	return out, err == nil, err
 }
 
 // startsItemLine tells whether item is written right after its dash, which sits at column dash.
-func (s *source) startsItemLine(item *yaml.Node, dash int) bool {
-	text := s.content(item.Line)
+func startsItemLine(f *yamledit.File, item *yaml.Node, dash int) bool {
+	text := f.Line(item.Line)
 	if len(text) <= dash || text[dash] != '-' || strings.TrimSpace(text[:dash]) != "" {
 		return false
 	}
-	b, ok := s.byteCol(item.Line, item.Column)
+	b, ok := f.ByteColumn(item)
 	return ok && strings.TrimSpace(text[dash+1:b]) == ""
 }
 
@@ -462,7 +468,7 @@ func (f ReleasePatchFile) Render(header string, set []RestartPatch) ([]byte, err
 	if f.AddPath == CreatePostRenderers {
 		value = &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{entry}}
 	} else if f.AddPath != AppendPostRenderer {
-		return nil, refuse(CodeInvalidInput, "post-renderer path %q", f.AddPath)
+		return nil, yamledit.Refuse(yamledit.CodeInvalidInput, "post-renderer path %q", f.AddPath)
 	}
 	op := mapNode(scalarNode("op"), scalarNode("add"), scalarNode("path"), scalarNode(f.AddPath), scalarNode("value"), value)
 	body, err := encode(&yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{op}}, 2)

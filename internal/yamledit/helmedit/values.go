@@ -1,4 +1,4 @@
-package yamledit
+package helmedit
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
 // ValuesMap names a mapping of chart values in an object of a file: the
@@ -25,7 +27,7 @@ type ValuesMap struct {
 // written in sorted order, after the existing ones; every other line stays
 // byte for byte and the result must re-parse to exactly that change.
 func SetChartValues(src []byte, doc int, m ValuesMap, valuePath []string, set map[string]string) (out []byte, changed bool, err error) {
-	at, err := parseListPath(m.At)
+	at, err := yamledit.ParsePath(m.At)
 	if err != nil {
 		return nil, false, err
 	}
@@ -35,12 +37,11 @@ func SetChartValues(src []byte, doc int, m ValuesMap, valuePath []string, set ma
 	}
 	out = src
 	for _, k := range names {
-		s, obj, err := loadDocumentOfKind(out, doc, m.Kind)
+		f, obj, err := yamledit.OpenDocument(out, doc, m.Kind)
 		if err != nil {
 			return nil, false, err
 		}
-		full := append(append(append([]step{}, obj.path...), at...), keys(valuePath...)...)
-		next, ch, err := s.setScalar(obj.doc, full, k, set[k])
+		next, ch, err := f.SetScalar(obj.Doc, obj.Path.Append(at).Key(valuePath...), k, set[k])
 		if err != nil {
 			return nil, false, err
 		}
@@ -59,26 +60,26 @@ func SetChartValuesText(src []byte, doc int, m ValuesMap, valuePath []string, se
 	if _, err := annotationNames(set); err != nil {
 		return nil, false, err
 	}
-	at, err := parseListPath(m.At)
+	at, err := yamledit.ParsePath(m.At)
 	if err != nil {
 		return nil, false, err
 	}
-	s, obj, err := loadDocumentOfKind(src, doc, m.Kind)
+	f, obj, err := yamledit.OpenDocument(src, doc, m.Kind)
 	if err != nil {
 		return nil, false, err
 	}
-	block, err := s.literalBlock(obj.node, at)
+	block, err := readLiteralBlock(f, obj.Node, at)
 	if err != nil {
 		return nil, false, err
 	}
-	if s.endsWithoutBreak(block.last) {
-		return nil, false, refuse(CodeUnsupported, "the file ends without a line break after %s", pathString(at))
+	if f.EndsWithoutBreak(block.last) {
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "the file ends without a line break after %s", at)
 	}
 	edited, err := setInText(block.text(), valuePath, set)
 	if err != nil {
 		return nil, false, err
 	}
-	sp := block.splice(edited, s.eolOf(block.first))
+	sp := block.splice(f, edited, f.EOL(block.first))
 	if sp == nil {
 		return src, false, nil
 	}
@@ -86,13 +87,13 @@ func SetChartValuesText(src []byte, doc int, m ValuesMap, valuePath []string, se
 	if block.strip {
 		want = strings.TrimRight(edited, "\n")
 	}
-	full := append(append([]step{}, obj.path...), at...)
-	out, err = s.commit(obj.doc, sp, func(root *cnode) error {
-		n := root.at(full)
-		if n == nil || n.kind != yaml.ScalarNode {
-			return fmt.Errorf("%s is not a scalar", pathString(full))
+	full := obj.Path.Append(at)
+	out, err = f.Commit(obj.Doc, sp, func(root *yaml.Node) error {
+		n := full.Find(root)
+		if n == nil || n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("%s is not a scalar", full)
 		}
-		n.value = want
+		n.Value = want
 		return nil
 	})
 	if err != nil {
@@ -109,43 +110,26 @@ type literalBlock struct {
 	strip               bool
 }
 
-// literalBlock finds the literal block scalar at path below m.
-func (s *source) literalBlock(m *yaml.Node, path []step) (*literalBlock, error) {
-	var k, v *yaml.Node
-	for i, st := range path {
-		if st.isIndex() {
-			if m.Kind != yaml.SequenceNode || st.index >= len(m.Content) {
-				return nil, refuse(CodeNotFound, "%s has no item %d", pathString(path[:i]), st.index)
-			}
-			m = m.Content[st.index]
-			continue
-		}
-		if m.Kind != yaml.MappingNode {
-			return nil, refuse(CodeNotFound, "%s is not a mapping", pathString(path[:i]))
-		}
-		var err error
-		if k, v, err = s.findKey(m, st.key, path[:i]); err != nil {
-			return nil, err
-		}
-		if v == nil {
-			return nil, refuse(CodeNotFound, "%s is missing", pathString(path[:i+1]))
-		}
-		m = v
+// readLiteralBlock finds the literal block scalar at path below m.
+func readLiteralBlock(f *yamledit.File, m *yaml.Node, path yamledit.Path) (*literalBlock, error) {
+	k, v, err := f.Lookup(m, path)
+	if err != nil {
+		return nil, err
 	}
 	if v == nil || v.Kind != yaml.ScalarNode || v.Style != yaml.LiteralStyle {
-		return nil, refuse(CodeUnsupported, "%s is not a literal block scalar (|)", pathString(path))
+		return nil, yamledit.Refuse(yamledit.CodeUnsupported, "%s is not a literal block scalar (|)", path)
 	}
-	_, after, _ := strings.Cut(s.content(k.Line), ":")
+	_, after, _ := strings.Cut(f.Line(k.Line), ":")
 	indicator := strings.TrimSpace(after)
 	if c := strings.Index(indicator, " #"); c >= 0 {
 		indicator = strings.TrimSpace(indicator[:c])
 	}
 	if indicator != "|" && indicator != "|-" {
-		return nil, refuse(CodeUnsupported, "%s has the block header %q; only | and |- are edited", pathString(path), indicator)
+		return nil, yamledit.Refuse(yamledit.CodeUnsupported, "%s has the block header %q; only | and |- are edited", path, indicator)
 	}
 	b := &literalBlock{first: k.Line + 1, indent: -1, strip: indicator == "|-"}
-	for n := b.first; n <= len(s.lines); n++ {
-		c := s.content(n)
+	for n := b.first; n <= f.Lines(); n++ {
+		c := f.Line(n)
 		if strings.TrimSpace(c) == "" {
 			continue
 		}
@@ -159,10 +143,10 @@ func (s *source) literalBlock(m *yaml.Node, path []step) (*literalBlock, error) 
 		b.last = n
 	}
 	if b.last < b.first {
-		return nil, refuse(CodeUnsupported, "%s is empty", pathString(path))
+		return nil, yamledit.Refuse(yamledit.CodeUnsupported, "%s is empty", path)
 	}
 	for n := b.first; n <= b.last; n++ {
-		c := s.content(n)
+		c := f.Line(n)
 		if strings.TrimSpace(c) == "" {
 			c = ""
 		} else {
@@ -171,7 +155,7 @@ func (s *source) literalBlock(m *yaml.Node, path []step) (*literalBlock, error) 
 		b.lines = append(b.lines, c)
 	}
 	if strings.TrimRight(b.text(), "\n") != strings.TrimRight(v.Value, "\n") {
-		return nil, refuse(CodeUnsupported, "%s could not be read line by line", pathString(path))
+		return nil, yamledit.Refuse(yamledit.CodeUnsupported, "%s could not be read line by line", path)
 	}
 	return b, nil
 }
@@ -180,7 +164,7 @@ func (b *literalBlock) text() string { return strings.Join(b.lines, "\n") + "\n"
 
 // splice puts the edited text back: the lines it shares with the block at
 // its start and end stay, the others are written with the block's indent.
-func (b *literalBlock) splice(edited, eol string) *splice {
+func (b *literalBlock) splice(f *yamledit.File, edited, eol string) *yamledit.Splice {
 	lines := strings.Split(strings.TrimSuffix(edited, "\n"), "\n")
 	p := 0
 	for p < len(lines) && p < len(b.lines) && lines[p] == b.lines[p] {
@@ -205,7 +189,7 @@ func (b *literalBlock) splice(edited, eol string) *splice {
 		}
 		text.WriteString(l + eol)
 	}
-	return &splice{from: b.first - 1 + p, to: b.first - 1 + len(b.lines) - q, text: text.String()}
+	return f.ReplaceLines(b.first+p, b.first-1+len(b.lines)-q, text.String())
 }
 
 // setInText sets each key=value in the mapping at valuePath of a YAML
@@ -217,14 +201,14 @@ func setInText(text string, valuePath []string, set map[string]string) (string, 
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		s, err := load([]byte(text))
+		f, err := yamledit.Open([]byte(text))
 		if err != nil {
 			return "", err
 		}
-		if len(s.docs) != 1 {
-			return "", refuse(CodeUnsupported, "the values text holds %d documents", len(s.docs))
+		if f.Documents() != 1 {
+			return "", yamledit.Refuse(yamledit.CodeUnsupported, "the values text holds %d documents", f.Documents())
 		}
-		out, _, err := s.setScalar(0, keys(valuePath...), k, set[k])
+		out, _, err := f.SetScalar(0, yamledit.Keys(valuePath...), k, set[k])
 		if err != nil {
 			return "", err
 		}
@@ -233,40 +217,16 @@ func setInText(text string, valuePath []string, set map[string]string) (string, 
 	return text, nil
 }
 
-// at returns the node path reaches from c, or nil.
-func (c *cnode) at(path []step) *cnode {
-	for _, st := range path {
-		if st.isIndex() {
-			if c.kind != yaml.SequenceNode || st.index >= len(c.content) {
-				return nil
-			}
-			c = c.content[st.index]
-			continue
-		}
-		var next *cnode
-		for i := 0; i+1 < len(c.content); i += 2 {
-			if c.content[i].value == st.key {
-				next = c.content[i+1]
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		c = next
-	}
-	return c
-}
-
 // annotationNames checks the annotations kedge sets and returns their keys
 // in the order they are written.
 func annotationNames(set map[string]string) ([]string, error) {
 	names := make([]string, 0, len(set))
 	for k, v := range set {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return nil, refuse(CodeInvalidInput, "annotation key %q is invalid: %s", k, errs[0])
+			return nil, yamledit.Refuse(yamledit.CodeInvalidInput, "annotation key %q is invalid: %s", k, errs[0])
 		}
 		if !utf8.ValidString(v) || strings.Contains(v, "{{") {
-			return nil, refuse(CodeInvalidInput, "the value of annotation %q is not plain text", k)
+			return nil, yamledit.Refuse(yamledit.CodeInvalidInput, "the value of annotation %q is not plain text", k)
 		}
 		names = append(names, k)
 	}
@@ -281,80 +241,63 @@ func annotationNames(set map[string]string) ([]string, error) {
 // last one. Every other line stays byte for byte.
 func SetChartParameter(src []byte, doc int, m ValuesMap, name, value string) (out []byte, changed bool, err error) {
 	if !utf8.ValidString(value) || strings.ContainsAny(value, "\"\\{") || strings.ContainsAny(name, "'\n") {
-		return nil, false, refuse(CodeInvalidInput, "parameter %s=%s cannot be written plainly", name, value)
+		return nil, false, yamledit.Refuse(yamledit.CodeInvalidInput, "parameter %s=%s cannot be written plainly", name, value)
 	}
-	at, err := parseListPath(m.At + ".parameters")
+	at, err := yamledit.ParsePath(m.At + ".parameters")
 	if err != nil {
 		return nil, false, err
 	}
-	s, obj, err := loadDocumentOfKind(src, doc, m.Kind)
+	f, obj, err := yamledit.OpenDocument(src, doc, m.Kind)
 	if err != nil {
 		return nil, false, err
 	}
-	list := obj.node
-	for i, st := range at {
-		if st.isIndex() {
-			if list.Kind != yaml.SequenceNode || st.index >= len(list.Content) {
-				return nil, false, refuse(CodeNotFound, "%s has no item %d", pathString(at[:i]), st.index)
-			}
-			list = list.Content[st.index]
-			continue
-		}
-		if list.Kind != yaml.MappingNode {
-			return nil, false, refuse(CodeNotFound, "%s is not a mapping", pathString(at[:i]))
-		}
-		_, v, err := s.findKey(list, st.key, at[:i])
-		if err != nil {
-			return nil, false, err
-		}
-		if v == nil {
-			return nil, false, refuse(CodeNotFound, "%s is missing", pathString(at[:i+1]))
-		}
-		list = v
+	_, list, err := f.Lookup(obj.Node, at)
+	if err != nil {
+		return nil, false, err
 	}
 	if list.Kind != yaml.SequenceNode || list.Style&yaml.FlowStyle != 0 || len(list.Content) == 0 {
-		return nil, false, refuse(CodeUnsupported, "%s is not a block list with items", pathString(at))
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "%s is not a block list with items", at)
 	}
-	full := append(append([]step{}, obj.path...), at...)
+	full := obj.Path.Append(at)
 	for i, item := range list.Content {
 		if item.Kind != yaml.MappingNode || item.Style&yaml.FlowStyle != 0 {
-			return nil, false, refuse(CodeUnsupported, "item %d of %s is not a block mapping", i, pathString(at))
+			return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "item %d of %s is not a block mapping", i, at)
 		}
-		if scalarAt(item, "name") != name {
+		if yamledit.StringAt(item, "name") != name {
 			continue
 		}
-		if scalarAt(item, "forceString") != "true" {
-			return nil, false, refuse(CodeUnsupported, "parameter %s is not a string parameter (forceString: true)", name)
+		if yamledit.StringAt(item, "forceString") != "true" {
+			return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "parameter %s is not a string parameter (forceString: true)", name)
 		}
-		return s.setScalar(obj.doc, append(full, step{index: i}), "value", value)
+		return f.SetScalar(obj.Doc, full.Index(i), "value", value)
 	}
 	last := list.Content[len(list.Content)-1]
 	col := last.Column - 1
-	dash := strings.Index(s.content(last.Line), "-")
+	dash := strings.Index(f.Line(last.Line), "-")
 	if dash < 0 || dash >= col {
-		return nil, false, refuse(CodeUnsupported, "the items of %s do not start on their dash's line", pathString(at))
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "the items of %s do not start on their dash's line", at)
 	}
-	end := s.endLine(list, dash)
-	if s.endsWithoutBreak(end) {
-		return nil, false, refuse(CodeUnsupported, "the file ends without a line break after %s", pathString(at))
+	end := f.EndLine(list, dash)
+	if f.EndsWithoutBreak(end) {
+		return nil, false, yamledit.Refuse(yamledit.CodeUnsupported, "the file ends without a line break after %s", at)
 	}
 	pad := strings.Repeat(" ", col)
 	lines := []string{
 		strings.Repeat(" ", dash) + "-" + strings.Repeat(" ", col-dash-1) + "name: '" + name + "'",
-		pad + "value: " + doubleQuote(value),
+		pad + "value: " + yamledit.DoubleQuoted(value),
 		pad + "forceString: true",
 	}
-	sp, err := s.insertAfter(end, "", lines)
+	sp, err := f.InsertAfter(end, "", lines)
 	if err != nil {
 		return nil, false, err
 	}
-	out, err = s.commit(obj.doc, sp, func(root *cnode) error {
-		n := root.at(full)
-		if n == nil || n.kind != yaml.SequenceNode {
-			return fmt.Errorf("%s is not a list", pathString(full))
+	out, err = f.Commit(obj.Doc, sp, func(root *yaml.Node) error {
+		n := full.Find(root)
+		if n == nil || n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s is not a list", full)
 		}
-		n.content = append(n.content, &cnode{kind: yaml.MappingNode, tag: "!!map", content: []*cnode{
-			str("name"), str(name), str("value"), str(value), str("forceString"), {kind: yaml.ScalarNode, tag: "!!bool", value: "true"},
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+			scalarNode("name"), scalarNode(name), scalarNode("value"), scalarNode(value), scalarNode("forceString"), {Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"},
 		}})
 		return nil
 	})

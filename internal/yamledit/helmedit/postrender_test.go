@@ -1,16 +1,20 @@
-package yamledit
+package helmedit
 
 import (
 	"bytes"
+	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
-var podinfo = Target{Kind: "HelmRelease", Name: "podinfo", Document: AnyDocument}
+var podinfo = yamledit.Target{Kind: "HelmRelease", Name: "podinfo", Document: yamledit.AnyDocument}
 
 func restartOf(kind, name, value string) RestartPatch {
 	return RestartPatch{APIVersion: "apps/v1", Kind: kind, Name: name, Annotations: map[string]string{"kedge.io/restartedAt": value}}
@@ -124,23 +128,23 @@ func TestSetReleaseRestartsKeepsOtherWorkloads(t *testing.T) {
 func TestSetReleaseRestartsRefuses(t *testing.T) {
 	tests := []struct {
 		name, src string
-		t         Target
+		t         yamledit.Target
 		patches   []RestartPatch
-		code      RefusalCode
+		code      yamledit.RefusalCode
 	}{
-		{"not a HelmRelease", releaseHead, Target{Kind: "Deployment", Name: "podinfo", Document: AnyDocument}, []RestartPatch{restartOf("Deployment", "p", "1")}, CodeInvalidInput},
-		{"no such release", releaseHead, Target{Kind: "HelmRelease", Name: "other", Document: AnyDocument}, []RestartPatch{restartOf("Deployment", "p", "1")}, CodeNotFound},
-		{"flow list", releaseHead + "  postRenderers: [{kustomize: {images: []}}]\n", podinfo, []RestartPatch{restartOf("Deployment", "p", "1")}, CodeUnsupported},
-		{"flow spec", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: podinfo\nspec: {interval: 5m}\n", podinfo, []RestartPatch{restartOf("Deployment", "p", "1")}, CodeUnsupported},
-		{"anchored spec", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: podinfo\nspec: &s\n  interval: 5m\n", podinfo, []RestartPatch{restartOf("Deployment", "p", "1")}, CodeAnchor},
-		{"no pod template", releaseHead, podinfo, []RestartPatch{restartOf("Service", "p", "1")}, CodeInvalidInput},
-		{"bad value", releaseHead, podinfo, []RestartPatch{restartOf("Deployment", "p", "a\nb")}, CodeInvalidInput},
-		{"template text", releaseHead + "  values:\n    a: {{ .x }}\n", podinfo, []RestartPatch{restartOf("Deployment", "p", "1")}, CodeTemplate},
+		{"not a HelmRelease", releaseHead, yamledit.Target{Kind: "Deployment", Name: "podinfo", Document: yamledit.AnyDocument}, []RestartPatch{restartOf("Deployment", "p", "1")}, yamledit.CodeInvalidInput},
+		{"no such release", releaseHead, yamledit.Target{Kind: "HelmRelease", Name: "other", Document: yamledit.AnyDocument}, []RestartPatch{restartOf("Deployment", "p", "1")}, yamledit.CodeNotFound},
+		{"flow list", releaseHead + "  postRenderers: [{kustomize: {images: []}}]\n", podinfo, []RestartPatch{restartOf("Deployment", "p", "1")}, yamledit.CodeUnsupported},
+		{"flow spec", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: podinfo\nspec: {interval: 5m}\n", podinfo, []RestartPatch{restartOf("Deployment", "p", "1")}, yamledit.CodeUnsupported},
+		{"anchored spec", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: podinfo\nspec: &s\n  interval: 5m\n", podinfo, []RestartPatch{restartOf("Deployment", "p", "1")}, yamledit.CodeAnchor},
+		{"no pod template", releaseHead, podinfo, []RestartPatch{restartOf("Service", "p", "1")}, yamledit.CodeInvalidInput},
+		{"bad value", releaseHead, podinfo, []RestartPatch{restartOf("Deployment", "p", "a\nb")}, yamledit.CodeInvalidInput},
+		{"template text", releaseHead + "  values:\n    a: {{ .x }}\n", podinfo, []RestartPatch{restartOf("Deployment", "p", "1")}, yamledit.CodeTemplate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := SetReleaseRestarts([]byte(tt.src), tt.t, tt.patches)
-			var refused *RefusedError
+			var refused *yamledit.RefusedError
 			require.ErrorAs(t, err, &refused)
 			assert.Equal(t, tt.code, refused.Code, refused.Reason)
 		})
@@ -166,26 +170,6 @@ func TestReleasePatchFileRoundTrip(t *testing.T) {
 	assert.False(t, ok, "a patch kedge did not write")
 }
 
-func TestAddKustomizationTargetPatch(t *testing.T) {
-	target := PatchTarget{Kind: "HelmRelease", Name: "podinfo"}
-	out, changed, err := AddKustomizationTargetPatch([]byte("namespace: a\nresources:\n- ../base\n"), "kedge-helm-podinfo.yaml", target)
-	require.NoError(t, err)
-	assert.True(t, changed)
-	assert.Equal(t, "namespace: a\nresources:\n- ../base\npatches:\n- path: kedge-helm-podinfo.yaml\n  target:\n    kind: HelmRelease\n    name: podinfo\n", string(out))
-
-	again, changed, err := AddKustomizationTargetPatch(out, "kedge-helm-podinfo.yaml", target)
-	require.NoError(t, err)
-	assert.False(t, changed)
-	assert.Equal(t, string(out), string(again))
-
-	flow, _, err := AddKustomizationTargetPatch([]byte("patches: [{path: a.yaml}]\n"), "kedge-helm-podinfo.yaml", target)
-	require.NoError(t, err)
-	assert.Equal(t, "patches: [{path: a.yaml}, {path: kedge-helm-podinfo.yaml, target: {kind: HelmRelease, name: podinfo}}]\n", string(flow))
-
-	_, _, err = AddKustomizationTargetPatch([]byte("resources: []\n"), "p.yaml", PatchTarget{Kind: "HelmRelease", Name: "Bad Name"})
-	assert.Error(t, err)
-}
-
 // FuzzSetReleaseRestarts: the edit never panics, and either refuses without output or returns a file whose
 // HelmRelease carries the restart in kedge's entry, that only inserts lines when the release had no entry of
 // kedge's before, keeps the byte order mark, and is left alone by a rerun.
@@ -202,21 +186,19 @@ func FuzzSetReleaseRestarts(f *testing.F) {
 		f.Add([]byte(s), "podinfo", "Deployment", "web", "abc")
 	}
 	f.Fuzz(func(t *testing.T, src []byte, release, kind, name, value string) {
-		target := Target{Kind: "HelmRelease", Name: release, Document: AnyDocument}
+		target := yamledit.Target{Kind: "HelmRelease", Name: release, Document: yamledit.AnyDocument}
 		patches := []RestartPatch{{APIVersion: "apps/v1", Kind: kind, Name: name, Annotations: map[string]string{"kedge.io/restartedAt": value}}}
 		out, changed, err := SetReleaseRestarts(src, target, patches)
 		if err != nil {
 			requireRefusal(t, out, changed, err)
 			return
 		}
-		s, err := load(out)
-		require.NoError(t, err)
-		obj, err := s.locate(target)
+		_, obj, err := yamledit.OpenTarget(out, target)
 		require.NoError(t, err)
 		var spec struct {
 			PostRenderers any `yaml:"postRenderers"`
 		}
-		require.NoError(t, lookupValue(obj.node, "spec").Decode(&spec))
+		require.NoError(t, yamledit.Keys("spec").Find(obj.Node).Decode(&spec))
 		require.Equal(t, value, ReleaseRestarts(spec.PostRenderers)[kind+"/"+name]["kedge.io/restartedAt"])
 		if !changed {
 			require.Equal(t, src, out)
@@ -232,4 +214,33 @@ func FuzzSetReleaseRestarts(f *testing.F) {
 		require.False(t, changedAgain)
 		require.Equal(t, out, again)
 	})
+}
+
+var utf8BOM = []byte("\xEF\xBB\xBF")
+
+// requireRefusal holds a failed edit to the promise of every edit: a refusal that says why, and no output.
+func requireRefusal(t *testing.T, out []byte, changed bool, err error) {
+	var refused *yamledit.RefusedError
+	require.True(t, errors.As(err, &refused), "error %v is not a refusal", err)
+	require.NotEmpty(t, refused.Reason)
+	if os.Getenv("YAMLEDIT_FUZZ_STRICT") != "" && refused.Code == yamledit.CodeVerification {
+		t.Fatalf("the planner produced an edit that verification had to catch: %v", err)
+	}
+	require.Nil(t, out)
+	require.False(t, changed)
+}
+
+// changedRegion returns how many lines of before and of after lie between their common leading and trailing
+// lines.
+func changedRegion(before, after []byte) (int, int) {
+	a, b := strings.SplitAfter(string(before), "\n"), strings.SplitAfter(string(after), "\n")
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	return len(a) - p - s, len(b) - p - s
 }
