@@ -39,8 +39,14 @@ var errNotStreamable = errors.New("not streamable")
 // (aliases across items, items not at column 0, a malformed document)
 // returns errNotStreamable.
 func streamYAML(r io.Reader, size int64) (*objects.Set, error) {
+	return stream(r, size, (*streamDecoder).run)
+}
+
+// stream runs one of the decoder's readers over r and collects the Set;
+// a shape its workers could not decode is errNotStreamable.
+func stream(r io.Reader, size int64, run func(*streamDecoder, io.Reader) error) (*objects.Set, error) {
 	d := newStreamDecoder(size)
-	err := d.run(r)
+	err := run(d, r)
 	set, werr := d.finish()
 	if err != nil {
 		return nil, err
@@ -593,16 +599,7 @@ func hasListSuffix(kind string) bool {
 // objects, with the items of each List decoded one by one on every core.
 // Any other shape returns errNotStreamable.
 func streamJSON(r io.Reader, size int64) (*objects.Set, error) {
-	d := newStreamDecoder(size)
-	err := d.runJSON(r)
-	set, werr := d.finish()
-	if err != nil {
-		return nil, err
-	}
-	if werr != nil {
-		return nil, errNotStreamable
-	}
-	return set, nil
+	return stream(r, size, (*streamDecoder).runJSON)
 }
 
 func (d *streamDecoder) runJSON(r io.Reader) error {
