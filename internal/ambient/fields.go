@@ -77,25 +77,34 @@ func l7Field(rules []objects.AuthorizationRule) string {
 	return ""
 }
 
+// firstSourceField is the path of the first of the named source fields
+// that a rule's from clauses set, in clause order and then in the order
+// named; "" when none does.
+func firstSourceField(rule int, from []objects.RuleFrom, names ...string) string {
+	for j, f := range from {
+		s := f.Source
+		values := map[string][]string{
+			"principals": s.Principals, "notPrincipals": s.NotPrincipals,
+			"requestPrincipals": s.RequestPrincipals, "notRequestPrincipals": s.NotRequestPrincipals,
+			"namespaces": s.Namespaces, "notNamespaces": s.NotNamespaces,
+			"ipBlocks": s.IPBlocks, "notIpBlocks": s.NotIPBlocks,
+			"remoteIpBlocks": s.RemoteIPBlocks, "notRemoteIpBlocks": s.NotRemoteIPBlocks,
+		}
+		for _, name := range names {
+			if len(values[name]) > 0 {
+				return fmt.Sprintf("spec.rules[%d].from[%d].source.%s", rule, j, name)
+			}
+		}
+	}
+	return ""
+}
+
 // identityField is the first field of a policy's rules that reads the
 // source's identity or address, "" when none does.
 func identityField(rules []objects.AuthorizationRule) string {
 	for i, r := range rules {
-		for j, from := range r.From {
-			s := from.Source
-			at := fmt.Sprintf("spec.rules[%d].from[%d].source.", i, j)
-			for _, f := range []struct {
-				name   string
-				values []string
-			}{
-				{"principals", s.Principals}, {"notPrincipals", s.NotPrincipals},
-				{"namespaces", s.Namespaces}, {"notNamespaces", s.NotNamespaces},
-				{"ipBlocks", s.IPBlocks}, {"notIpBlocks", s.NotIPBlocks},
-			} {
-				if len(f.values) > 0 {
-					return at + f.name
-				}
-			}
+		if f := firstSourceField(i, r.From, "principals", "notPrincipals", "namespaces", "notNamespaces", "ipBlocks", "notIpBlocks"); f != "" {
+			return f
 		}
 		for j, w := range r.When {
 			if identityConditions[w.Key] {
@@ -152,20 +161,8 @@ func unportableField(rules []objects.AuthorizationRule) string {
 				return at + "notPorts"
 			}
 		}
-		for j, from := range r.From {
-			s := from.Source
-			at := fmt.Sprintf("spec.rules[%d].from[%d].source.", i, j)
-			for _, f := range []struct {
-				name   string
-				values []string
-			}{
-				{"ipBlocks", s.IPBlocks}, {"notIpBlocks", s.NotIPBlocks},
-				{"remoteIpBlocks", s.RemoteIPBlocks}, {"notRemoteIpBlocks", s.NotRemoteIPBlocks},
-			} {
-				if len(f.values) > 0 {
-					return at + f.name
-				}
-			}
+		if f := firstSourceField(i, r.From, "ipBlocks", "notIpBlocks", "remoteIpBlocks", "notRemoteIpBlocks"); f != "" {
+			return f
 		}
 		for j, w := range r.When {
 			if l4Conditions[w.Key] && !waypointConditions[w.Key] {
