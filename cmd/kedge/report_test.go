@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/reconcile"
 )
 
@@ -23,7 +23,7 @@ func TestPrintReportNamesEveryRepository(t *testing.T) {
 		{
 			name: "one repository",
 			outcomes: []reconcile.Outcome{
-				{Namespace: "shop", Repo: "acme/gitops", Action: reconcile.ActOpen, State: dashboard.PROpen, PR: 4},
+				{Namespace: "shop", Repo: "acme/gitops", Action: reconcile.ActOpen, State: prstate.PROpen, PR: 4},
 			},
 			want: "shop                     open           open #4\n" +
 				"0 drifted workloads, 1 pushes, cycle took 2s\n",
@@ -31,8 +31,8 @@ func TestPrintReportNamesEveryRepository(t *testing.T) {
 		{
 			name: "a namespace in two repositories",
 			outcomes: []reconcile.Outcome{
-				{Namespace: "reviews", Repo: "acme/platform", Action: reconcile.ActOpen, State: dashboard.PROpen, PR: 7},
-				{Namespace: "reviews", Repo: "acme/team-reviews", Action: reconcile.ActUpdate, State: dashboard.PROpen, PR: 2, Detail: "rebased"},
+				{Namespace: "reviews", Repo: "acme/platform", Action: reconcile.ActOpen, State: prstate.PROpen, PR: 7},
+				{Namespace: "reviews", Repo: "acme/team-reviews", Action: reconcile.ActUpdate, State: prstate.PROpen, PR: 2, Detail: "rebased"},
 			},
 			want: "reviews                  open           open #7 in acme/platform\n" +
 				"reviews                  update         open #2 in acme/team-reviews (rebased)\n" +

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 // BenchmarkDashboardIssue renders the dashboard of a fleet far over
@@ -19,7 +20,7 @@ func BenchmarkDashboardIssue(b *testing.B) {
 	d := ClusterDashboard{Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main", LastCycle: now, LastCycleDuration: time.Minute}
 	for i := range 2500 {
 		ns := fmt.Sprintf("team-%04d", i)
-		row := NamespaceStatus{Namespace: ns, State: PROpen, PRNumber: 100 + i, PRURL: pullURL(100 + i)}
+		row := NamespaceStatus{Namespace: ns, State: prstate.PROpen, PRNumber: 100 + i, PRURL: pullURL(100 + i)}
 		for _, name := range []string{"api", "web", "worker", "cache"} {
 			row.Workloads = append(row.Workloads, workload(ns, "Deployment", name, []drift.Reason{drift.ReasonRevision}, 2, 3,
 				[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("tenants/"+ns+"/"+name+".yaml", drift.EditInPlace), ago(time.Hour)))

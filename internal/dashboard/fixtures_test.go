@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
@@ -65,7 +66,7 @@ func prFor(ns string, ws []drift.Workload, versions map[string]int) NamespacePR 
 		Applier:          "Flux Kustomization flux-system/apps",
 		OptOutAnnotation: "kedge.io/ignore", RestartAnnotation: "kedge.io/restartedAt",
 		DashboardURL: dashURL,
-		State:        NewState("prod-eu-1", ns, fixable(ws)),
+		State:        prstate.NewState("prod-eu-1", ns, fixable(ws)),
 		Now:          now,
 	}
 }
@@ -86,11 +87,11 @@ func commentsFor(pr NamespacePR, stragglers []drift.Workload) map[string]Comment
 	stalled := base
 	stalled.Stragglers = stragglers
 	out := map[string]CommentData{
-		CommentClosed: closing(base, FateResolved, ""), CommentEdited: edited, CommentRolledOut: base, CommentStalled: stalled,
-		CommentClosedOptedOut:    closing(base, FateOptedOut, "annotation "+pr.OptOutAnnotation+"=true"),
-		CommentClosedNotSelected: closing(base, FateNotSelected, "namespaces.exclude"),
-		CommentClosedDeleted:     closing(base, FateDeleted, ""),
-		CommentClosedNotEditable: closing(base, FateNotEditable, "no manifest in the repository defines it"),
+		CommentClosed: closing(base, prstate.FateResolved, ""), CommentEdited: edited, CommentRolledOut: base, CommentStalled: stalled,
+		CommentClosedOptedOut:    closing(base, prstate.FateOptedOut, "annotation "+pr.OptOutAnnotation+"=true"),
+		CommentClosedNotSelected: closing(base, prstate.FateNotSelected, "namespaces.exclude"),
+		CommentClosedDeleted:     closing(base, prstate.FateDeleted, ""),
+		CommentClosedNotEditable: closing(base, prstate.FateNotEditable, "no manifest in the repository defines it"),
 		CommentClosedMixed:       mixed(base),
 	}
 	nsOptOut := out[CommentClosedOptedOut]
@@ -103,7 +104,7 @@ func commentsFor(pr NamespacePR, stragglers []drift.Workload) map[string]Comment
 }
 
 // closing gives every target of the comment the same fate.
-func closing(c CommentData, fate Fate, detail string) CommentData {
+func closing(c CommentData, fate prstate.Fate, detail string) CommentData {
 	c.OptOutAnnotation = "kedge.io/ignore"
 	c.Closed = nil
 	for _, t := range c.Targets {
@@ -115,10 +116,10 @@ func closing(c CommentData, fate Fate, detail string) CommentData {
 // mixed gives the targets of the comment each another fate in turn.
 func mixed(c CommentData) CommentData {
 	fates := []ClosedTarget{
-		{Fate: FateOptedOut, Detail: "annotation kedge.io/ignore=true"},
-		{Fate: FateDeleted},
-		{Fate: FateNotEditable, Detail: "Flux Kustomization flux-system/apps applies it from github.com/acme/platform, not this repository"},
-		{Fate: FateResolved},
+		{Fate: prstate.FateOptedOut, Detail: "annotation kedge.io/ignore=true"},
+		{Fate: prstate.FateDeleted},
+		{Fate: prstate.FateNotEditable, Detail: "Flux Kustomization flux-system/apps applies it from github.com/acme/platform, not this repository"},
+		{Fate: prstate.FateResolved},
 	}
 	c.Closed = nil
 	for i, t := range c.Targets {
@@ -165,11 +166,11 @@ func typical() fixture {
 			{Repository: "github.com/acme/platform", Namespaces: []string{"monitoring"}},
 		}},
 		Namespaces: []NamespaceStatus{
-			{Namespace: "shop", State: PROpen, PRNumber: 12, PRURL: pullURL(12), Workloads: shop},
-			{Namespace: "payments", State: PRMergedRollingOut, PRNumber: 9, PRURL: pullURL(9), Workloads: payments},
-			{Namespace: "monitoring", State: PRRefused, Workloads: monitoring, Detail: "no workload kedge can edit"},
-			{Namespace: "legacy", State: PREdited, PRNumber: 7, PRURL: pullURL(7), Workloads: legacy},
-			{Namespace: "search", State: PRRateLimited, Workloads: search, Detail: "10 PRs open, the limit"},
+			{Namespace: "shop", State: prstate.PROpen, PRNumber: 12, PRURL: pullURL(12), Workloads: shop},
+			{Namespace: "payments", State: prstate.PRMergedRollingOut, PRNumber: 9, PRURL: pullURL(9), Workloads: payments},
+			{Namespace: "monitoring", State: prstate.PRRefused, Workloads: monitoring, Detail: "no workload kedge can edit"},
+			{Namespace: "legacy", State: prstate.PREdited, PRNumber: 7, PRURL: pullURL(7), Workloads: legacy},
+			{Namespace: "search", State: prstate.PRRateLimited, Workloads: search, Detail: "10 PRs open, the limit"},
 		},
 		Skipped: []drift.Skipped{
 			{Namespace: "batch", Kind: "CronJob", Name: "nightly-report", Reason: drift.SkipNotRestartable},
@@ -184,7 +185,7 @@ func typical() fixture {
 	m := mesh()
 	comments := commentsFor(pr, shop[1:])
 	// Here the workloads opted out one by one, not the namespace.
-	workloadOptOut := closing(comments[CommentClosedOptedOut], FateOptedOut, "annotation kedge.io/ignore=true")
+	workloadOptOut := closing(comments[CommentClosedOptedOut], prstate.FateOptedOut, "annotation kedge.io/ignore=true")
 	workloadOptOut.NamespaceOptedOut = false
 	comments[CommentClosedOptedOut] = workloadOptOut
 	return fixture{
@@ -221,7 +222,7 @@ func oneWorkload() fixture {
 		pr: pr,
 		dashboard: ClusterDashboard{
 			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
-			Namespaces: []NamespaceStatus{{Namespace: "web", State: PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: prstate.PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
 			LastCycle:  now, LastCycleDuration: 1500 * time.Millisecond,
 		},
 		comments: commentsFor(pr, ws),
@@ -246,7 +247,7 @@ func hundreds() fixture {
 	for i := 0; i < 250; i++ {
 		ns := fmt.Sprintf("team-%03d", i)
 		namespaces = append(namespaces, NamespaceStatus{
-			Namespace: ns, State: PROpen, PRNumber: 100 + i, PRURL: pullURL(100 + i),
+			Namespace: ns, State: prstate.PROpen, PRNumber: 100 + i, PRURL: pullURL(100 + i),
 			Workloads: []drift.Workload{
 				workload(ns, "Deployment", "api", []drift.Reason{drift.ReasonRevision}, 1, 2,
 					[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, found("apps/"+ns+"/api.yaml", drift.EditInPlace), ago(time.Hour)),
@@ -296,7 +297,7 @@ func hostile() fixture {
 	pr.Wave = &WaveRef{Name: hScript, Number: 1, Of: 1}
 	pr.RestartAnnotation = hScript
 	pr.Migration = &Migration{From: hMention, To: hScript, NamespacePath: "ns/" + hLink + ".yaml"}
-	pr.State = NewState(hMention, hPipe, fixable(ws))
+	pr.State = prstate.NewState(hMention, hPipe, fixable(ws))
 	comments := commentsFor(pr, ws)
 	edited := comments[CommentEdited]
 	edited.Authors = []string{hMention, hScript, "@octocat"}
@@ -308,8 +309,8 @@ func hostile() fixture {
 	dashboard := ClusterDashboard{
 		Cluster: hScript, Mesh: m, RepoWebURL: repo, BaseBranch: "main",
 		Mismatch: Mismatch{Configured: hMention, Foreign: []ForeignRepository{{Repository: hLink, Namespaces: []string{hScript, hPipe}}}},
-		Namespaces: []NamespaceStatus{{Namespace: hPipe, State: PROpen, PRNumber: 5, PRURL: pullURL(5), Workloads: ws, Detail: hMention},
-			{Namespace: hTick, State: PRState(hScript), Workloads: []drift.Workload{w2}}},
+		Namespaces: []NamespaceStatus{{Namespace: hPipe, State: prstate.PROpen, PRNumber: 5, PRURL: pullURL(5), Workloads: ws, Detail: hMention},
+			{Namespace: hTick, State: prstate.PRState(hScript), Workloads: []drift.Workload{w2}}},
 		Skipped:    []drift.Skipped{{Namespace: hTick, Kind: hPipe, Name: hMention, Reason: drift.SkipReason(hLink), Detail: hScript}},
 		Refused:    []RefusedFile{{Namespace: hPipe, Path: "apps/a|b/[x](y) <z>.yaml", Reason: hMention + " " + hTick, Workloads: []string{hScript}}},
 		Stragglers: []Straggler{{Namespace: hPipe, PRNumber: 5, PRURL: "javascript:alert(1)", MergedAt: now.Add(-time.Hour), Workloads: ws[:1]}},
@@ -341,7 +342,7 @@ func migration() fixture {
 		pr: pr,
 		dashboard: ClusterDashboard{
 			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
-			Namespaces: []NamespaceStatus{{Namespace: "web", State: PRNotYetOpened, Workloads: ws}},
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: prstate.PRNotYetOpened, Workloads: ws}},
 			LastCycle:  now, LastCycleDuration: 2 * time.Second,
 		},
 		comments: commentsFor(pr, ws[:1]),
@@ -358,7 +359,7 @@ func relabelOnly() fixture {
 		pr: pr,
 		dashboard: ClusterDashboard{
 			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
-			Namespaces: []NamespaceStatus{{Namespace: "web", State: PRNotYetOpened}},
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: prstate.PRNotYetOpened}},
 			LastCycle:  now, LastCycleDuration: 2 * time.Second,
 		},
 		comments: commentsFor(pr, nil),
@@ -391,7 +392,7 @@ func rolloutWaves() fixture {
 	f.dashboard.ResumeLabel = "kedge.io/resume-rollout"
 	// The blocking namespace's PR rolled out: its pods run the new sidecar
 	// and one of them keeps restarting.
-	f.dashboard.Namespaces = append(f.dashboard.Namespaces, NamespaceStatus{Namespace: "orders", State: PRRolledOut, PRNumber: 7, PRURL: pullURL(7)})
+	f.dashboard.Namespaces = append(f.dashboard.Namespaces, NamespaceStatus{Namespace: "orders", State: prstate.PRRolledOut, PRNumber: 7, PRURL: pullURL(7)})
 	return f
 }
 
@@ -414,7 +415,7 @@ func toAmbient() fixture {
 		pr: pr,
 		dashboard: ClusterDashboard{
 			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
-			Namespaces: []NamespaceStatus{{Namespace: "web", State: PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: prstate.PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
 			LastCycle:  now, LastCycleDuration: 2 * time.Second,
 		},
 		comments: commentsFor(pr, ws),
@@ -437,7 +438,7 @@ func backToSidecars() fixture {
 		pr: pr,
 		dashboard: ClusterDashboard{
 			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
-			Namespaces: []NamespaceStatus{{Namespace: "web", State: PROpen, PRNumber: 4, PRURL: pullURL(4), Workloads: ws}},
+			Namespaces: []NamespaceStatus{{Namespace: "web", State: prstate.PROpen, PRNumber: 4, PRURL: pullURL(4), Workloads: ws}},
 			LastCycle:  now, LastCycleDuration: 2 * time.Second,
 		},
 		comments: commentsFor(pr, ws),
@@ -491,7 +492,7 @@ func delivered() fixture {
 	}
 	dashboard := ClusterDashboard{
 		Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
-		Namespaces: []NamespaceStatus{{Namespace: "shop", State: PROpen, PRNumber: 21, PRURL: pullURL(21), Workloads: shop}},
+		Namespaces: []NamespaceStatus{{Namespace: "shop", State: prstate.PROpen, PRNumber: 21, PRURL: pullURL(21), Workloads: shop}},
 		Skipped:    skipped,
 		Stragglers: []Straggler{{Namespace: "shop", PRNumber: 20, PRURL: pullURL(20), MergedAt: now.Add(-2 * time.Hour), Workloads: []drift.Workload{podinfo}}},
 		LastCycle:  now, LastCycleDuration: 2100 * time.Millisecond,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/image"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 // noSidecar is how an empty revision or image (no sidecar) reads.
@@ -147,42 +148,42 @@ var editMeaning = map[string]string{
 	drift.EditHelmValues:       "chart value in its HelmRelease or Argo CD Application; helm-controller upgrades the release, Argo CD syncs the Application",
 }
 
-var fateMeaning = map[Fate]string{
-	FateResolved:    "runs what the mesh injects now",
-	FateOptedOut:    "opted out",
-	FateNotSelected: "no longer selected by kedge's configuration",
-	FateDeleted:     "deleted from the cluster",
-	FateNotEditable: "still drifts, kedge has no edit for it",
+var fateMeaning = map[prstate.Fate]string{
+	prstate.FateResolved:    "runs what the mesh injects now",
+	prstate.FateOptedOut:    "opted out",
+	prstate.FateNotSelected: "no longer selected by kedge's configuration",
+	prstate.FateDeleted:     "deleted from the cluster",
+	prstate.FateNotEditable: "still drifts, kedge has no edit for it",
 }
 
-var stateMeaning = map[PRState]string{
-	PROpen:             "open, awaiting review",
-	PRMergedRollingOut: "merged, rolling out",
-	PRRolledOut:        "merged and rolled out",
-	PRClosedIgnored:    "closed unmerged: kedge leaves this target alone",
-	PREdited:           "edited by someone else: kedge stopped updating it",
-	PRRateLimited:      "waiting: PR limits reached",
-	PRNotYetOpened:     "not opened yet",
-	PRRefused:          "refused: kedge will not edit its files",
-	PROtherRepository:  "applied from another repository: kedge cannot edit it",
-	PRWaitingForWave:   "waiting for its rollout wave",
+var stateMeaning = map[prstate.PRState]string{
+	prstate.PROpen:             "open, awaiting review",
+	prstate.PRMergedRollingOut: "merged, rolling out",
+	prstate.PRRolledOut:        "merged and rolled out",
+	prstate.PRClosedIgnored:    "closed unmerged: kedge leaves this target alone",
+	prstate.PREdited:           "edited by someone else: kedge stopped updating it",
+	prstate.PRRateLimited:      "waiting: PR limits reached",
+	prstate.PRNotYetOpened:     "not opened yet",
+	prstate.PRRefused:          "refused: kedge will not edit its files",
+	prstate.PROtherRepository:  "applied from another repository: kedge cannot edit it",
+	prstate.PRWaitingForWave:   "waiting for its rollout wave",
 }
 
-var stateLabel = map[PRState]string{
-	PROpen:             "open",
-	PRMergedRollingOut: "rolling out",
-	PRRolledOut:        "rolled out",
-	PRClosedIgnored:    "closed unmerged",
-	PREdited:           "edited by someone else",
-	PRRateLimited:      "rate-limited",
-	PRNotYetOpened:     "not opened yet",
-	PRRefused:          "refused",
-	PROtherRepository:  "other repository",
-	PRWaitingForWave:   "waiting for wave",
+var stateLabel = map[prstate.PRState]string{
+	prstate.PROpen:             "open",
+	prstate.PRMergedRollingOut: "rolling out",
+	prstate.PRRolledOut:        "rolled out",
+	prstate.PRClosedIgnored:    "closed unmerged",
+	prstate.PREdited:           "edited by someone else",
+	prstate.PRRateLimited:      "rate-limited",
+	prstate.PRNotYetOpened:     "not opened yet",
+	prstate.PRRefused:          "refused",
+	prstate.PROtherRepository:  "other repository",
+	prstate.PRWaitingForWave:   "waiting for wave",
 }
 
 // short is a PR state's label for counts.
-func short(s PRState) string {
+func short(s prstate.PRState) string {
 	if l, ok := stateLabel[s]; ok {
 		return l
 	}
@@ -201,9 +202,9 @@ func meaning(code any) string {
 		m, ok = reasonMeaning[c]
 	case drift.SkipReason:
 		m, ok = skipMeaning[c]
-	case PRState:
+	case prstate.PRState:
 		m, ok = stateMeaning[c]
-	case Fate:
+	case prstate.Fate:
 		m, ok = fateMeaning[c]
 	case string:
 		if m, ok = manifestMeaning[c]; !ok {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/dashboard")
@@ -125,7 +127,7 @@ func TestPRBodyTruncatesAtRowsAndKeepsState(t *testing.T) {
 
 	assert.LessOrEqual(t, len(body), BodyBudget)
 	assert.Greater(t, len(body), BodyBudget-2000, "the budget is used, not wasted")
-	state, ok := ParseState(body)
+	state, ok := prstate.ParseState(body)
 	require.True(t, ok, "state block intact")
 	assert.Equal(t, f.pr.State, *state)
 	assert.True(t, strings.HasSuffix(body, f.pr.State.Block()+"\n"), "state block last")
@@ -164,7 +166,7 @@ func TestPRBodyTooManyWorkloadsForState(t *testing.T) {
 	for len(f.pr.Workloads) < 800 {
 		f.pr.Workloads = append(f.pr.Workloads, f.pr.Workloads...)
 	}
-	f.pr.State = NewState(f.pr.Cluster, f.pr.Namespace, f.pr.Workloads)
+	f.pr.State = prstate.NewState(f.pr.Cluster, f.pr.Namespace, f.pr.Workloads)
 	_, err = r.PRBody(f.pr)
 	assert.ErrorIs(t, err, ErrStateTooLarge)
 }

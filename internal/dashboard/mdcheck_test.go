@@ -59,7 +59,7 @@ func markdownProblems(doc string, policy linkPolicy) []string {
 				seg := n.Lines().At(i)
 				b.Write(seg.Value(src))
 			}
-			if !strings.HasPrefix(b.String(), stateOpen) || strings.Count(b.String(), "\n") > 1 {
+			if !strings.HasPrefix(b.String(), "<!-- kedge:state ") || strings.Count(b.String(), "\n") > 1 {
 				add("raw HTML block %q", b.String())
 			}
 		case *ast.RawHTML:

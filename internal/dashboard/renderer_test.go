@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 func writeTemplates(t *testing.T, files map[string]string) string {
@@ -127,7 +129,7 @@ func TestHardCutKeepsStateAndClosesFences(t *testing.T) {
 	assert.True(t, strings.HasSuffix(body, f.pr.State.Block()+"\n"))
 	assert.Contains(t, body, "This text was cut to fit GitHub's size limit")
 	assert.Equal(t, 0, strings.Count(body, "```")%2, "code fences balanced")
-	_, ok := ParseState(body)
+	_, ok := prstate.ParseState(body)
 	assert.True(t, ok)
 	assert.Empty(t, markdownProblems(body, policyOf(f)))
 }

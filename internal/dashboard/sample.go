@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 // sample is data every template is rendered with at load time.
@@ -68,7 +69,7 @@ func samples() []sample {
 				Revisions: []Revision{{Name: "1-24-0", Image: "docker.io/istio/proxyv2:1.24.0", Tags: []string{"default"}, Namespaces: []string{"shop"}}},
 				Tags:      map[string]string{"default": "1-24-0", "old": "1-22-0"},
 			},
-			Namespaces: []NamespaceStatus{{Namespace: "shop", State: PROpen, PRNumber: 7, PRURL: "https://github.com/o/r/pull/7", Workloads: workloads, Detail: "d"}},
+			Namespaces: []NamespaceStatus{{Namespace: "shop", State: prstate.PROpen, PRNumber: 7, PRURL: "https://github.com/o/r/pull/7", Workloads: workloads, Detail: "d"}},
 			Skipped:    []drift.Skipped{{Namespace: "batch", Kind: "CronJob", Name: "nightly", Reason: drift.SkipNotRestartable}},
 			Refused:    []RefusedFile{{Namespace: "shop", Path: "apps/shop/cart.yaml", Reason: "anchors", Workloads: []string{"Deployment/cart"}}},
 			Stragglers: []Straggler{{Namespace: "shop", PRNumber: 6, PRURL: "https://github.com/o/r/pull/6", MergedAt: now.Add(-time.Hour), Workloads: workloads[:1]}},
@@ -76,10 +77,10 @@ func samples() []sample {
 		},
 		comment: CommentData{
 			Cluster: "c", Namespace: "shop", Branch: "kedge/shop",
-			Targets: NewState("c", "shop", workloads).Targets,
+			Targets: prstate.NewState("c", "shop", workloads).Targets,
 			Closed: []ClosedTarget{
-				{Target: NewState("c", "shop", workloads).Targets[0], Fate: FateOptedOut, Detail: "annotation kedge.io/ignore=true"},
-				{Target: NewState("c", "shop", workloads).Targets[1], Fate: FateResolved},
+				{Target: prstate.NewState("c", "shop", workloads).Targets[0], Fate: prstate.FateOptedOut, Detail: "annotation kedge.io/ignore=true"},
+				{Target: prstate.NewState("c", "shop", workloads).Targets[1], Fate: prstate.FateResolved},
 			},
 			OptOutAnnotation: "kedge.io/ignore", NamespaceOptedOut: true,
 			Successor: 8, SuccessorURL: "https://github.com/o/r/pull/8",

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
@@ -30,16 +31,16 @@ func TestNamespaceStatusNamesTheWaveItBlocks(t *testing.T) {
 	tests := []struct {
 		name        string
 		rollouts    []waves.Rollout
-		state       PRState
+		state       prstate.PRState
 		want        string
 		notContains string
 	}{
-		{name: "rolled out and blocking", rollouts: blocked.Rollouts, state: PRRolledOut,
+		{name: "rolled out and blocking", rollouts: blocked.Rollouts, state: prstate.PRRolledOut,
 			want:        "| merged and rolled out, but unhealthy; **blocks** rollout wave 2 (non-critical): StatefulSet db (istio-proxy of pod db-0 restarted 4 times (max 1)) |",
 			notContains: "| merged and rolled out |"},
-		{name: "rolling out and blocking", rollouts: blocked.Rollouts, state: PRMergedRollingOut,
+		{name: "rolling out and blocking", rollouts: blocked.Rollouts, state: prstate.PRMergedRollingOut,
 			want: "| merged, rolling out; **blocks** rollout wave 2 (non-critical): StatefulSet db (istio-proxy of pod db-0 restarted 4 times (max 1)) |"},
-		{name: "rolled out, nothing blocked", rollouts: nil, state: PRRolledOut,
+		{name: "rolled out, nothing blocked", rollouts: nil, state: prstate.PRRolledOut,
 			want: "| merged and rolled out |", notContains: "blocks"},
 	}
 	for _, tc := range tests {
@@ -69,7 +70,7 @@ func TestHeadlineCountsOnlyDriftingNamespaces(t *testing.T) {
 	assert.True(t, strings.HasPrefix(issue, "**1 workload** in **1 namespace** of cluster **prod-eu-1**"), issue)
 	assert.Contains(t, issue, "Pull requests: 1 open · 1 rolled out.")
 
-	d.Namespaces = []NamespaceStatus{{Namespace: "orders", State: PRRolledOut, PRNumber: 7, PRURL: pullURL(7)}}
+	d.Namespaces = []NamespaceStatus{{Namespace: "orders", State: prstate.PRRolledOut, PRNumber: 7, PRURL: pullURL(7)}}
 	issue, err = r.DashboardIssue(d)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(issue, "**No drift.** Every sidecar in cluster **prod-eu-1**"), issue)

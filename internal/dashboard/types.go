@@ -9,24 +9,17 @@ import (
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	istiomesh "github.com/kedge-io/kedge/internal/mesh"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
-// Mesh summarises the Istio control plane the data plane drifts from.
-type Mesh struct {
-	Revisions []Revision
-	// Tags maps a revision tag to the revision it points at. A tag whose
-	// revision is not in Revisions is shown as dangling.
-	Tags map[string]string
-}
+// Mesh summarises the Istio control plane the data plane drifts from, as
+// the plan describes it.
+type Mesh = istiomesh.Summary
 
 // Revision is one injecting revision of the mesh.
-type Revision struct {
-	Name       string
-	Image      string   // proxy image it injects now
-	Tags       []string // tags pointing at it
-	Namespaces []string // namespaces it injects
-}
+type Revision = istiomesh.RevisionSummary
 
 // Migration says a namespace PR also moves the namespace from one revision
 // (or tag) to another by relabelling it.
@@ -88,8 +81,8 @@ type NamespacePR struct {
 	// Wave is the rollout wave the namespace belongs to; nil without
 	// waves.
 	Wave *WaveRef
-	// State is written into the body's hidden block; see NewState.
-	State State
+	// State is written into the body's hidden block; see prstate.NewState.
+	State prstate.State
 	// Now is the reference time for pod ages.
 	Now time.Time
 }
@@ -102,30 +95,10 @@ type WaveRef struct {
 	Number, Of int
 }
 
-// PRState is where a namespace's pull request stands.
-type PRState string
-
-const (
-	PROpen             PRState = "open"
-	PRMergedRollingOut PRState = "merged-rolling-out"
-	PRRolledOut        PRState = "rolled-out"
-	PRClosedIgnored    PRState = "closed-ignored"
-	PREdited           PRState = "edited-by-someone-else"
-	PRRateLimited      PRState = "rate-limited"
-	PRNotYetOpened     PRState = "not-yet-opened"
-	PRRefused          PRState = "refused"
-	// PROtherRepository: the cluster applies the namespace's drifted
-	// workloads from another repository than the one kedge edits.
-	PROtherRepository PRState = "other-repository"
-	// PRWaitingForWave: the namespace's wave has not started for the
-	// target yet.
-	PRWaitingForWave PRState = "waiting-for-wave"
-)
-
 // NamespaceStatus is one drifted namespace on the dashboard.
 type NamespaceStatus struct {
 	Namespace string
-	State     PRState
+	State     prstate.PRState
 	PRNumber  int // 0 when there is no PR
 	PRURL     string
 	// Workloads are all drifted workloads of the namespace, those kedge can
@@ -219,7 +192,7 @@ type PlanView struct {
 
 // Comment kinds; each renders comment-<kind>.tmpl. The closing kinds say
 // why kedge closes a PR unmerged; each comes from what became of the PR's
-// targets (see Fate).
+// targets (see prstate.Fate).
 const (
 	CommentClosed            = "closed"              // every target now runs the desired proxy, without a merge
 	CommentClosedOptedOut    = "closed-opted-out"    // the namespace, or every target, opted out
@@ -235,37 +208,18 @@ const (
 )
 
 // ClosingKinds are the comment kinds kedge closes a PR with for a Fate.
-var ClosingKinds = map[Fate]string{
-	FateResolved:    CommentClosed,
-	FateOptedOut:    CommentClosedOptedOut,
-	FateNotSelected: CommentClosedNotSelected,
-	FateDeleted:     CommentClosedDeleted,
-	FateNotEditable: CommentClosedNotEditable,
+var ClosingKinds = map[prstate.Fate]string{
+	prstate.FateResolved:    CommentClosed,
+	prstate.FateOptedOut:    CommentClosedOptedOut,
+	prstate.FateNotSelected: CommentClosedNotSelected,
+	prstate.FateDeleted:     CommentClosedDeleted,
+	prstate.FateNotEditable: CommentClosedNotEditable,
 }
-
-// Fate is what became of a target of a PR kedge closes unmerged.
-type Fate string
-
-const (
-	// FateResolved: the workload runs what the mesh injects now.
-	FateResolved Fate = "resolved"
-	// FateOptedOut: the workload or its namespace carries the opt-out
-	// annotation.
-	FateOptedOut Fate = "opted-out"
-	// FateNotSelected: namespaces.include/exclude or workloads.kinds leave
-	// it out now.
-	FateNotSelected Fate = "not-selected"
-	// FateDeleted: the workload (or its namespace) no longer exists.
-	FateDeleted Fate = "deleted"
-	// FateNotEditable: it still drifts, but kedge has no edit for it: the
-	// manifest is no longer found, is refused, or comes from elsewhere.
-	FateNotEditable Fate = "not-editable"
-)
 
 // ClosedTarget is one target of a PR kedge closes, and what became of it.
 type ClosedTarget struct {
-	Target
-	Fate Fate
+	prstate.Target
+	Fate prstate.Fate
 	// Detail says more: which annotation or setting, why there is no edit.
 	Detail string
 }
@@ -276,8 +230,8 @@ type CommentData struct {
 	Namespace string
 	Branch    string
 	// Targets are what the PR set out to do, as read back from its body
-	// with ParseState.
-	Targets []Target
+	// with prstate.ParseState.
+	Targets []prstate.Target
 	// Closed are the Targets with what became of them (closing kinds).
 	Closed []ClosedTarget
 	// NamespaceOptedOut is set when the namespace itself carries

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
@@ -106,7 +107,7 @@ func newPRView(pr NamespacePR, limit int) PRView {
 	fix, unfixable := splitFixable(pr.Workloads)
 	if pr.State.Cluster == "" && pr.State.Namespace == "" && len(pr.State.Targets) == 0 {
 		// No state given: the PR's target is what it restarts.
-		pr.State = NewState(pr.Cluster, pr.Namespace, fix)
+		pr.State = prstate.NewState(pr.Cluster, pr.Namespace, fix)
 	}
 	v := PRView{
 		NamespacePR: pr,
@@ -236,7 +237,7 @@ type StragglerRow struct {
 
 // StateCount is how many namespaces are in one PR state.
 type StateCount struct {
-	State PRState
+	State prstate.PRState
 	Count int
 }
 
@@ -264,7 +265,7 @@ type DashboardView struct {
 
 // stateOrder is the order states are counted in: what needs a person
 // first.
-var stateOrder = []PRState{PREdited, PROtherRepository, PRRefused, PRMergedRollingOut, PROpen, PRRateLimited, PRNotYetOpened, PRWaitingForWave, PRClosedIgnored, PRRolledOut}
+var stateOrder = []prstate.PRState{prstate.PREdited, prstate.PROtherRepository, prstate.PRRefused, prstate.PRMergedRollingOut, prstate.PROpen, prstate.PRRateLimited, prstate.PRNotYetOpened, prstate.PRWaitingForWave, prstate.PRClosedIgnored, prstate.PRRolledOut}
 
 // cut returns the view with every listing at most limit long (-1: all).
 func (v DashboardView) cut(limit int) DashboardView {
@@ -289,7 +290,7 @@ func newDashboardView(d ClusterDashboard) DashboardView {
 	var rows []NamespaceRow
 	var all []drift.Workload
 	var unfixable []UnfixableRow
-	counts := map[PRState]int{}
+	counts := map[prstate.PRState]int{}
 	blocks := blocksByNamespace(d.Rollouts)
 	for _, ns := range namespaces {
 		fix, unfix := splitFixable(ns.Workloads)
@@ -375,7 +376,7 @@ func blocksByNamespace(rollouts []waves.Rollout) map[string][]waveBlock {
 // may have rolled out, but the namespace is not done.
 func rowStatus(ns NamespaceStatus, blocks []waveBlock) string {
 	state := meaning(ns.State)
-	if ns.State == PRRolledOut && len(blocks) > 0 {
+	if ns.State == prstate.PRRolledOut && len(blocks) > 0 {
 		state = "merged and rolled out, but unhealthy"
 	}
 	s := EscapeMarkdown(state)
@@ -474,7 +475,7 @@ func newPlanDoc(p PlanView) PlanDoc {
 // CommentData.
 type CommentView struct {
 	CommentData
-	TargetRows    Listing[Target]
+	TargetRows    Listing[prstate.Target]
 	ClosedRows    Listing[ClosedTarget]
 	StragglerRows Listing[drift.Workload]
 	// StragglerTotals counts the stragglers and their pods.
@@ -482,7 +483,7 @@ type CommentView struct {
 }
 
 func newCommentView(c CommentData, limit int) CommentView {
-	targets := State{Targets: c.Targets}.normalized().Targets
+	targets := prstate.State{Targets: c.Targets}.Normalized().Targets
 	stragglers := sortWorkloads(c.Stragglers)
 	return CommentView{
 		CommentData:     c,

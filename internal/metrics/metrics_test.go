@@ -18,6 +18,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/metrics"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
@@ -38,9 +39,9 @@ func TestObserveCycleExposesTheLastPlan(t *testing.T) {
 		},
 		Outcomes: []reconcile.Outcome{
 			{Namespace: "orders"},
-			{Namespace: "payments", State: dashboard.PROpen, PR: 2},
-			{Namespace: "search", State: dashboard.PRRolledOut, PR: 3},
-			{Namespace: "shop", State: dashboard.PROpen, PR: 1},
+			{Namespace: "payments", State: prstate.PROpen, PR: 2},
+			{Namespace: "search", State: prstate.PRRolledOut, PR: 3},
+			{Namespace: "shop", State: prstate.PROpen, PR: 1},
 		},
 		// A shared base refused for both namespaces whose workloads it
 		// defines is one file.
@@ -57,8 +58,8 @@ func TestObserveCycleExposesTheLastPlan(t *testing.T) {
 	second := &reconcile.Report{
 		Plan: drift.Plan{Workloads: []drift.Workload{workload("shop", "cart", 1, drift.ReasonRevision)}},
 		Outcomes: []reconcile.Outcome{
-			{Namespace: "payments", State: dashboard.PRMergedRollingOut, PR: 2},
-			{Namespace: "shop", State: dashboard.PROpen, PR: 1},
+			{Namespace: "payments", State: prstate.PRMergedRollingOut, PR: 2},
+			{Namespace: "shop", State: prstate.PROpen, PR: 1},
 		},
 	}
 	cases := []struct {

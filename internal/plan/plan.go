@@ -14,7 +14,6 @@ import (
 	"fmt"
 
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
@@ -129,7 +128,7 @@ type Result struct {
 	// Index is nil without a repository.
 	Index *index.Index
 	// Mesh describes the control plane for the dashboard.
-	Mesh dashboard.Mesh
+	Mesh mesh.Summary
 	// Namespaces holds, for every namespace with drifted workloads, what
 	// its pull request shows besides the workloads.
 	Namespaces map[string]Namespace

@@ -3,11 +3,11 @@ package plan
 import (
 	"sort"
 
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
 	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitops/locate"
+	"github.com/kedge-io/kedge/internal/image"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
 )
@@ -37,7 +37,7 @@ func summarise(set *objects.Set, model *mesh.Model, p drift.Plan, edits edit.Set
 // its image, the tags pointing at it, and the namespaces whose new pods it
 // would inject (judged by namespace labels alone, as a pod with no
 // injection labels of its own would be).
-func meshSummary(model *mesh.Model, set *objects.Set) dashboard.Mesh {
+func meshSummary(model *mesh.Model, set *objects.Set) mesh.Summary {
 	byRevision := map[string][]string{}
 	for _, ns := range set.Namespaces {
 		d := model.Decide(ns.Name, ns.Labels, mesh.Template{})
@@ -45,11 +45,11 @@ func meshSummary(model *mesh.Model, set *objects.Set) dashboard.Mesh {
 			byRevision[d.Revision] = append(byRevision[d.Revision], ns.Name)
 		}
 	}
-	out := dashboard.Mesh{Tags: model.Tags()}
+	out := mesh.Summary{Tags: model.Tags()}
 	for _, r := range model.Revisions() {
 		namespaces := byRevision[r.Name]
 		sort.Strings(namespaces)
-		out.Revisions = append(out.Revisions, dashboard.Revision{
+		out.Revisions = append(out.Revisions, mesh.RevisionSummary{
 			Name: r.Name, Image: r.Image, Tags: r.Tags, Namespaces: namespaces,
 		})
 	}
@@ -60,10 +60,10 @@ func meshSummary(model *mesh.Model, set *objects.Set) dashboard.Mesh {
 // proxy count under "".
 func versions(images map[string]int) map[string]int {
 	out := map[string]int{}
-	for image, n := range images {
+	for img, n := range images {
 		version := ""
-		if image != "" {
-			version = dashboard.ProxyVersion(image)
+		if img != "" {
+			version = image.Parse(img).Version()
 		}
 		out[version] += n
 	}

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
@@ -74,14 +74,14 @@ func TestAmbientMigrationIsOnePRAndIsFollowedUntilZtunnelCaptures(t *testing.T) 
 	w.set.Pods = withoutSidecars(w.set.Pods, "search", false)
 	w.mu.Unlock()
 	report = w.cycle()
-	assert.Equal(t, dashboard.PRMergedRollingOut, only(t, report, "search").State, "pods not captured by ztunnel yet")
+	assert.Equal(t, prstate.PRMergedRollingOut, only(t, report, "search").State, "pods not captured by ztunnel yet")
 	assert.Empty(t, w.gh.Comments(number))
 
 	w.mu.Lock()
 	w.set.Pods = withoutSidecars(w.set.Pods, "search", true)
 	w.mu.Unlock()
 	report = w.cycle()
-	assert.Equal(t, dashboard.PRRolledOut, only(t, report, "search").State)
+	assert.Equal(t, prstate.PRRolledOut, only(t, report, "search").State)
 	comments := w.gh.Comments(number)
 	require.Len(t, comments, 1)
 	assert.Contains(t, comments[0].GetBody(), "kedge:comment rolled-out")

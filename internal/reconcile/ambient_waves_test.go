@@ -8,10 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
@@ -21,8 +21,8 @@ import (
 func TestAmbientMovesGoThroughWaves(t *testing.T) {
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	mergedAt := now.Add(-time.Hour)
-	move := func(ns string) dashboard.State {
-		return dashboard.NewState("c", ns, []drift.Workload{{Namespace: ns, Kind: "Namespace", Name: ns, Desired: drift.Desired{Revision: drift.Ambient}}})
+	move := func(ns string) prstate.State {
+		return prstate.NewState("c", ns, []drift.Workload{{Namespace: ns, Kind: "Namespace", Name: ns, Desired: drift.Desired{Revision: drift.Ambient}}})
 	}
 	relabelOnly := func(ns string, d decision, prs ...forge.PR) *nsState {
 		return &nsState{name: ns, decision: d, facts: namespaceFacts{prs: prs, work: &work{state: move(ns)}}}
@@ -50,7 +50,7 @@ func TestAmbientMovesGoThroughWaves(t *testing.T) {
 				assert.Equal(t, waves.TargetKey("", ""), rollouts[0].Target, "the no-sidecar target")
 			}
 			if tt.want == ActNone {
-				assert.Equal(t, dashboard.PRWaitingForWave, shop.outcome.State)
+				assert.Equal(t, prstate.PRWaitingForWave, shop.outcome.State)
 				assert.Contains(t, shop.outcome.Detail, "wave canary comes first")
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 // closing is why kedge closes a namespace's PR unmerged: the comment kind
@@ -27,7 +28,7 @@ type closing struct {
 // this cycle, the plan and its refusals, and the drift settings.
 type closingFacts struct {
 	namespace string
-	targets   []dashboard.Target
+	targets   []prstate.Target
 	set       *objects.Set
 	plan      drift.Plan
 	refused   []restart.Refusal
@@ -63,72 +64,72 @@ func explainClosing(f closingFacts) closing {
 
 // namespaceFate is the fate every target shares because of its namespace;
 // "" when each target decides for itself.
-func (f closingFacts) namespaceFate(exists, optedOut bool) (dashboard.Fate, string) {
+func (f closingFacts) namespaceFate(exists, optedOut bool) (prstate.Fate, string) {
 	switch {
 	case !exists:
-		return dashboard.FateDeleted, "namespace " + f.namespace + " no longer exists"
+		return prstate.FateDeleted, "namespace " + f.namespace + " no longer exists"
 	case optedOut:
-		return dashboard.FateOptedOut, "annotation " + optOutAnnotation(f.opts) + "=true on the namespace"
+		return prstate.FateOptedOut, "annotation " + optOutAnnotation(f.opts) + "=true on the namespace"
 	}
 	if key := namespaceSetting(f.opts, f.namespace); key != "" {
-		return dashboard.FateNotSelected, key
+		return prstate.FateNotSelected, key
 	}
 	return "", ""
 }
 
 // untargetedFate is the fate of a PR whose body no longer says what it
 // targeted: the namespace's, else whether anything there still drifts.
-func (f closingFacts) untargetedFate(whole dashboard.Fate) dashboard.Fate {
+func (f closingFacts) untargetedFate(whole prstate.Fate) prstate.Fate {
 	if whole != "" {
 		return whole
 	}
 	for _, w := range f.plan.Workloads {
 		if w.Namespace == f.namespace {
-			return dashboard.FateNotEditable
+			return prstate.FateNotEditable
 		}
 	}
-	return dashboard.FateResolved
+	return prstate.FateResolved
 }
 
-func (f closingFacts) targetFate(t dashboard.Target) (dashboard.Fate, string) {
+func (f closingFacts) targetFate(t prstate.Target) (prstate.Fate, string) {
 	if t.Kind == "Namespace" {
 		return f.relabelFate()
 	}
 	if !kindSelected(f.opts, t.Kind) {
-		return dashboard.FateNotSelected, "workloads.kinds"
+		return prstate.FateNotSelected, "workloads.kinds"
 	}
 	if !workloadExists(f.set, t.Namespace, t.Kind, t.Name) {
-		return dashboard.FateDeleted, ""
+		return prstate.FateDeleted, ""
 	}
 	for _, s := range f.plan.Skipped {
 		if s.Namespace != t.Namespace || s.Kind != t.Kind || s.Name != t.Name {
 			continue
 		}
 		if s.Reason == drift.SkipOptedOut {
-			return dashboard.FateOptedOut, s.Detail
+			return prstate.FateOptedOut, s.Detail
 		}
-		return dashboard.FateNotEditable, skipDetail(s)
+		return prstate.FateNotEditable, skipDetail(s)
 	}
 	for _, w := range f.plan.Workloads {
 		if w.Namespace == t.Namespace && w.Kind == t.Kind && w.Name == t.Name {
-			return dashboard.FateNotEditable, f.noEditDetail(w)
+			return prstate.FateNotEditable, f.noEditDetail(w)
 		}
 	}
-	return dashboard.FateResolved, ""
+	return prstate.FateResolved, ""
 }
 
 // relabelFate is what became of a migration the PR carried.
-func (f closingFacts) relabelFate() (dashboard.Fate, string) {
+func (f closingFacts) relabelFate() (prstate.Fate, string) {
 	m, ok := migrate.For(f.plan, f.namespace)
 	switch {
 	case !ok:
-		return dashboard.FateResolved, ""
+		return prstate.FateResolved, ""
 	case !m.Moves():
-		return dashboard.FateNotEditable, "the migration is blocked: " + string(m.Blocked)
+		return prstate.FateNotEditable, "the migration is blocked: " + string(m.Blocked)
 	case !m.Relabels() && m.Manifest.Edit != drift.EditLabelAlreadySet:
-		return dashboard.FateNotEditable, manifestDetail(m.Manifest)
+		return prstate.FateNotEditable, manifestDetail(m.Manifest)
 	}
-	return dashboard.FateResolved, ""
+	return prstate.FateResolved, ""
 }
 
 // noEditDetail says why a workload that still drifts has no edit.

@@ -12,6 +12,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 func TestExplainClosing(t *testing.T) {
@@ -32,8 +33,8 @@ func TestExplainClosing(t *testing.T) {
 			deployment("shop", "legacy"), deployment("quiet", "app"), deployment("batch", "worker"),
 		},
 	}
-	target := func(ns, name string) dashboard.Target {
-		return dashboard.Target{Namespace: ns, Kind: "Deployment", Name: name, Revision: "1-25-0"}
+	target := func(ns, name string) prstate.Target {
+		return prstate.Target{Namespace: ns, Kind: "Deployment", Name: name, Revision: "1-25-0"}
 	}
 	drifting := func(name string, m drift.Manifest) drift.Workload {
 		return drift.Workload{Namespace: "shop", Kind: "Deployment", Name: name, Manifest: m}
@@ -52,36 +53,36 @@ func TestExplainClosing(t *testing.T) {
 	tests := []struct {
 		name      string
 		namespace string
-		targets   []dashboard.Target
+		targets   []prstate.Target
 		opts      drift.Options
 		wantKind  string
-		wantFates []dashboard.Fate
+		wantFates []prstate.Fate
 		wantNSOut bool
 	}{
-		{"the workloads run the desired proxy", "shop", []dashboard.Target{target("shop", "cart")}, drift.Options{},
-			dashboard.CommentClosed, []dashboard.Fate{dashboard.FateResolved}, false},
-		{"the namespace opted out", "quiet", []dashboard.Target{target("quiet", "app")}, drift.Options{},
-			dashboard.CommentClosedOptedOut, []dashboard.Fate{dashboard.FateOptedOut}, true},
-		{"an annotation other than the configured one is no opt-out", "quiet", []dashboard.Target{target("quiet", "app")}, drift.Options{OptOutAnnotation: "example.com/hands-off"},
-			dashboard.CommentClosed, []dashboard.Fate{dashboard.FateResolved}, false},
-		{"every workload opted out", "shop", []dashboard.Target{target("shop", "legacy")}, drift.Options{},
-			dashboard.CommentClosedOptedOut, []dashboard.Fate{dashboard.FateOptedOut}, false},
-		{"the namespace is excluded", "batch", []dashboard.Target{target("batch", "worker")}, drift.Options{ExcludeNamespaces: []string{"bat*"}},
-			dashboard.CommentClosedNotSelected, []dashboard.Fate{dashboard.FateNotSelected}, false},
-		{"the namespace is no longer included", "batch", []dashboard.Target{target("batch", "worker")}, drift.Options{IncludeNamespaces: []string{"shop"}},
-			dashboard.CommentClosedNotSelected, []dashboard.Fate{dashboard.FateNotSelected}, false},
-		{"the kind is no longer selected", "shop", []dashboard.Target{target("shop", "cart")}, drift.Options{Kinds: []string{"StatefulSet"}},
-			dashboard.CommentClosedNotSelected, []dashboard.Fate{dashboard.FateNotSelected}, false},
-		{"the workload was deleted", "shop", []dashboard.Target{target("shop", "gone")}, drift.Options{},
-			dashboard.CommentClosedDeleted, []dashboard.Fate{dashboard.FateDeleted}, false},
-		{"the namespace was deleted", "old", []dashboard.Target{target("old", "cart")}, drift.Options{},
-			dashboard.CommentClosedDeleted, []dashboard.Fate{dashboard.FateDeleted}, false},
-		{"the manifest comes from another repository", "shop", []dashboard.Target{target("shop", "web")}, drift.Options{},
-			dashboard.CommentClosedNotEditable, []dashboard.Fate{dashboard.FateNotEditable}, false},
-		{"the manifest is refused", "shop", []dashboard.Target{target("shop", "api")}, drift.Options{},
-			dashboard.CommentClosedNotEditable, []dashboard.Fate{dashboard.FateNotEditable}, false},
-		{"different ends", "shop", []dashboard.Target{target("shop", "cart"), target("shop", "gone"), target("shop", "legacy")}, drift.Options{},
-			dashboard.CommentClosedMixed, []dashboard.Fate{dashboard.FateResolved, dashboard.FateDeleted, dashboard.FateOptedOut}, false},
+		{"the workloads run the desired proxy", "shop", []prstate.Target{target("shop", "cart")}, drift.Options{},
+			dashboard.CommentClosed, []prstate.Fate{prstate.FateResolved}, false},
+		{"the namespace opted out", "quiet", []prstate.Target{target("quiet", "app")}, drift.Options{},
+			dashboard.CommentClosedOptedOut, []prstate.Fate{prstate.FateOptedOut}, true},
+		{"an annotation other than the configured one is no opt-out", "quiet", []prstate.Target{target("quiet", "app")}, drift.Options{OptOutAnnotation: "example.com/hands-off"},
+			dashboard.CommentClosed, []prstate.Fate{prstate.FateResolved}, false},
+		{"every workload opted out", "shop", []prstate.Target{target("shop", "legacy")}, drift.Options{},
+			dashboard.CommentClosedOptedOut, []prstate.Fate{prstate.FateOptedOut}, false},
+		{"the namespace is excluded", "batch", []prstate.Target{target("batch", "worker")}, drift.Options{ExcludeNamespaces: []string{"bat*"}},
+			dashboard.CommentClosedNotSelected, []prstate.Fate{prstate.FateNotSelected}, false},
+		{"the namespace is no longer included", "batch", []prstate.Target{target("batch", "worker")}, drift.Options{IncludeNamespaces: []string{"shop"}},
+			dashboard.CommentClosedNotSelected, []prstate.Fate{prstate.FateNotSelected}, false},
+		{"the kind is no longer selected", "shop", []prstate.Target{target("shop", "cart")}, drift.Options{Kinds: []string{"StatefulSet"}},
+			dashboard.CommentClosedNotSelected, []prstate.Fate{prstate.FateNotSelected}, false},
+		{"the workload was deleted", "shop", []prstate.Target{target("shop", "gone")}, drift.Options{},
+			dashboard.CommentClosedDeleted, []prstate.Fate{prstate.FateDeleted}, false},
+		{"the namespace was deleted", "old", []prstate.Target{target("old", "cart")}, drift.Options{},
+			dashboard.CommentClosedDeleted, []prstate.Fate{prstate.FateDeleted}, false},
+		{"the manifest comes from another repository", "shop", []prstate.Target{target("shop", "web")}, drift.Options{},
+			dashboard.CommentClosedNotEditable, []prstate.Fate{prstate.FateNotEditable}, false},
+		{"the manifest is refused", "shop", []prstate.Target{target("shop", "api")}, drift.Options{},
+			dashboard.CommentClosedNotEditable, []prstate.Fate{prstate.FateNotEditable}, false},
+		{"different ends", "shop", []prstate.Target{target("shop", "cart"), target("shop", "gone"), target("shop", "legacy")}, drift.Options{},
+			dashboard.CommentClosedMixed, []prstate.Fate{prstate.FateResolved, prstate.FateDeleted, prstate.FateOptedOut}, false},
 		{"no recorded targets, drift left that kedge cannot edit", "shop", nil, drift.Options{},
 			dashboard.CommentClosedNotEditable, nil, false},
 		{"no recorded targets, nothing drifts", "batch", nil, drift.Options{},
@@ -94,7 +95,7 @@ func TestExplainClosing(t *testing.T) {
 			c := explainClosing(closingFacts{namespace: tt.namespace, targets: tt.targets, set: set, plan: plan, refused: refused, opts: tt.opts})
 			assert.Equal(t, tt.wantKind, c.kind)
 			assert.Equal(t, tt.wantNSOut, c.namespaceOptedOut)
-			var fates []dashboard.Fate
+			var fates []prstate.Fate
 			for _, ct := range c.closed {
 				fates = append(fates, ct.Fate)
 			}
@@ -123,7 +124,7 @@ func TestExplainClosingSaysWhy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := explainClosing(closingFacts{namespace: "shop", set: set, plan: plan, refused: tt.refused, opts: tt.opts,
-				targets: []dashboard.Target{{Namespace: "shop", Kind: "Deployment", Name: "api"}}})
+				targets: []prstate.Target{{Namespace: "shop", Kind: "Deployment", Name: "api"}}})
 			if assert.Len(t, c.closed, 1) {
 				assert.Equal(t, tt.want, c.closed[0].Detail)
 			}

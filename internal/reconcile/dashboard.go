@@ -14,6 +14,7 @@ import (
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 // DashboardLabel marks kedge's dashboard issues; the hidden marker in the
@@ -84,8 +85,8 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 			Namespace: st.name, State: namespaceState(st), PRNumber: st.outcome.PR, PRURL: st.outcome.PRURL,
 			Workloads: byNamespace[st.name], Detail: st.outcome.Detail,
 		}
-		if row.State == dashboard.PRRefused && foreign[st.name] != "" {
-			row.State, row.Detail = dashboard.PROtherRepository, "applied from "+foreign[st.name]
+		if row.State == prstate.PRRefused && foreign[st.name] != "" {
+			row.State, row.Detail = prstate.PROtherRepository, "applied from "+foreign[st.name]
 		}
 		data.Namespaces = append(data.Namespaces, row)
 		delete(byNamespace, st.name)
@@ -93,9 +94,9 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 	// Drifted namespaces kedge has nothing to commit for (every manifest
 	// missing, Helm-rendered or refused) still belong on the dashboard.
 	for ns, ws := range byNamespace {
-		row := dashboard.NamespaceStatus{Namespace: ns, State: dashboard.PRRefused, Workloads: ws}
+		row := dashboard.NamespaceStatus{Namespace: ns, State: prstate.PRRefused, Workloads: ws}
 		if repo := foreign[ns]; repo != "" {
-			row.State, row.Detail = dashboard.PROtherRepository, "applied from "+repo
+			row.State, row.Detail = prstate.PROtherRepository, "applied from "+repo
 		}
 		data.Namespaces = append(data.Namespaces, row)
 	}
@@ -135,14 +136,14 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 	return r.deps.Forge.UpdateIssue(ctx, issue.Number, &title, &body, state)
 }
 
-func namespaceState(st *nsState) dashboard.PRState {
+func namespaceState(st *nsState) prstate.PRState {
 	if st.outcome.State != "" {
 		return st.outcome.State
 	}
 	if st.facts.work == nil {
-		return dashboard.PRRefused
+		return prstate.PRRefused
 	}
-	return dashboard.PRNotYetOpened
+	return prstate.PRNotYetOpened
 }
 
 func refusedFiles(res *plan.Result) []dashboard.RefusedFile {

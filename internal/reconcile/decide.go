@@ -4,9 +4,9 @@
 package reconcile
 
 import (
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 // Action is what a cycle does for one namespace.
@@ -38,7 +38,7 @@ const (
 type work struct {
 	files     map[string][]byte
 	workloads []drift.Workload
-	state     dashboard.State
+	state     prstate.State
 }
 
 // namespaceFacts are what the cycle learned about one namespace before
@@ -115,7 +115,7 @@ func decide(f namespaceFacts) decision {
 	return d
 }
 
-func sameTarget(pr *forge.PR, want dashboard.State) bool {
-	got, ok := dashboard.ParseState(pr.Body)
+func sameTarget(pr *forge.PR, want prstate.State) bool {
+	got, ok := prstate.ParseState(pr.Body)
 	return ok && got.Hash == want.Hash
 }

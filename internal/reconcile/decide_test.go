@@ -6,22 +6,22 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 func TestDecide(t *testing.T) {
-	target := dashboard.NewState("c", "shop", []drift.Workload{{Namespace: "shop", Kind: "Deployment", Name: "cart",
+	target := prstate.NewState("c", "shop", []drift.Workload{{Namespace: "shop", Kind: "Deployment", Name: "cart",
 		Desired: drift.Desired{Revision: "1-25-0", Image: "docker.io/istio/proxyv2:1.25.0"}}})
-	oldTarget := dashboard.NewState("c", "shop", []drift.Workload{{Namespace: "shop", Kind: "Deployment", Name: "cart",
+	oldTarget := prstate.NewState("c", "shop", []drift.Workload{{Namespace: "shop", Kind: "Deployment", Name: "cart",
 		Desired: drift.Desired{Revision: "1-24-0", Image: "docker.io/istio/proxyv2:1.24.0"}}})
 	w := &work{state: target}
 	merged := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	pr := func(n int, state string, s dashboard.State) forge.PR {
+	pr := func(n int, state string, s prstate.State) forge.PR {
 		return forge.PR{Number: n, State: state, Body: "body\n" + s.Block()}
 	}
-	mergedPR := func(n int, s dashboard.State) forge.PR {
+	mergedPR := func(n int, s prstate.State) forge.PR {
 		p := pr(n, "closed", s)
 		p.Merged, p.MergedAt = true, &merged
 		return p

@@ -18,9 +18,9 @@ import (
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster/snapshot"
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
@@ -162,7 +162,7 @@ func TestFirstCycleOpensOnePRPerNamespaceMatchingThePlan(t *testing.T) {
 		require.Contains(t, prs, branch)
 		pr, _ := w.gh.PR(prs[branch])
 		assert.Equal(t, "main", pr.GetBase().GetRef())
-		state, ok := dashboard.ParseState(pr.GetBody())
+		state, ok := prstate.ParseState(pr.GetBody())
 		require.True(t, ok, "PR body carries the state block")
 		assert.Equal(t, ns, state.Namespace)
 		// The branch differs from base in exactly the planned files, with

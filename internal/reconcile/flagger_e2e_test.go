@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kedge-io/kedge/internal/cluster/snapshot"
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/meshtest"
 )
@@ -56,7 +56,7 @@ func TestFlaggerCanaryEndToEnd(t *testing.T) {
 	body := pr.GetBody()
 	assert.Contains(t, body, "**Deployment podinfo** is the target of Flagger Canary **podinfo**: Flagger detects the change of its template, runs the Canary's analysis and, when the analysis passes, promotes the template to **Deployment podinfo-primary**")
 	assert.NotContains(t, body, "podinfo-primary |", "the primary is no row of its own")
-	state, ok := dashboard.ParseState(body)
+	state, ok := prstate.ParseState(body)
 	require.True(t, ok)
 	require.Len(t, state.Targets, 1)
 	assert.Equal(t, "Deployment", state.Targets[0].Kind)

@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/mesh"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
 
@@ -67,9 +67,9 @@ func TestMigrationOpensOnePRWithTheRelabelAndTheRestarts(t *testing.T) {
 	log := w.git.Log(t, repoName, branch)
 	require.NotEmpty(t, log)
 	assert.Contains(t, log[0].Message, "Move namespace search from 1-25-0 to stable ("+namespacesFile+").")
-	state, ok := dashboard.ParseState(pr.GetBody())
+	state, ok := prstate.ParseState(pr.GetBody())
 	require.True(t, ok)
-	assert.Contains(t, state.Targets, dashboard.Target{Namespace: "search", Kind: "Namespace", Name: "search", Revision: "stable"})
+	assert.Contains(t, state.Targets, prstate.Target{Namespace: "search", Kind: "Namespace", Name: "search", Revision: "stable"})
 
 	// Namespaces with istio-injection=enabled move too: the label, which
 	// wins over istio.io/rev, is taken off in the same PR.
@@ -146,7 +146,7 @@ func TestMergedMigrationIsFollowedUntilRolledOut(t *testing.T) {
 	}
 	require.NotNil(t, search)
 	assert.Equal(t, drift.EditLabelAlreadySet, search.Manifest.Edit)
-	assert.Equal(t, dashboard.PRMergedRollingOut, only(t, report, "search").State)
+	assert.Equal(t, prstate.PRMergedRollingOut, only(t, report, "search").State)
 
 	// Applied: relabelled, pods replaced. kedge says so once.
 	w.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 // commentMarker ends every comment kedge writes, so a comment is written
@@ -76,10 +77,10 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 		}
 		return r.sayTakenOver(ctx, st, plan)
 	case ActUpdate:
-		st.outcome.State = dashboard.PROpen
+		st.outcome.State = prstate.PROpen
 		return r.update(ctx, st)
 	case ActEdited:
-		st.outcome.State = dashboard.PREdited
+		st.outcome.State = prstate.PREdited
 		if d.pr == nil {
 			st.outcome.Detail = "branch " + st.branch + " has commits by someone else and no open PR"
 			return nil
@@ -97,12 +98,12 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 		r.deps.Log.Info("closing pull request", "namespace", st.name, "pr", d.pr.Number, "why", c.kind)
 		return r.closeWith(ctx, st.repo.forge, *d.pr, c.kind, body)
 	case ActClosedIgnored:
-		st.outcome.State = dashboard.PRClosedIgnored
+		st.outcome.State = prstate.PRClosedIgnored
 	case ActMerged:
 		return r.followRollout(ctx, st, plan, report)
 	}
 	if st.outcome.State == "" && st.facts.work != nil {
-		st.outcome.State = dashboard.PRNotYetOpened
+		st.outcome.State = prstate.PRNotYetOpened
 	}
 	return nil
 }
@@ -111,18 +112,18 @@ func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, 
 // branch.
 func branchPushed(st *nsState) bool { return st.change != nil && st.change.Changed }
 
-func stateFor(a Action, current dashboard.PRState) dashboard.PRState {
+func stateFor(a Action, current prstate.PRState) prstate.PRState {
 	switch a {
 	case ActOpen:
-		return dashboard.PRNotYetOpened
+		return prstate.PRNotYetOpened
 	case ActUpdate:
-		return dashboard.PROpen
+		return prstate.PROpen
 	case ActEdited:
-		return dashboard.PREdited
+		return prstate.PREdited
 	case ActClosedIgnored:
-		return dashboard.PRClosedIgnored
+		return prstate.PRClosedIgnored
 	case ActMerged:
-		return dashboard.PRMergedRollingOut
+		return prstate.PRMergedRollingOut
 	}
 	return current
 }
@@ -135,7 +136,7 @@ func (r *Reconciler) open(ctx context.Context, st *nsState) error {
 	if err != nil {
 		return err
 	}
-	st.outcome.PR, st.outcome.PRURL, st.outcome.State = pr.Number, pr.HTMLURL, dashboard.PROpen
+	st.outcome.PR, st.outcome.PRURL, st.outcome.State = pr.Number, pr.HTMLURL, prstate.PROpen
 	// CreatePR adopts a PR that already existed (a cycle that died after
 	// opening it); bring its text in line like any open PR.
 	if pr.Title != st.title || pr.Body != st.body {
@@ -217,7 +218,7 @@ func (r *Reconciler) missingLabels(pr forge.PR) []string {
 // body recorded and what the cycle read.
 func (r *Reconciler) closingOf(st *nsState, report *Report) closing {
 	f := closingFacts{namespace: st.name, set: st.set, plan: report.Plan, opts: r.settings.Plan.Drift}
-	if s, ok := dashboard.ParseState(st.decision.pr.Body); ok {
+	if s, ok := prstate.ParseState(st.decision.pr.Body); ok {
 		f.targets = s.Targets
 	}
 	if report.Result != nil {
@@ -304,7 +305,7 @@ func (r *Reconciler) commentData(st *nsState, plan drift.Plan) dashboard.Comment
 		OptOutAnnotation: optOutAnnotation(r.settings.Plan.Drift),
 	}
 	if st.decision.pr != nil {
-		if s, ok := dashboard.ParseState(st.decision.pr.Body); ok {
+		if s, ok := prstate.ParseState(st.decision.pr.Body); ok {
 			data.Targets = s.Targets
 		}
 		if st.decision.pr.MergedAt != nil {
@@ -322,7 +323,7 @@ func (r *Reconciler) commentData(st *nsState, plan drift.Plan) dashboard.Comment
 // them, once.
 func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.Plan, report *Report) error {
 	pr := st.decision.pr
-	state, ok := dashboard.ParseState(pr.Body)
+	state, ok := prstate.ParseState(pr.Body)
 	if !ok || pr.MergedAt == nil {
 		return nil
 	}
@@ -344,10 +345,10 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 	data := r.commentData(st, plan)
 	data.Now = r.deps.Now()
 	if len(still) == 0 {
-		st.outcome.State = dashboard.PRRolledOut
+		st.outcome.State = prstate.PRRolledOut
 		return r.commentOnce(ctx, st.repo.forge, pr.Number, dashboard.CommentRolledOut, data)
 	}
-	st.outcome.State = dashboard.PRMergedRollingOut
+	st.outcome.State = prstate.PRMergedRollingOut
 	if r.deps.Now().Sub(*pr.MergedAt) < r.settings.Grace {
 		return nil
 	}

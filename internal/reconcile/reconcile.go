@@ -27,6 +27,7 @@ import (
 	"github.com/kedge-io/kedge/internal/migrate"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/route"
 	"github.com/kedge-io/kedge/internal/waves"
 )
@@ -144,7 +145,7 @@ type Outcome struct {
 	// Repo is the repository's owner/name.
 	Repo   string
 	Action Action
-	State  dashboard.PRState
+	State  prstate.PRState
 	PR     int
 	PRURL  string
 	Detail string
@@ -278,7 +279,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", st.name, err))
 			st.outcome.Detail = errorDetail(err)
 			if isRetryLater(err) {
-				st.outcome.State = dashboard.PRRateLimited
+				st.outcome.State = prstate.PRRateLimited
 			}
 		}
 		st.outcome.Namespace, st.outcome.Repo = st.name, st.repo.name
@@ -440,7 +441,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 				w.workloads = append(w.workloads, wl)
 			}
 		}
-		w.state = dashboard.NewState(r.settings.Cluster, ns, append(w.workloads, migrationTarget(res.Plan, ns)...))
+		w.state = prstate.NewState(r.settings.Cluster, ns, append(w.workloads, migrationTarget(res.Plan, ns)...))
 		get(ns).facts.work = w
 	}
 	for _, pr := range prs {
@@ -461,7 +462,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, repo *repository
 			continue
 		}
 		st := get(ns)
-		st.outcome.State = dashboard.PRNotYetOpened
+		st.outcome.State = prstate.PRNotYetOpened
 		st.outcome.Detail = "branch " + branch + " has no pull request and nothing to fix now (a cycle was interrupted before opening one); delete it if the drift does not return"
 	}
 	out := make([]*nsState, 0, len(byName))
@@ -651,7 +652,7 @@ func (r *Reconciler) applyLimits(states []*nsState, prs []forge.PR) {
 		overCycle := r.settings.MaxNewPRsPerCycle > 0 && opened >= r.settings.MaxNewPRsPerCycle
 		if overOpen || overCycle {
 			st.decision.action = ActNone
-			st.outcome.State = dashboard.PRNotYetOpened
+			st.outcome.State = prstate.PRNotYetOpened
 			st.outcome.Detail = "waiting: limits.maxOpenPRs / limits.maxNewPRsPerCycle"
 			continue
 		}
@@ -695,7 +696,7 @@ func (r *Reconciler) push(ctx context.Context, repository *repository, report *R
 				// Someone pushed between our read and our push; the next
 				// cycle reads their commit and decides again.
 				st.decision.action = ActNone
-				st.outcome.State = dashboard.PREdited
+				st.outcome.State = prstate.PREdited
 				st.outcome.Detail = "the branch moved while kedge pushed; retried next cycle"
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/prstate"
 )
 
 // TestRendersFollowTheirData takes a namespace's last title, body and
@@ -82,14 +83,14 @@ func TestStableDashboardFollowsItsData(t *testing.T) {
 	renderer, err := dashboard.NewRenderer("")
 	require.NoError(t, err)
 	r := New(Settings{Cluster: "prod"}, Deps{Renderer: renderer})
-	row := func(ns string, state dashboard.PRState) dashboard.NamespaceStatus {
+	row := func(ns string, state prstate.PRState) dashboard.NamespaceStatus {
 		return dashboard.NamespaceStatus{Namespace: ns, State: state}
 	}
 	for _, data := range []dashboard.ClusterDashboard{
-		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", dashboard.PRNotYetOpened)}},
-		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", dashboard.PRNotYetOpened)}},
-		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", dashboard.PRRefused)}},
-		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", dashboard.PRRefused), row("cart", dashboard.PRNotYetOpened)}},
+		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", prstate.PRNotYetOpened)}},
+		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", prstate.PRNotYetOpened)}},
+		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", prstate.PRRefused)}},
+		{Cluster: "prod", Namespaces: []dashboard.NamespaceStatus{row("shop", prstate.PRRefused), row("cart", prstate.PRNotYetOpened)}},
 	} {
 		got, err := r.stableDashboard(data)
 		require.NoError(t, err)

@@ -22,8 +22,8 @@ import (
 
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 	"github.com/kedge-io/kedge/internal/testing/gitserver"
@@ -212,7 +212,7 @@ func TestCycleOverSeveralRepositories(t *testing.T) {
 		pr := prs[0]
 		assert.Equal(t, "kedge/prod/"+s.namespace, pr.GetHead().GetRef(), s.repo)
 		assert.Equal(t, s.branch, pr.GetBase().GetRef(), "%s: the PR targets the branch the cluster follows", s.repo)
-		state, ok := dashboard.ParseState(pr.GetBody())
+		state, ok := prstate.ParseState(pr.GetBody())
 		require.True(t, ok)
 		assert.Equal(t, s.namespace, state.Namespace)
 		changed := w.git.ReadFile(t, s.repo, pr.GetHead().GetRef(), s.path+"/"+s.workload+".yaml")
@@ -299,7 +299,7 @@ func TestPushFailureInOneRepositoryLeavesTheOthers(t *testing.T) {
 	assert.Len(t, w.hub.Repo("acme/platform").PRs(), 1)
 	assert.Len(t, w.hub.Repo("acme/team-a").PRs(), 1)
 	assert.Empty(t, w.hub.Repo("globex/team-b").PRs())
-	assert.Equal(t, dashboard.PRNotYetOpened, only(t, report, "billing").State)
+	assert.Equal(t, prstate.PRNotYetOpened, only(t, report, "billing").State)
 	assert.Contains(t, only(t, report, "billing").Detail, "globex/team-b")
 
 	report, err = svc.Reconciler.RunOnce(context.Background())

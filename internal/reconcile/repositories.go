@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
 	"github.com/kedge-io/kedge/internal/gitops/edit"
@@ -18,6 +17,7 @@ import (
 	"github.com/kedge-io/kedge/internal/memlimit"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/route"
 )
 
@@ -321,7 +321,7 @@ func (r *Reconciler) pushAll(ctx context.Context, c *cycleRepos, report *Report)
 		for _, st := range repo.states {
 			if a := st.decision.action; a == ActOpen || a == ActUpdate {
 				st.decision.action = ActNone
-				st.outcome.State = dashboard.PRNotYetOpened
+				st.outcome.State = prstate.PRNotYetOpened
 				st.outcome.Detail = "the push to " + repo.name + " failed; retried next cycle"
 			}
 		}
@@ -338,7 +338,7 @@ func heldStates(repo *repository) []*nsState {
 			continue
 		}
 		out = append(out, &nsState{repo: repo, name: ns, decision: decision{action: ActNone}, outcome: Outcome{
-			State: dashboard.PRNotYetOpened, Detail: errorDetail(repo.err),
+			State: prstate.PRNotYetOpened, Detail: errorDetail(repo.err),
 		}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })

@@ -9,6 +9,7 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
@@ -110,8 +111,8 @@ func workTargets(st *nsState) []string {
 
 // movesToAmbient tells the targets of a move to ambient mode: the
 // Namespace entry migrationTarget records.
-func movesToAmbient(targets []dashboard.Target) bool {
-	return slices.ContainsFunc(targets, func(t dashboard.Target) bool { return t.Kind == "Namespace" && t.Revision == drift.Ambient })
+func movesToAmbient(targets []prstate.Target) bool {
+	return slices.ContainsFunc(targets, func(t prstate.Target) bool { return t.Kind == "Namespace" && t.Revision == drift.Ambient })
 }
 
 // prCarries tells whether a PR was opened for target: a restart onto it,
@@ -120,18 +121,18 @@ func prCarries(pr forge.PR, target string) bool {
 	if len(prTargets(pr, target)) > 0 {
 		return true
 	}
-	s, ok := dashboard.ParseState(pr.Body)
+	s, ok := prstate.ParseState(pr.Body)
 	return ok && target == noSidecar && movesToAmbient(s.Targets)
 }
 
 // prTargets are the workload targets a PR's body recorded for target; the
 // Namespace entry of a migration is its relabel, not a restart.
-func prTargets(pr forge.PR, target string) []dashboard.Target {
-	s, ok := dashboard.ParseState(pr.Body)
+func prTargets(pr forge.PR, target string) []prstate.Target {
+	s, ok := prstate.ParseState(pr.Body)
 	if !ok {
 		return nil
 	}
-	var out []dashboard.Target
+	var out []prstate.Target
 	for _, t := range s.Targets {
 		if t.Kind != "Namespace" && targetOf(t.Revision, t.Image) == target {
 			out = append(out, t)
@@ -215,9 +216,9 @@ func (r *Reconciler) resumed(set *objects.Set, namespace, target string) bool {
 func (r *Reconciler) holdForWave(st *nsState, rollout waves.Rollout) {
 	switch st.decision.action {
 	case ActOpen:
-		st.outcome.State = dashboard.PRWaitingForWave
+		st.outcome.State = prstate.PRWaitingForWave
 	case ActUpdate:
-		st.outcome.State = dashboard.PROpen
+		st.outcome.State = prstate.PROpen
 	default:
 		return
 	}

@@ -9,10 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
@@ -27,7 +27,7 @@ func TestGateWaves(t *testing.T) {
 		return drift.Workload{Namespace: ns, Kind: "Deployment", Name: "api", Desired: drift.Desired{Revision: "default", Image: image}}
 	}
 	body := func(ns, image string) string {
-		return dashboard.NewState("c", ns, []drift.Workload{workload(ns, image)}).Block()
+		return prstate.NewState("c", ns, []drift.Workload{workload(ns, image)}).Block()
 	}
 	open := func(ns, image string) forge.PR { return forge.PR{Number: 1, State: "open", Body: body(ns, image)} }
 	closed := func(ns, image string) forge.PR { return forge.PR{Number: 2, State: "closed", Body: body(ns, image)} }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
 )
@@ -185,7 +186,7 @@ func (w *World) checkConverged(repo string, planned map[string]map[string]string
 		if len(open.RequestedReviewers)+len(open.RequestedTeams) == 0 {
 			wrong = append(wrong, fmt.Sprintf("#%d: reviewers not requested", open.GetNumber()))
 		}
-		if s, ok := dashboard.ParseState(open.GetBody()); !ok || s.Namespace != ns {
+		if s, ok := prstate.ParseState(open.GetBody()); !ok || s.Namespace != ns {
 			wrong = append(wrong, fmt.Sprintf("#%d: body carries no state for %s", open.GetNumber(), ns))
 		}
 	}

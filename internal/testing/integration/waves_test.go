@@ -22,8 +22,8 @@ import (
 	"github.com/kedge-io/kedge/internal/assemble"
 	"github.com/kedge-io/kedge/internal/cluster"
 	"github.com/kedge-io/kedge/internal/config"
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/reconcile"
 	"github.com/kedge-io/kedge/internal/testing/controlplane"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
@@ -345,7 +345,7 @@ func TestWavesOpenInOrderGatedOnHealth(t *testing.T) {
 	first := w.opened()
 	require.Equal(t, []string{"canary-a", "canary-b"}, namesOf(first), "only the first wave opens")
 	assert.Equal(t, []waves.State{waves.StateInProgress, waves.StateWaiting, waves.StateWaiting}, waveStates(report))
-	assert.Equal(t, dashboard.PRWaitingForWave, onlyOutcome(t, report, "orders").State)
+	assert.Equal(t, prstate.PRWaitingForWave, onlyOutcome(t, report, "orders").State)
 	_, pushed := w.git.Branch(repoName, "kedge/prod-eu-1/orders")
 	assert.False(t, pushed, "a waiting namespace's branch is not pushed")
 	pr, _ := w.gh.PR(first["canary-a"])

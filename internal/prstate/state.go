@@ -1,4 +1,4 @@
-package dashboard
+package prstate
 
 import (
 	"crypto/sha256"
@@ -10,14 +10,20 @@ import (
 	"github.com/kedge-io/kedge/internal/drift"
 )
 
-// State is what a PR body records, hidden, about the target it was opened
-// for. kedge reads it back to tell whether the PR still matches the drift.
+// State is what a PR body records, hidden, about what the PR was opened
+// for. kedge reads it back to tell whether the PR still matches the drift
+// and which target owns it.
 type State struct {
-	Cluster   string   `json:"cluster"`
-	Namespace string   `json:"namespace"`
-	Targets   []Target `json:"targets"`
-	// Hash covers cluster, namespace and targets, so a changed target is
-	// one string comparison and a hand-edited block is detected.
+	Cluster   string `json:"cluster"`
+	Namespace string `json:"namespace"`
+	// Repo ("owner/name") and Base are the repository and base branch the
+	// PR was opened against. Bodies written before kedge recorded them
+	// carry neither; GitHub's own base of the PR then says.
+	Repo    string   `json:"repo,omitempty"`
+	Base    string   `json:"base,omitempty"`
+	Targets []Target `json:"targets"`
+	// Hash covers everything above, so a changed target is one string
+	// comparison and a hand-edited block is detected.
 	Hash string `json:"hash"`
 }
 
@@ -45,12 +51,18 @@ func NewState(cluster, namespace string, workloads []drift.Workload) State {
 			Revision: w.Desired.Revision, Image: w.Desired.Image,
 		})
 	}
-	return s.normalized()
+	return s.Normalized()
 }
 
-// normalized sorts the targets and recomputes the hash, so equal content
+// For is the state of a PR against base of repo ("owner/name").
+func (s State) For(repo, base string) State {
+	s.Repo, s.Base = repo, base
+	return s.Normalized()
+}
+
+// Normalized sorts the targets and recomputes the hash, so equal content
 // always gives the same block whoever built the State.
-func (s State) normalized() State {
+func (s State) Normalized() State {
 	targets := append([]Target(nil), s.Targets...)
 	if targets == nil {
 		targets = []Target{}
@@ -70,12 +82,29 @@ func (s State) normalized() State {
 	return s
 }
 
+// SameTargets reports whether two states are for the same cluster,
+// namespace and targets, wherever the PRs were opened: a PR a person closed
+// for these targets before kedge recorded its repository and base is still
+// that PR.
+func (s State) SameTargets(o State) bool {
+	return s.targetsHash() == o.targetsHash()
+}
+
+func (s State) targetsHash() string {
+	s.Repo, s.Base = "", ""
+	return s.Normalized().Hash
+}
+
+// contentHash is the hash of the block's content. Repo and Base are left
+// out when empty, so a block written before they existed keeps its hash.
 func (s State) contentHash() string {
 	content, err := json.Marshal(struct {
 		Cluster   string   `json:"cluster"`
 		Namespace string   `json:"namespace"`
+		Repo      string   `json:"repo,omitempty"`
+		Base      string   `json:"base,omitempty"`
 		Targets   []Target `json:"targets"`
-	}{s.Cluster, s.Namespace, s.Targets})
+	}{s.Cluster, s.Namespace, s.Repo, s.Base, s.Targets})
 	if err != nil {
 		// Only strings are marshalled; this cannot fail.
 		panic(err)
@@ -87,7 +116,7 @@ func (s State) contentHash() string {
 // Block is the hidden HTML comment carrying the state. encoding/json
 // escapes '<', '>' and '&', so the JSON can never close the comment early.
 func (s State) Block() string {
-	n := s.normalized()
+	n := s.Normalized()
 	js, err := json.Marshal(n)
 	if err != nil {
 		panic(err)
