@@ -30,9 +30,10 @@ const (
 	DefaultRetryBackoff   = time.Second
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultInstallationRecheck is how long GitHub's answer that the App
-	// is not installed on a repository is believed: a repository without
-	// the App costs one lookup per this time, not one per cycle, and an
-	// installation made meanwhile is found at the next lookup after it.
+	// is not installed for an owner is believed: the owner's repositories
+	// together cost one lookup per this time, not one per cycle or per
+	// repository, and an installation made meanwhile is found at the next
+	// lookup after it.
 	DefaultInstallationRecheck = 10 * time.Minute
 )
 
@@ -71,8 +72,8 @@ type Config struct {
 	RetryBackoff time.Duration
 	// RequestTimeout bounds one attempt. Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// InstallationRecheck is how long a repository the App is not
-	// installed on is not asked about again. Zero means
+	// InstallationRecheck is how long an owner the App is not installed
+	// for is not asked about again. Zero means
 	// DefaultInstallationRecheck.
 	InstallationRecheck time.Duration
 
@@ -195,9 +196,11 @@ type Pool struct {
 	mu            sync.Mutex
 	clients       map[string]*Client
 	installations map[string]int64 // by lower-case owner
-	// notInstalled are GitHub's answers that the App is not installed on
-	// a repository (by lower-case owner/name), each believed until
-	// cfg.InstallationRecheck after it was given.
+	// notInstalled are GitHub's answers that the App is not installed for
+	// an owner (by lower-case owner), each believed until
+	// cfg.InstallationRecheck after it was given: an App is installed
+	// once per account, so every repository of the owner shares the
+	// answer and none asks again meanwhile.
 	notInstalled map[string]notInstalled
 	transports   map[string]*installationTransport
 }
@@ -318,12 +321,12 @@ func (p *Pool) transportFor(owner, name string) *installationTransport {
 
 // installationOf looks the installation of owner up through one of its
 // repositories, unless an earlier lookup found it, or found recently that
-// the App is not installed there.
+// the App is not installed for the owner.
 func (p *Pool) installationOf(ctx context.Context, owner, name string) (int64, error) {
-	repo := strings.ToLower(owner + "/" + name)
+	account := strings.ToLower(owner)
 	p.mu.Lock()
-	id, ok := p.installations[strings.ToLower(owner)]
-	missing, known := p.notInstalled[repo]
+	id, ok := p.installations[account]
+	missing, known := p.notInstalled[account]
 	p.mu.Unlock()
 	if ok {
 		return id, nil
@@ -350,15 +353,15 @@ func (p *Pool) installationOf(ctx context.Context, owner, name string) (int64, e
 			// Only GitHub's own answer is kept: a timeout or a 5xx says
 			// nothing about the installation and is asked again next time.
 			p.mu.Lock()
-			p.notInstalled[repo] = notInstalled{err: err, recheck: time.Now().Add(p.cfg.InstallationRecheck)}
+			p.notInstalled[account] = notInstalled{err: err, recheck: time.Now().Add(p.cfg.InstallationRecheck)}
 			p.mu.Unlock()
 		}
 		return 0, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.notInstalled, repo)
-	p.installations[strings.ToLower(owner)] = inst.GetID()
+	delete(p.notInstalled, account)
+	p.installations[account] = inst.GetID()
 	return inst.GetID(), nil
 }
 

@@ -197,6 +197,30 @@ func TestPoolBelievesAMissingInstallationUntilItsRecheck(t *testing.T) {
 		assert.Empty(t, h.Repo("initech/apps").Calls())
 	})
 
+	t.Run("every repository of the owner shares the answer", func(t *testing.T) {
+		h, keyFile := hub(t)
+		h.AddRepo(ghemu.Options{Owner: "initech", Repo: "billing"})
+		pool, err := forge.NewPool(ctx, forge.Config{APIURL: h.URL, AppID: 42, PrivateKeyFile: keyFile, HTTPClient: h.Client(),
+			InstallationRecheck: time.Hour, MaxRetries: -1})
+		require.NoError(t, err)
+		apps, err := pool.Client(ctx, "initech", "apps")
+		require.NoError(t, err)
+		_, err = apps.FindPRs(ctx, "kedge/")
+		require.Error(t, err)
+		billing, err := pool.Client(ctx, "initech", "billing")
+		require.NoError(t, err)
+		for range 3 {
+			_, err := billing.FindPRs(ctx, "kedge/")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "no installation for initech/apps", "the owner's answer, as GitHub gave it")
+		}
+		assert.Equal(t, 1, lookups(h), "one lookup for the owner, not one per repository")
+		for _, call := range h.Calls() {
+			assert.NotEqual(t, "/repos/initech/billing/installation", call.Path)
+		}
+		assert.Empty(t, h.Repo("initech/billing").Calls())
+	})
+
 	t.Run("after the recheck", func(t *testing.T) {
 		h, keyFile := hub(t)
 		_, find := findPRs(t, h, keyFile, time.Nanosecond)
