@@ -95,7 +95,7 @@ type Repository struct {
 	// Branch is the branch checked out at Root, the PR base; "" is the
 	// repository's default branch, as in route.Target. A workload is
 	// planned here only when the cluster follows this very branch (or
-	// AllBranches is set).
+	// AllBranches is set, or HEAD and Default is).
 	Branch string
 	// URLs are the addresses the cluster's objects use for it.
 	URLs  []string
@@ -109,6 +109,9 @@ type Repository struct {
 	// repository the cluster follows: a repos: rule with a baseBranch, or
 	// a checkout named without a branch on the command line.
 	AllBranches bool
+	// Default is set when Branch is the repository's default branch: the
+	// checkout then also answers the sources that follow HEAD.
+	Default bool
 }
 
 // RepositoryEdits are the edits planned in one repository branch.

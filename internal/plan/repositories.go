@@ -19,11 +19,11 @@ import (
 
 // RepositoryFor is the checkout of a route target at root; index may be
 // nil. A rule with a base branch answers every branch of the repository
-// the cluster follows.
+// the cluster follows; the default branch also answers HEAD.
 func RepositoryFor(t route.Target, root string, ix *index.Index) Repository {
 	return Repository{
 		Name: t.Repo, Branch: t.Branch, URLs: t.URLs, Root: root, Paths: t.Rule.Paths, Index: ix,
-		AllBranches: t.Rule.BaseBranch != "",
+		AllBranches: t.Rule.BaseBranch != "", Default: t.Default,
 	}
 }
 
@@ -38,13 +38,13 @@ func (r Repository) Label() string {
 
 // answers reports whether the checkout holds what the cluster applies
 // from s: the same repository (by name or address) and, unless the
-// checkout answers all its branches, the same branch. A pinned source is
-// answered by none.
+// checkout answers all its branches, the same branch, HEAD being the
+// default branch's. A pinned source is answered by none.
 func (r Repository) answers(s route.Source) bool {
 	if s.Pinned != "" || !r.isRepository(s) {
 		return false
 	}
-	return r.AllBranches || r.Branch == s.Branch
+	return r.AllBranches || r.Branch == s.Branch || r.Default && s.Branch == ""
 }
 
 func (r Repository) isRepository(s route.Source) bool {

@@ -318,3 +318,24 @@ func TestUnavailableRepositoryIsNamedAsSuch(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultBranchCheckoutAnswersHEAD: once the default branch is named,
+// its checkout holds what an Application following HEAD applies.
+func TestDefaultBranchCheckoutAnswersHEAD(t *testing.T) {
+	set := teamsCluster(t)
+	targets, _ := route.Targets(set, []route.Rule{{Match: "acme/team-shop"}})
+	targets = route.Resolve(targets, map[string]string{"acme/team-shop": "main"})
+	require.Len(t, targets, 1)
+	root := filepath.Join(repoFixtures, "platform-and-teams", "acme_team-shop")
+	repo := plan.RepositoryFor(targets[0], root, nil)
+	require.Equal(t, "acme/team-shop@main", repo.Label())
+
+	res, err := plan.Build(set, plan.Options{Repositories: []plan.Repository{repo}})
+	require.NoError(t, err)
+	assert.Equal(t, placed{"found", "acme/team-shop@main", "apps/shop/web.yaml", ""}, placements(res)["shop/web"])
+
+	repo.Default = false
+	res, err = plan.Build(set, plan.Options{Repositories: []plan.Repository{repo}})
+	require.NoError(t, err)
+	assert.Equal(t, "no-repo", placements(res)["shop/web"].status, "a checkout of main alone does not answer HEAD")
+}

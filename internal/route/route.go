@@ -24,8 +24,9 @@ type Source struct {
 	// Repo is "owner/name" read from URL; "" when URL has no such path.
 	Repo string
 	// Branch is the branch the cluster follows; "" means the repository's
-	// default branch (Argo CD HEAD or no targetRevision). A Flux
-	// GitRepository without a ref follows master, as its API says.
+	// default branch (Argo CD HEAD or no targetRevision), which Resolve
+	// names. A Flux GitRepository without a ref follows the branch named
+	// master, whatever the default branch is (see fluxRef).
 	Branch string
 	// Pinned is set when the cluster follows a tag, a semver range or a
 	// commit rather than a branch: a pull request cannot move it.
@@ -54,8 +55,12 @@ type Rule struct {
 type Target struct {
 	// Repo is "owner/name".
 	Repo string
-	// Branch is the PR base; "" means the repository's default branch.
+	// Branch is the PR base; "" means the repository's default branch
+	// until Resolve names it.
 	Branch string
+	// Default is set by Resolve when Branch is the repository's default
+	// branch: it then also answers the sources that follow HEAD.
+	Default bool
 	// URLs are the addresses the cluster's objects use for the repository.
 	URLs []string
 	// Rule is the allowlist entry that admits it.
@@ -113,8 +118,15 @@ func FluxSource(set *objects.Set, k *objects.Kustomization) Source {
 }
 
 // fluxRef reads what a GitRepository follows, in source-controller's order
-// of precedence: commit, then name, then semver, then tag, then branch;
-// nothing at all is the master branch.
+// of precedence: commit, then name, then semver, then tag, then branch.
+// Without a ref, or with one that sets none of them, source-controller
+// checks out the branch named master, not the repository's default
+// branch: its API says ".spec.ref ... defaults to the 'master' branch"
+// (fluxcd/source-controller api/v1/gitrepository_types.go and
+// docs/spec/v1/gitrepositories.md, "Reference"), and the go-git client it
+// clones with falls back to git.DefaultBranch = "master" when no branch is
+// given (fluxcd/pkg git/gogit/client.go, git/options.go). Such a source is
+// the same target as the default branch only when that branch is master.
 func fluxRef(ref *objects.GitRepositoryRef) (branch, pinned string) {
 	if ref == nil {
 		return "master", ""
@@ -239,7 +251,9 @@ func (r Rule) Branch(s Source) string {
 }
 
 // Targets lists every repository branch the cluster's GitOps objects apply
-// from that a rule admits, and those no rule admits. A source pinned to a
+// from that a rule admits, and those no rule admits. A source following
+// HEAD gives a target whose Branch is "": Resolve names it, so that HEAD
+// and the default branch by name are one target. A source pinned to a
 // tag, a version or a commit is neither: no pull request can move it, and
 // the plan says so for each of its workloads. Both lists are sorted.
 func Targets(set *objects.Set, rules []Rule) ([]Target, []Outside) {
@@ -271,6 +285,44 @@ func Targets(set *objects.Set, rules []Rule) ([]Target, []Outside) {
 		}
 	}
 	return sortedTargets(targets), sortedOutside(outside)
+}
+
+// Resolve names the default branch of the targets following HEAD and
+// merges each with the target of that branch by name, if any: the cluster
+// applying a repository's default branch through HEAD in one object and by
+// name in another is one repository branch, with one checkout and one pull
+// request per namespace. defaults maps a repository ("owner/name", any
+// case) to its default branch; a target whose repository has none is kept
+// as it is, for the caller to hold back. The result is sorted as Targets
+// sorts, with Default set on every default branch.
+func Resolve(targets []Target, defaults map[string]string) []Target {
+	merged := map[[2]string]*Target{}
+	var order [][2]string
+	for _, t := range targets {
+		def, known := defaults[strings.ToLower(t.Repo)]
+		if known && t.Branch == "" {
+			t.Branch = def
+		}
+		t.Default = known && t.Branch == def
+		key := [2]string{t.Repo, t.Branch}
+		m := merged[key]
+		if m == nil {
+			t.URLs = slices.Clone(t.URLs)
+			merged[key] = &t
+			order = append(order, key)
+			continue
+		}
+		for _, u := range t.URLs {
+			if !slices.Contains(m.URLs, u) {
+				m.URLs = append(m.URLs, u)
+			}
+		}
+	}
+	out := make(map[[2]string]*Target, len(order))
+	for _, key := range order {
+		out[key] = merged[key]
+	}
+	return sortedTargets(out)
 }
 
 // ClusterSources lists every Git source the cluster's Flux Kustomizations

@@ -257,3 +257,48 @@ func TestAdmit(t *testing.T) {
 		assert.Equal(t, tt.want, r.Match, tt.repo)
 	}
 }
+
+// TestResolve makes HEAD and the default branch by name one target, and
+// leaves every other branch, and a repository whose default branch is not
+// known, as they are.
+func TestResolve(t *testing.T) {
+	rule := Rule{Match: "*/*"}
+	target := func(repo, branch string, urls ...string) Target {
+		return Target{Repo: repo, Branch: branch, URLs: urls, Rule: rule}
+	}
+	tests := []struct {
+		name     string
+		targets  []Target
+		defaults map[string]string
+		want     []Target
+	}{
+		{
+			name:     "HEAD and main are one target when main is the default branch",
+			targets:  []Target{target("acme/platform", "", "https://github.com/acme/platform"), target("acme/platform", "main", "git@github.com:acme/platform.git")},
+			defaults: map[string]string{"acme/platform": "main"},
+			want:     []Target{{Repo: "acme/platform", Branch: "main", Default: true, URLs: []string{"git@github.com:acme/platform.git", "https://github.com/acme/platform"}, Rule: rule}},
+		},
+		{
+			name:     "a Flux source without a ref follows master, the default branch only where master is",
+			targets:  []Target{target("acme/platform", ""), target("acme/platform", "master")},
+			defaults: map[string]string{"acme/platform": "main"},
+			want:     []Target{{Repo: "acme/platform", Branch: "main", Default: true, Rule: rule}, {Repo: "acme/platform", Branch: "master", Rule: rule}},
+		},
+		{
+			name:     "another branch stays its own target",
+			targets:  []Target{target("Acme/Platform", "staging"), target("Acme/Platform", "main")},
+			defaults: map[string]string{"acme/platform": "main"},
+			want:     []Target{{Repo: "Acme/Platform", Branch: "main", Default: true, Rule: rule}, {Repo: "Acme/Platform", Branch: "staging", Rule: rule}},
+		},
+		{
+			name:    "an unknown default branch leaves HEAD unnamed",
+			targets: []Target{target("acme/platform", ""), target("acme/platform", "main")},
+			want:    []Target{{Repo: "acme/platform", Rule: rule}, {Repo: "acme/platform", Branch: "main", Rule: rule}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Resolve(tt.targets, tt.defaults))
+		})
+	}
+}
