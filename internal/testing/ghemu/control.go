@@ -58,6 +58,46 @@ func (s *Server) openPull(number int) (base, headSHA string, err error) {
 	}
 }
 
+// BaseRenamed is what GitHub does when a person renames branch old to
+// renamed: the base of every open pull request on old becomes renamed
+// ("Renaming a branch", docs.github.com: the base branch of open pull
+// requests is updated). With Options.Branches the test renames the branch
+// in the Git repository itself; the in-memory table is renamed here.
+func (s *Server) BaseRenamed(old, renamed string) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	if s.opts.Branches == nil {
+		if sha, ok := s.branches[old]; ok {
+			s.branches[renamed] = sha
+			delete(s.branches, old)
+		}
+	}
+	now := s.hub.now()
+	for _, it := range s.items {
+		if it.isPR && it.state == "open" && it.base == old {
+			it.base, it.updated = renamed, now
+		}
+	}
+}
+
+// BaseDeleted is what GitHub does when a person deletes branch, the base of
+// open pull requests: it closes them, unmerged (their timelines show
+// base_ref_deleted, then closed). With Options.Branches the test deletes
+// the branch in the Git repository itself.
+func (s *Server) BaseDeleted(branch string) {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	if s.opts.Branches == nil {
+		delete(s.branches, branch)
+	}
+	for _, it := range s.items {
+		if it.isPR && it.state == "open" && it.base == branch {
+			s.setState(it, "closed", "", humanLogin)
+			it.updated = *it.closed
+		}
+	}
+}
+
 // ClosePR closes pull request number unmerged, as a person would.
 func (s *Server) ClosePR(number int) error {
 	closed := "closed"

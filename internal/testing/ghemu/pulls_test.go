@@ -330,3 +330,34 @@ func TestRequestReviewers(t *testing.T) {
 	require.Len(t, got.RequestedTeams, 1)
 	assert.Equal(t, "mesh", got.RequestedTeams[0].GetSlug())
 }
+
+// TestBaseRenamedAndDeleted: renaming a branch retargets the open pull
+// requests on it; deleting one closes them, unmerged. Closed ones keep
+// their base, and others are untouched.
+func TestBaseRenamedAndDeleted(t *testing.T) {
+	s := newTestServer(t)
+	c := ghClient(t, s, botToken)
+	ctx := context.Background()
+	s.SetBranch("staging", fakeSHA("staging"))
+	open := func(head, base string) int {
+		s.SetBranch(head, fakeSHA(head))
+		pr, _, err := c.PullRequests.Create(ctx, testOwner, testRepo, &github.NewPullRequest{Title: github.String(head), Head: github.String(head), Base: github.String(base)})
+		require.NoError(t, err)
+		return pr.GetNumber()
+	}
+	onStaging, onMain, closedOnStaging := open("a", "staging"), open("b", "main"), open("c", "staging")
+	require.NoError(t, s.ClosePR(closedOnStaging))
+
+	s.BaseRenamed("staging", "stage")
+	base := func(n int) string { pr, _ := s.PR(n); return pr.GetBase().GetRef() }
+	assert.Equal(t, "stage", base(onStaging))
+	assert.Equal(t, "main", base(onMain))
+	assert.Equal(t, "staging", base(closedOnStaging), "a closed PR keeps its base")
+
+	s.BaseDeleted("stage")
+	pr, _ := s.PR(onStaging)
+	assert.Equal(t, "closed", pr.GetState())
+	assert.False(t, pr.GetMerged())
+	pr, _ = s.PR(onMain)
+	assert.Equal(t, "open", pr.GetState())
+}

@@ -129,6 +129,21 @@ func (s *Server) CommitAs(t testing.TB, repo, branch string, author, committer I
 	return commit
 }
 
+// DeleteBranch deletes branch, as a person pushing its deletion would; it
+// does not count as a push.
+func (s *Server) DeleteBranch(t testing.TB, repo, branch string) {
+	t.Helper()
+	s.mustGit(t, nil, "", "--git-dir="+s.RepoPath(repo), "update-ref", "-d", "refs/heads/"+branch)
+}
+
+// RenameBranch renames branch old to renamed, keeping its commit, as
+// GitHub's branch rename does; it does not count as a push.
+func (s *Server) RenameBranch(t testing.TB, repo, old, renamed string) {
+	t.Helper()
+	git := "--git-dir=" + s.RepoPath(repo)
+	s.mustGit(t, nil, "", git, "branch", "-m", old, renamed)
+}
+
 // RaceNextPush makes the next push to repo lose a race against a person: once
 // the pusher has read the refs and sent its pack, but before the server
 // updates any ref, branch moves to a new commit by Human with files. It
