@@ -24,8 +24,8 @@ func TestAmbientMovesGoThroughWaves(t *testing.T) {
 	move := func(ns string) prstate.State {
 		return prstate.NewState("c", ns, []drift.Workload{{Namespace: ns, Kind: "Namespace", Name: ns, Desired: drift.Desired{Revision: drift.Ambient}}})
 	}
-	relabelOnly := func(ns string, d decision, prs ...forge.PR) *nsState {
-		return &nsState{name: ns, decision: d, facts: namespaceFacts{prs: prs, work: &work{state: move(ns)}}}
+	relabelOnly := func(ns string, d decision, prs ...forge.PR) wantedFor {
+		return wantedFor{decision: d, facts: namespaceFacts{namespace: ns, prs: prs, work: &work{state: move(ns)}}}
 	}
 	open := forge.PR{Number: 1, State: "open", Body: move("canary").Block()}
 	merged := forge.PR{Number: 2, State: "closed", Merged: true, MergedAt: &mergedAt, Body: move("canary").Block()}
@@ -34,24 +34,28 @@ func TestAmbientMovesGoThroughWaves(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		canary *nsState
+		canary wantedFor
 		want   Action
 	}{
 		{"the first wave's move is not opened yet: shop waits", relabelOnly("canary", decision{action: ActOpen}), ActNone},
 		{"the first wave's move is open: shop waits", relabelOnly("canary", decision{action: ActUpdate, pr: &open}, open), ActNone},
-		{"the first wave's move is merged: shop opens", &nsState{name: "canary", decision: decision{action: ActMerged, pr: &merged}, facts: namespaceFacts{prs: []forge.PR{merged}}}, ActOpen},
+		{"the first wave's move is merged: shop opens", wantedFor{decision: decision{action: ActMerged, pr: &merged}, facts: namespaceFacts{namespace: "canary", prs: []forge.PR{merged}}}, ActOpen},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			shop := relabelOnly("shop", decision{action: ActOpen})
-			rollouts := r.gateWaves(set, drift.Plan{}, []*nsState{tt.canary, shop})
-			assert.Equal(t, tt.want, shop.decision.action)
+			holds, rollouts := r.waveGate(set, drift.Plan{}).holds([]namespaceFacts{tt.canary.facts, shop.facts}, []decision{tt.canary.decision, shop.decision})
+			got := shop.decision.action
+			if holds[1] != nil {
+				got = ActNone
+			}
+			assert.Equal(t, tt.want, got)
 			if assert.Len(t, rollouts, 1) {
 				assert.Equal(t, waves.TargetKey("", ""), rollouts[0].Target, "the no-sidecar target")
 			}
 			if tt.want == ActNone {
-				assert.Equal(t, prstate.PRWaitingForWave, shop.outcome.State)
-				assert.Contains(t, shop.outcome.Detail, "wave canary comes first")
+				assert.Equal(t, prstate.PRWaitingForWave, holds[1].state(shop.decision.action))
+				assert.Contains(t, holds[1].detail, "wave canary comes first")
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
-	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/prstate"
 )
@@ -55,7 +54,8 @@ func (r *Reconciler) dashboardTitle() string {
 // updateDashboard rewrites the cluster's dashboard issue when what it shows
 // changed. The cycle's time and duration change every cycle and are left
 // out of the comparison, so a cycle that changed nothing writes nothing.
-func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, set *objects.Set, res *plan.Result, states []*nsState, report *Report) error {
+// rs are the cycle's namespaces and outcomes theirs, in the same order.
+func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, res *plan.Result, rs []rendered, outcomes []Outcome, report *Report) error {
 	data := dashboard.ClusterDashboard{
 		Cluster:    r.settings.Cluster,
 		Mesh:       res.Mesh,
@@ -70,35 +70,35 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 		data.ResumeLabel = r.settings.ResumeLabel
 	}
 	foreign := foreignNamespaces(report.Mismatch)
-	if len(states) > 0 {
-		data.BaseBranch = states[0].baseBranch
+	if len(rs) > 0 && rs[0].held == nil {
+		data.BaseBranch = rs[0].checkout.base()
 	}
 	byNamespace := map[string][]drift.Workload{}
 	for _, w := range res.Plan.Workloads {
 		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], w)
 	}
-	for _, st := range states {
-		if len(byNamespace[st.name]) == 0 && st.outcome.State == "" {
+	for i, t := range rs {
+		o := outcomes[i]
+		if len(byNamespace[t.name]) == 0 && o.State == "" {
 			continue
 		}
-		row := dashboard.NamespaceStatus{
-			Namespace: st.name, State: namespaceState(st), PRNumber: st.outcome.PR, PRURL: st.outcome.PRURL,
-			Workloads: byNamespace[st.name], Detail: st.outcome.Detail,
+		state, detail := namespaceState(t, o), o.Detail
+		if state == prstate.PRRefused && foreign[t.name] != "" {
+			state, detail = prstate.PROtherRepository, "applied from "+foreign[t.name]
 		}
-		if row.State == prstate.PRRefused && foreign[st.name] != "" {
-			row.State, row.Detail = prstate.PROtherRepository, "applied from "+foreign[st.name]
-		}
-		data.Namespaces = append(data.Namespaces, row)
-		delete(byNamespace, st.name)
+		data.Namespaces = append(data.Namespaces, dashboard.NamespaceStatus{
+			Namespace: t.name, State: state, PRNumber: o.PR, PRURL: o.PRURL, Workloads: byNamespace[t.name], Detail: detail,
+		})
+		delete(byNamespace, t.name)
 	}
 	// Drifted namespaces kedge has nothing to commit for (every manifest
 	// missing, Helm-rendered or refused) still belong on the dashboard.
 	for ns, ws := range byNamespace {
-		row := dashboard.NamespaceStatus{Namespace: ns, State: prstate.PRRefused, Workloads: ws}
+		state, detail := prstate.PRRefused, ""
 		if repo := foreign[ns]; repo != "" {
-			row.State, row.Detail = prstate.PROtherRepository, "applied from "+repo
+			state, detail = prstate.PROtherRepository, "applied from "+repo
 		}
-		data.Namespaces = append(data.Namespaces, row)
+		data.Namespaces = append(data.Namespaces, dashboard.NamespaceStatus{Namespace: ns, State: state, Workloads: ws, Detail: detail})
 	}
 	sort.Slice(data.Namespaces, func(i, j int) bool { return data.Namespaces[i].Namespace < data.Namespaces[j].Namespace })
 
@@ -136,11 +136,11 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, se
 	return r.deps.Forge.UpdateIssue(ctx, issue.Number, &title, &body, state)
 }
 
-func namespaceState(st *nsState) prstate.PRState {
-	if st.outcome.State != "" {
-		return st.outcome.State
+func namespaceState(t rendered, o Outcome) prstate.PRState {
+	if o.State != "" {
+		return o.State
 	}
-	if st.facts.work == nil {
+	if t.work == nil {
 		return prstate.PRRefused
 	}
 	return prstate.PRNotYetOpened

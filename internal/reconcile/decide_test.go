@@ -53,7 +53,8 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := decide(tt.facts)
+			ds, _ := decide([]namespaceFacts{tt.facts}, waveGate{}, prLimits{})
+			d := ds[0]
 			assert.Equal(t, tt.want, d.action)
 			if tt.wantPR == 0 {
 				assert.Nil(t, d.pr)

@@ -19,98 +19,113 @@ import (
 // once however many cycles see the same situation.
 func commentMarker(kind string) string { return "<!-- kedge:comment " + kind + " -->" }
 
-// namespacePR is the data a namespace's PR title, body and commit message
-// are rendered from. Nothing in it depends on the clock, so a cycle that
-// sees the same drift renders the same bytes and updates nothing.
-// workloads are the plan's workloads of the namespace.
-func (r *Reconciler) namespacePR(set *objects.Set, res *plan.Result, workloads []drift.Workload, st *nsState, issue *forge.Issue) dashboard.NamespacePR {
-	pr := dashboard.NamespacePR{
-		Cluster:           r.settings.Cluster,
-		Namespace:         st.name,
-		Branch:            st.branch,
-		RepoWebURL:        st.repo.webURL,
-		Workloads:         workloads,
-		ProxyVersions:     res.Namespaces[st.name].ProxyVersions,
-		Applier:           res.Namespaces[st.name].Applier,
-		OptOutAnnotation:  r.settings.Plan.Drift.OptOutAnnotation,
-		RestartAnnotation: r.settings.Plan.Annotations.Restart,
-		Wave:              r.waveRef(set, st.name),
-	}
-	if issue != nil {
-		pr.DashboardURL = issue.HTMLURL
-	}
-	if st.facts.work != nil {
-		pr.State = st.facts.work.state
-	}
-	return pr
+// applied is what carrying out one namespace's decision did: its outcome,
+// and, when so, the merged PR whose workloads still drift after the grace
+// time, and the PR a dry run would open or update.
+type applied struct {
+	outcome   Outcome
+	straggler *dashboard.Straggler
+	preview   *Preview
 }
 
-// applyPR carries out a namespace's decision on GitHub.
-func (r *Reconciler) applyPR(ctx context.Context, st *nsState, plan drift.Plan, report *Report) error {
-	d := st.decision
-	if d.pr != nil {
-		st.outcome.PR, st.outcome.PRURL = d.pr.Number, d.pr.HTMLURL
-	}
-	st.outcome.Action = d.action
-	if r.settings.DryRun {
-		if d.action == ActOpen || d.action == ActUpdate {
-			report.Previews = append(report.Previews, Preview{Namespace: st.name, Repo: st.repo.name, Title: st.title, Body: st.body, Files: st.facts.work.files})
+// read is what the cycle read that carrying out decisions needs: the
+// cluster and the plan.
+type read struct {
+	set *objects.Set
+	res *plan.Result
+}
+
+// apply carries out a namespace's decision on GitHub, unless its push says
+// otherwise, and returns what it did. An error leaves its detail (and a
+// rate limit its state) on the outcome.
+func (r *Reconciler) apply(ctx context.Context, t rendered, d decision, pushed pushResult, in read) (applied, error) {
+	a, err := r.carryOut(ctx, t, d, pushed, in)
+	o := a.outcome
+	o.Namespace, o.Repo = t.name, t.checkout.name
+	if err != nil {
+		o.Detail = errorDetail(err)
+		if isRetryLater(err) {
+			o.State = prstate.PRRateLimited
 		}
-		st.outcome.State = stateFor(d.action, st.outcome.State)
-		return nil
+	}
+	return applied{outcome: o, straggler: a.straggler, preview: a.preview}, err
+}
+
+func (r *Reconciler) carryOut(ctx context.Context, t rendered, d decision, pushed pushResult, in read) (applied, error) {
+	o := Outcome{Action: d.action, State: d.state, Detail: d.detail}
+	if d.pr != nil {
+		o.PR, o.PRURL = d.pr.Number, d.pr.HTMLURL
+	}
+	blocked, isBlocked := pushed.blocks(d, t.branch, t.checkout.name)
+	if isBlocked {
+		o.Action, o.State, o.Detail = blocked.Action, blocked.State, blocked.Detail
+	}
+	if r.settings.DryRun {
+		var preview *Preview
+		if d.action == ActOpen || d.action == ActUpdate {
+			preview = &Preview{Namespace: t.name, Repo: t.checkout.name, Title: t.title, Body: t.body, Files: t.work.files}
+		}
+		o.State = stateFor(d.action, o.State)
+		return applied{outcome: o, preview: preview}, nil
 	}
 	for _, dup := range d.duplicates {
-		data := r.commentData(st, plan)
+		data := r.commentData(t, d, in.res.Plan)
 		data.Successor, data.SuccessorURL = d.pr.Number, d.pr.HTMLURL
 		body, err := r.deps.Renderer.Comment(dashboard.CommentDuplicate, data)
 		if err != nil {
-			return err
+			return applied{outcome: o}, err
 		}
-		if err := r.closeWith(ctx, st.repo.forge, dup, dashboard.CommentDuplicate, body); err != nil {
-			return err
+		if err := r.closeWith(ctx, t.checkout.forge, dup, dashboard.CommentDuplicate, body); err != nil {
+			return applied{outcome: o}, err
 		}
+	}
+	if isBlocked {
+		return applied{outcome: o}, nil
 	}
 	switch d.action {
 	case ActOpen:
-		if err := r.open(ctx, st); err != nil {
-			return err
+		opened, err := r.open(ctx, t, in.set, o)
+		if err != nil {
+			return applied{outcome: opened}, err
 		}
-		return r.sayTakenOver(ctx, st, plan)
+		return applied{outcome: opened}, r.sayTakenOver(ctx, t, d, opened, in.res.Plan)
 	case ActUpdate:
-		st.outcome.State = prstate.PROpen
-		return r.update(ctx, st)
-	case ActEdited:
-		st.outcome.State = prstate.PREdited
-		if d.pr == nil {
-			st.outcome.Detail = "branch " + st.branch + " has commits by someone else and no open PR"
-			return nil
+		o.State = prstate.PROpen
+		upToDate, err := r.update(ctx, t, d, in.set)
+		if upToDate {
+			o.Action = ActUpToDate
 		}
-		return r.commentOnce(ctx, st.repo.forge, d.pr.Number, dashboard.CommentEdited, r.commentData(st, plan))
+		return applied{outcome: o}, err
+	case ActEdited:
+		o.State = prstate.PREdited
+		if d.pr == nil {
+			o.Detail = "branch " + t.branch + " has commits by someone else and no open PR"
+			return applied{outcome: o}, nil
+		}
+		return applied{outcome: o}, r.commentOnce(ctx, t.checkout.forge, d.pr.Number, dashboard.CommentEdited, r.commentData(t, d, in.res.Plan))
 	case ActClose:
-		c := r.closingOf(st, report)
-		data := r.commentData(st, plan)
+		c := r.closingOf(t, d, in)
+		data := r.commentData(t, d, in.res.Plan)
 		data.Closed, data.NamespaceOptedOut = c.closed, c.namespaceOptedOut
 		body, err := r.deps.Renderer.Comment(c.kind, data)
 		if err != nil {
-			return err
+			return applied{outcome: o}, err
 		}
-		st.outcome.State = ""
-		r.deps.Log.Info("closing pull request", "namespace", st.name, "pr", d.pr.Number, "why", c.kind)
-		return r.closeWith(ctx, st.repo.forge, *d.pr, c.kind, body)
+		o.State = ""
+		r.deps.Log.Info("closing pull request", "namespace", t.name, "pr", d.pr.Number, "why", c.kind)
+		return applied{outcome: o}, r.closeWith(ctx, t.checkout.forge, *d.pr, c.kind, body)
 	case ActClosedIgnored:
-		st.outcome.State = prstate.PRClosedIgnored
+		o.State = prstate.PRClosedIgnored
 	case ActMerged:
-		return r.followRollout(ctx, st, plan, report)
+		state, straggler, err := r.followRollout(ctx, t, d, in)
+		o.State = state
+		return applied{outcome: o, straggler: straggler}, err
 	}
-	if st.outcome.State == "" && st.facts.work != nil {
-		st.outcome.State = prstate.PRNotYetOpened
+	if o.State == "" && t.work != nil {
+		o.State = prstate.PRNotYetOpened
 	}
-	return nil
+	return applied{outcome: o}, nil
 }
-
-// branchPushed says whether this cycle's push carried the namespace's
-// branch.
-func branchPushed(st *nsState) bool { return st.change != nil && st.change.Changed }
 
 func stateFor(a Action, current prstate.PRState) prstate.PRState {
 	switch a {
@@ -128,23 +143,26 @@ func stateFor(a Action, current prstate.PRState) prstate.PRState {
 	return current
 }
 
-func (r *Reconciler) open(ctx context.Context, st *nsState) error {
-	pr, err := st.repo.forge.CreatePR(ctx, forge.NewPR{
-		Title: st.title, Head: st.branch, Base: st.baseBranch, Body: st.body,
+// open opens the namespace's PR and returns o completed with it, as far
+// as it got.
+func (r *Reconciler) open(ctx context.Context, t rendered, set *objects.Set, o Outcome) (Outcome, error) {
+	pr, err := t.checkout.forge.CreatePR(ctx, forge.NewPR{
+		Title: t.title, Head: t.branch, Base: t.checkout.base(), Body: t.body,
 		Draft: r.settings.Draft, MaintainerCanModify: false,
 	})
 	if err != nil {
-		return err
+		return o, err
 	}
-	st.outcome.PR, st.outcome.PRURL, st.outcome.State = pr.Number, pr.HTMLURL, prstate.PROpen
+	o.PR, o.PRURL, o.State = pr.Number, pr.HTMLURL, prstate.PROpen
 	// CreatePR adopts a PR that already existed (a cycle that died after
 	// opening it); bring its text in line like any open PR.
-	if pr.Title != st.title || pr.Body != st.body {
-		if err := st.repo.forge.UpdatePR(ctx, pr.Number, &st.title, &st.body, nil); err != nil {
-			return err
+	if pr.Title != t.title || pr.Body != t.body {
+		title, body := t.title, t.body
+		if err := t.checkout.forge.UpdatePR(ctx, pr.Number, &title, &body, nil); err != nil {
+			return o, err
 		}
 	}
-	return r.finishOpening(ctx, st, pr)
+	return o, r.finishOpening(ctx, t, pr, set)
 }
 
 // finishOpening asks for reviews, then labels the PR. The order matters:
@@ -153,43 +171,43 @@ func (r *Reconciler) open(ctx context.Context, st *nsState) error {
 // so update finishes a PR that lacks them instead of leaving it without
 // reviewers. A reviewer GitHub refuses (say, not a collaborator) does not
 // keep the labels off, or every cycle would ask again.
-func (r *Reconciler) finishOpening(ctx context.Context, st *nsState, pr forge.PR) error {
+func (r *Reconciler) finishOpening(ctx context.Context, t rendered, pr forge.PR, set *objects.Set) error {
 	var refused error
-	users, teams := r.reviewersFor(st.set, st.name)
+	users, teams := r.reviewersFor(set, t.name)
 	if len(users)+len(teams) > 0 {
-		err := st.repo.forge.RequestReviewers(ctx, pr.Number, users, teams)
+		err := t.checkout.forge.RequestReviewers(ctx, pr.Number, users, teams)
 		if err != nil && (isRetryLater(err) || ctx.Err() != nil) {
 			return err
 		}
 		refused = err
 	}
-	return errors.Join(refused, r.ensureLabels(ctx, st.repo.forge, pr))
+	return errors.Join(refused, r.ensureLabels(ctx, t.checkout.forge, pr))
 }
 
-func (r *Reconciler) update(ctx context.Context, st *nsState) error {
-	pr := st.decision.pr
+// update brings the open PR's title, body and labels in line, and tells
+// whether nothing needed to change, its branch included.
+func (r *Reconciler) update(ctx context.Context, t rendered, d decision, set *objects.Set) (bool, error) {
+	pr := d.pr
 	var title, body *string
-	if pr.Title != st.title {
-		title = &st.title
+	if pr.Title != t.title {
+		title = &t.title
 	}
-	if pr.Body != st.body {
-		body = &st.body
+	if pr.Body != t.body {
+		body = &t.body
 	}
 	if title != nil || body != nil {
-		if err := st.repo.forge.UpdatePR(ctx, pr.Number, title, body, nil); err != nil {
-			return err
+		if err := t.checkout.forge.UpdatePR(ctx, pr.Number, title, body, nil); err != nil {
+			return false, err
 		}
 	}
 	missing := len(r.missingLabels(*pr)) > 0
-	if title == nil && body == nil && !missing && !branchPushed(st) {
-		st.outcome.Action = ActUpToDate
-	}
+	upToDate := title == nil && body == nil && !missing && !t.changed()
 	if missing {
 		// Opened by a cycle that died before finishing it (or a person
 		// removed a label: asking the same reviewers again is harmless).
-		return r.finishOpening(ctx, st, *pr)
+		return upToDate, r.finishOpening(ctx, t, *pr, set)
 	}
-	return nil
+	return upToDate, nil
 }
 
 func (r *Reconciler) ensureLabels(ctx context.Context, gh *forge.Client, pr forge.PR) error {
@@ -216,31 +234,28 @@ func (r *Reconciler) missingLabels(pr forge.PR) []string {
 
 // closingOf works out why the namespace's PR closes, from the targets its
 // body recorded and what the cycle read.
-func (r *Reconciler) closingOf(st *nsState, report *Report) closing {
-	f := closingFacts{namespace: st.name, set: st.set, plan: report.Plan, opts: r.settings.Plan.Drift}
-	if s, ok := prstate.ParseState(st.decision.pr.Body); ok {
+func (r *Reconciler) closingOf(t rendered, d decision, in read) closing {
+	f := closingFacts{namespace: t.name, set: in.set, plan: in.res.Plan, opts: r.settings.Plan.Drift, refused: in.res.Edits.Refused}
+	if s, ok := prstate.ParseState(d.pr.Body); ok {
 		f.targets = s.Targets
-	}
-	if report.Result != nil {
-		f.refused = report.Result.Edits.Refused
 	}
 	return explainClosing(f)
 }
 
 // sayTakenOver tells a merged PR whose rollout kedge was following that the
 // PR just opened takes over, unless it already rolled out.
-func (r *Reconciler) sayTakenOver(ctx context.Context, st *nsState, plan drift.Plan) error {
-	old := st.decision.superseded
-	if old == nil || st.outcome.PR == 0 {
+func (r *Reconciler) sayTakenOver(ctx context.Context, t rendered, d decision, opened Outcome, plan drift.Plan) error {
+	old := d.superseded
+	if old == nil || opened.PR == 0 {
 		return nil
 	}
-	data := r.commentData(st, plan)
-	data.Successor, data.SuccessorURL = st.outcome.PR, st.outcome.PRURL
+	data := r.commentData(t, d, plan)
+	data.Successor, data.SuccessorURL = opened.PR, opened.PRURL
 	body, err := r.deps.Renderer.Comment(dashboard.CommentSuperseded, data)
 	if err != nil {
 		return err
 	}
-	return r.commentBodyOnce(ctx, st.repo.forge, old.Number, dashboard.CommentSuperseded, body)
+	return r.commentBodyOnce(ctx, t.checkout.forge, old.Number, dashboard.CommentSuperseded, body)
 }
 
 // closeWith comments (once) and closes a PR. The comment goes first: a
@@ -298,34 +313,34 @@ func saidAlready(kind string) []string {
 	return []string{kind}
 }
 
-func (r *Reconciler) commentData(st *nsState, plan drift.Plan) dashboard.CommentData {
+func (r *Reconciler) commentData(t rendered, d decision, plan drift.Plan) dashboard.CommentData {
 	data := dashboard.CommentData{
-		Cluster: r.settings.Cluster, Namespace: st.name, Branch: st.branch,
-		DashboardURL: st.pr.DashboardURL, Grace: r.settings.Grace,
+		Cluster: r.settings.Cluster, Namespace: t.name, Branch: t.branch,
+		DashboardURL: t.pr.DashboardURL, Grace: r.settings.Grace,
 		OptOutAnnotation: optOutAnnotation(r.settings.Plan.Drift),
 	}
-	if st.decision.pr != nil {
-		if s, ok := prstate.ParseState(st.decision.pr.Body); ok {
+	if d.pr != nil {
+		if s, ok := prstate.ParseState(d.pr.Body); ok {
 			data.Targets = s.Targets
 		}
-		if st.decision.pr.MergedAt != nil {
-			data.MergedAt = *st.decision.pr.MergedAt
+		if d.pr.MergedAt != nil {
+			data.MergedAt = *d.pr.MergedAt
 		}
 	}
-	if st.outcome.Detail != "" && st.decision.action == ActEdited {
-		data.Authors = strings.Split(st.outcome.Detail, ", ")
+	if d.detail != "" && d.action == ActEdited {
+		data.Authors = strings.Split(d.detail, ", ")
 	}
 	return data
 }
 
 // followRollout watches a merged PR's workloads: once all run what the PR
 // targeted it says so; if some still drift after the grace time it names
-// them, once.
-func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.Plan, report *Report) error {
-	pr := st.decision.pr
+// them, once. It returns the namespace's state, and the straggling PR.
+func (r *Reconciler) followRollout(ctx context.Context, t rendered, d decision, in read) (prstate.PRState, *dashboard.Straggler, error) {
+	pr := d.pr
 	state, ok := prstate.ParseState(pr.Body)
 	if !ok || pr.MergedAt == nil {
-		return nil
+		return d.state, nil, nil
 	}
 	targeted := map[string]bool{}
 	toAmbient := false
@@ -334,29 +349,25 @@ func (r *Reconciler) followRollout(ctx context.Context, st *nsState, plan drift.
 		toAmbient = toAmbient || (t.Kind == "Namespace" && t.Revision == drift.Ambient)
 	}
 	var still []drift.Workload
-	for _, w := range plan.Workloads {
-		if w.Namespace == st.name && targeted[w.Kind+"/"+w.Name] {
+	for _, w := range in.res.Plan.Workloads {
+		if w.Namespace == t.name && targeted[w.Kind+"/"+w.Name] {
 			still = append(still, w)
 		}
 	}
 	if toAmbient {
-		still = append(still, uncaptured(st.set, st.name)...)
+		still = append(still, uncaptured(in.set, t.name)...)
 	}
-	data := r.commentData(st, plan)
+	data := r.commentData(t, d, in.res.Plan)
 	data.Now = r.deps.Now()
 	if len(still) == 0 {
-		st.outcome.State = prstate.PRRolledOut
-		return r.commentOnce(ctx, st.repo.forge, pr.Number, dashboard.CommentRolledOut, data)
+		return prstate.PRRolledOut, nil, r.commentOnce(ctx, t.checkout.forge, pr.Number, dashboard.CommentRolledOut, data)
 	}
-	st.outcome.State = prstate.PRMergedRollingOut
 	if r.deps.Now().Sub(*pr.MergedAt) < r.settings.Grace {
-		return nil
+		return prstate.PRMergedRollingOut, nil, nil
 	}
-	report.Stragglers = append(report.Stragglers, dashboard.Straggler{
-		Namespace: st.name, PRNumber: pr.Number, PRURL: pr.HTMLURL, MergedAt: *pr.MergedAt, Workloads: still,
-	})
+	straggler := &dashboard.Straggler{Namespace: t.name, PRNumber: pr.Number, PRURL: pr.HTMLURL, MergedAt: *pr.MergedAt, Workloads: still}
 	data.Stragglers = still
-	return r.commentOnce(ctx, st.repo.forge, pr.Number, dashboard.CommentStalled, data)
+	return prstate.PRMergedRollingOut, straggler, r.commentOnce(ctx, t.checkout.forge, pr.Number, dashboard.CommentStalled, data)
 }
 
 // uncaptured are the namespace's running pods that ztunnel does not capture

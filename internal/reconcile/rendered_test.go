@@ -22,26 +22,34 @@ func TestRendersFollowTheirData(t *testing.T) {
 	prFor := func(ns string, workloads ...drift.Workload) dashboard.NamespacePR {
 		return dashboard.NamespacePR{Cluster: "prod", Namespace: ns, Branch: "kedge/prod/" + ns, BaseBranch: "main", Workloads: workloads}
 	}
-	cycle := func(prs ...dashboard.NamespacePR) []*nsState {
-		var states []*nsState
+	c := &checkout{}
+	targetsOf := func(prs []dashboard.NamespacePR) []target {
+		var targets []target
 		for _, pr := range prs {
-			states = append(states, &nsState{name: pr.Namespace, pr: pr, facts: namespaceFacts{work: &work{}}})
+			targets = append(targets, target{checkout: c, name: pr.Namespace, pr: pr, work: &work{}})
 		}
-		prior := r.priorRenders("", states)
-		for _, st := range states {
-			st.message, err = r.commitMessage(st, prior)
-			require.NoError(t, err)
-			require.NoError(t, r.render(st, prior))
-		}
-		r.keepRenders("", states)
-		return states
+		return targets
 	}
-	fresh := func(st *nsState) [3]string {
-		title, err := renderer.PRTitle(st.pr)
+	cycle := func(prs ...dashboard.NamespacePR) []rendered {
+		targets := targetsOf(prs)
+		prior := r.priorRenders(targets)
+		var ps []prepared
+		for _, tg := range targets {
+			message, err := r.commitMessage(tg, prior[""])
+			require.NoError(t, err)
+			ps = append(ps, prepared{target: tg, work: tg.work, message: message})
+		}
+		rs, err := r.render(ps, prior)
 		require.NoError(t, err)
-		body, err := renderer.PRBody(st.pr)
+		r.keepRenders(checkouts{list: []*checkout{c}}, nil, rs, make([]decision, len(rs)))
+		return rs
+	}
+	fresh := func(rd rendered) [3]string {
+		title, err := renderer.PRTitle(rd.pr)
 		require.NoError(t, err)
-		message, err := renderer.CommitMessage(st.pr)
+		body, err := renderer.PRBody(rd.pr)
+		require.NoError(t, err)
+		message, err := renderer.CommitMessage(rd.pr)
 		require.NoError(t, err)
 		return [3]string{title, body, message}
 	}
@@ -57,17 +65,13 @@ func TestRendersFollowTheirData(t *testing.T) {
 		{"a namespace appears", []dashboard.NamespacePR{prFor("shop", withRevision(web, "1-26-0")), prFor("cart", web), prFor("ads", web)}, []string{"shop", "cart"}},
 	}
 	for _, step := range steps {
-		var states []*nsState
-		for _, pr := range step.prs {
-			states = append(states, &nsState{name: pr.Namespace, pr: pr})
-		}
 		var reused []string
-		for ns := range r.priorRenders("", states) {
+		for ns := range r.priorRenders(targetsOf(step.prs))[""] {
 			reused = append(reused, ns)
 		}
 		assert.ElementsMatch(t, step.reused, reused, step.name)
-		for _, st := range cycle(step.prs...) {
-			assert.Equal(t, fresh(st), [3]string{st.title, st.body, st.message}, "%s: %s", step.name, st.name)
+		for _, rd := range cycle(step.prs...) {
+			assert.Equal(t, fresh(rd), [3]string{rd.title, rd.body, rd.message}, "%s: %s", step.name, rd.name)
 		}
 	}
 }

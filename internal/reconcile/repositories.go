@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
-	"sort"
+	"time"
 
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
@@ -17,14 +17,13 @@ import (
 	"github.com/kedge-io/kedge/internal/memlimit"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
-	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/route"
 )
 
-// repository is one repository branch a cycle writes to: its checkout and
-// index, its GitHub client, kedge's PRs and branches there, and the
-// namespaces whose PRs go there.
-type repository struct {
+// checkout is one repository branch a cycle writes to, as the cycle opened
+// it: its clone and index and its GitHub client. Later stages read it and
+// never change it.
+type checkout struct {
 	// key tells the repository branches apart across cycles (the index
 	// cache); "" for the configured repository alone.
 	key    string
@@ -38,106 +37,81 @@ type repository struct {
 	indexed IndexUpdate
 	// priorEdits are the edit results of the last plan with this checkout.
 	priorEdits edit.Prior
-	edits      edit.Set
-	prs        []forge.PR
-	remote     map[string]gitrepo.BranchInfo
-	states     []*nsState
-	pushes     int
-	// err is why the repository is left for the next cycle.
+	// err is why it could not be opened; the repository is left for the
+	// next cycle.
 	err error
 }
 
-// cycleRepos are the repositories of one cycle. With several, a failure
-// in one is recorded on it and the others go on; alone (no rules), a
-// failure ends the cycle, as it always has.
-type cycleRepos struct {
-	repos   []*repository
+// base is the branch the checkout's pull requests target.
+func (c *checkout) base() string {
+	if c.git == nil {
+		return ""
+	}
+	return c.git.BaseBranch()
+}
+
+// checkouts are the repository branches of one cycle. With several, a
+// failure in one holds that one back and the others go on; alone (no
+// rules), a failure ends the cycle, as it always has.
+type checkouts struct {
+	list    []*checkout
 	several bool
 }
 
-// fail records err on repo and returns nil, or returns err when the cycle
-// has one repository only.
-func (c *cycleRepos) fail(repo *repository, err error) error {
-	if !c.several {
-		return err
+// failure is err as the cycle records it for c: nil when c is one of
+// several, whose failure holds back c alone, else err, which ends the
+// cycle.
+func (cs checkouts) failure(c *checkout, err error) (held error, fatal error) {
+	if !cs.several {
+		return nil, err
 	}
-	repo.err = fmt.Errorf("repository %s: %w", repo.name, err)
-	return nil
-}
-
-func (c *cycleRepos) errors() []error {
-	var out []error
-	for _, repo := range c.repos {
-		if repo.err != nil {
-			out = append(out, repo.err)
-		}
-	}
-	return out
-}
-
-// prs are kedge's PRs in every repository, for the limits that count
-// across them.
-func (c *cycleRepos) prs() []forge.PR {
-	var out []forge.PR
-	for _, repo := range c.repos {
-		out = append(out, repo.prs...)
-	}
-	return out
-}
-
-func (c *cycleRepos) report() (IndexUpdate, []RepositoryReport) {
-	var first IndexUpdate
-	out := make([]RepositoryReport, 0, len(c.repos))
-	for i, repo := range c.repos {
-		if i == 0 {
-			first = repo.indexed
-		}
-		out = append(out, RepositoryReport{Name: repo.name, Branch: repo.target.Branch, Pushes: repo.pushes, Index: repo.indexed, Err: repo.err})
-	}
-	return first, out
+	return fmt.Errorf("repository %s: %w", c.name, err), nil
 }
 
 // openRepositories clones or fetches, and indexes, the configured
 // repository, or with rules every repository branch the cluster applies
 // from that the rules admit.
-func (r *Reconciler) openRepositories(ctx context.Context, set *objects.Set) (*cycleRepos, error) {
+func (r *Reconciler) openRepositories(ctx context.Context, set *objects.Set) (checkouts, error) {
 	if len(r.settings.Rules) == 0 {
 		git, err := r.deps.OpenRepo(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("open repository: %w", err)
+			return checkouts{}, fmt.Errorf("open repository: %w", err)
 		}
-		repo := &repository{name: configuredRepository(r.settings.RepoWebURL), webURL: r.settings.RepoWebURL, git: git, forge: r.deps.Forge}
-		if repo.index, repo.indexed, repo.priorEdits, err = r.index("", git, r.settings.Plan.Paths); err != nil {
-			return nil, fmt.Errorf("index %s: %w", git.Worktree(), err)
+		index, indexed, prior, err := r.index("", git, r.settings.Plan.Paths)
+		if err != nil {
+			return checkouts{}, fmt.Errorf("index %s: %w", git.Worktree(), err)
 		}
-		return &cycleRepos{repos: []*repository{repo}}, nil
+		c := &checkout{name: configuredRepository(r.settings.RepoWebURL), webURL: r.settings.RepoWebURL, git: git, forge: r.deps.Forge,
+			index: index, indexed: indexed, priorEdits: prior}
+		return checkouts{list: []*checkout{c}}, nil
 	}
 	// Repositories outside the rules are left to the plan, which reports
 	// their workloads (manifest status no-repo) without a checkout.
 	targets, _ := route.Targets(set, r.settings.Rules)
-	c := &cycleRepos{several: true}
+	cs := checkouts{several: true}
 	for _, t := range targets {
-		repo := &repository{key: t.Repo + "@" + t.Branch, name: t.Repo, target: t, webURL: r.webURLOf(t.Repo)}
-		c.repos = append(c.repos, repo)
-		if err := r.openTarget(ctx, repo); err != nil {
-			_ = c.fail(repo, err)
-		}
+		cs.list = append(cs.list, r.openTarget(ctx, t))
 	}
-	return c, nil
+	return cs, nil
 }
 
-func (r *Reconciler) openTarget(ctx context.Context, repo *repository) error {
+// openTarget opens one repository branch; a failure is recorded on the
+// checkout it returns.
+func (r *Reconciler) openTarget(ctx context.Context, t route.Target) *checkout {
+	c := checkout{key: t.Repo + "@" + t.Branch, name: t.Repo, target: t, webURL: r.webURLOf(t.Repo)}
 	var err error
-	if repo.forge, err = r.deps.ForgeFor(ctx, repo.name); err != nil {
-		return err
+	if c.forge, err = r.deps.ForgeFor(ctx, c.name); err != nil {
+		c.err, _ = checkouts{several: true}.failure(&c, err)
+		return &c
 	}
-	if repo.git, err = r.deps.OpenTarget(ctx, repo.target); err != nil {
-		return fmt.Errorf("open: %w", err)
+	if c.git, err = r.deps.OpenTarget(ctx, t); err != nil {
+		c.err, _ = checkouts{several: true}.failure(&c, fmt.Errorf("open: %w", err))
+		return &c
 	}
-	if repo.index, repo.indexed, repo.priorEdits, err = r.index(repo.key, repo.git, repo.target.Rule.Paths); err != nil {
-		return fmt.Errorf("index %s: %w", repo.git.Worktree(), err)
+	if c.index, c.indexed, c.priorEdits, err = r.index(c.key, c.git, t.Rule.Paths); err != nil {
+		c.err, _ = checkouts{several: true}.failure(&c, fmt.Errorf("index %s: %w", c.git.Worktree(), err))
 	}
-	return nil
+	return &c
 }
 
 // webURLOf is a repository's web address on the configured repository's
@@ -150,40 +124,42 @@ func (r *Reconciler) webURLOf(name string) string {
 	return u.Scheme + "://" + u.Host + "/" + name
 }
 
-// plan builds one plan over every repository that opened, and hands each
-// its edits. A plan is a function of the cluster's Set, the checkouts and
-// their indexes and the settings, which stay; with the same Set (the source
-// returns the one it gave when nothing in the cluster changed) and the same
-// indexes (an index nothing changed in is kept as it is), the last plan is
-// the answer again. Pulled charts are not stamped: a plan with any is built.
-func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) (*plan.Result, error) {
+// plan builds one plan over every repository that opened, and returns it
+// with each checkout's edits (by position; none for one that failed). A
+// plan is a function of the cluster's Set, the checkouts and their indexes
+// and the settings, which stay; with the same Set (the source returns the
+// one it gave when nothing in the cluster changed) and the same indexes
+// (an index nothing changed in is kept as it is), the last plan is the
+// answer again. Pulled charts are not stamped: a plan with any is built.
+func (r *Reconciler) plan(ctx context.Context, set *objects.Set, cs checkouts) (*plan.Result, []edit.Set, error) {
 	opts := r.settings.Plan
 	// A cycle commits each edit's After and never shows a diff, while the
 	// plan is kept until the next one: its edits' Before would be half the
 	// file contents kedge holds between cycles.
 	opts.OmitBefore = true
-	var planned []*repository
-	for _, repo := range c.repos {
-		if repo.err != nil {
+	var planned []int
+	for i, c := range cs.list {
+		if c.err != nil {
 			opts.Unavailable = append(opts.Unavailable, plan.UnavailableRepository{
-				Repository: plan.RepositoryFor(repo.target, "", nil), Reason: errors.Unwrap(repo.err).Error(),
+				Repository: plan.RepositoryFor(c.target, "", nil), Reason: errors.Unwrap(c.err).Error(),
 			})
 			continue
 		}
-		planned = append(planned, repo)
+		planned = append(planned, i)
 		if r.deps.Charts != nil {
-			opts.Charts = mergeCharts(opts.Charts, r.deps.Charts(ctx, set, repo.index))
+			opts.Charts = mergeCharts(opts.Charts, r.deps.Charts(ctx, set, c.index))
 		}
-		if c.several {
-			checkout := plan.RepositoryFor(repo.target, repo.git.Worktree(), repo.index)
-			checkout.PriorEdits = repo.priorEdits
+		if cs.several {
+			checkout := plan.RepositoryFor(c.target, c.git.Worktree(), c.index)
+			checkout.PriorEdits = c.priorEdits
 			opts.Repositories = append(opts.Repositories, checkout)
 		}
 	}
-	if !c.several {
-		opts.RepoRoot, opts.Index, opts.PriorEdits = c.repos[0].git.Worktree(), c.repos[0].index, c.repos[0].priorEdits
+	first := cs.list[0]
+	if !cs.several {
+		opts.RepoRoot, opts.Index, opts.PriorEdits = first.git.Worktree(), first.index, first.priorEdits
 	}
-	inputs := planInputsOf(set, c.several, planned, opts.Unavailable)
+	inputs := planInputsOf(set, cs, planned, opts.Unavailable)
 	res := r.lastPlanFor(inputs, len(opts.Charts) == 0)
 	if res == nil {
 		// The plan is kept until the next one is built, and built amid
@@ -194,24 +170,25 @@ func (r *Reconciler) plan(ctx context.Context, set *objects.Set, c *cycleRepos) 
 		res, err = plan.Build(set, opts)
 		packed()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.keepPlan(inputs, res)
 	}
-	if !c.several {
-		c.repos[0].edits = res.Edits
+	edits := make([]edit.Set, len(cs.list))
+	if !cs.several {
+		edits[0] = res.Edits
 		if len(res.Repositories) > 0 {
-			r.keepEdits(c.repos[0].key, c.repos[0].index, res.Repositories[0].PriorEdits)
+			r.keepEdits(first.key, first.index, res.Repositories[0].PriorEdits)
 		}
-		return res, nil
+		return res, edits, nil
 	}
-	for i, repo := range planned {
-		if i < len(res.Repositories) {
-			repo.edits = res.Repositories[i].Edits
-			r.keepEdits(repo.key, repo.index, res.Repositories[i].PriorEdits)
+	for j, i := range planned {
+		if j < len(res.Repositories) {
+			edits[i] = res.Repositories[j].Edits
+			r.keepEdits(cs.list[i].key, cs.list[i].index, res.Repositories[j].PriorEdits)
 		}
 	}
-	return res, nil
+	return res, edits, nil
 }
 
 // planInputs are what a plan is built from besides the settings.
@@ -236,10 +213,11 @@ type lastPlan struct {
 	res    *plan.Result
 }
 
-func planInputsOf(set *objects.Set, several bool, planned []*repository, unavailable []plan.UnavailableRepository) planInputs {
-	in := planInputs{set: set, several: several, unavailable: unavailable}
-	for _, repo := range planned {
-		in.checkouts = append(in.checkouts, plannedCheckout{target: repo.target, worktree: repo.git.Worktree(), index: repo.index})
+func planInputsOf(set *objects.Set, cs checkouts, planned []int, unavailable []plan.UnavailableRepository) planInputs {
+	in := planInputs{set: set, several: cs.several, unavailable: unavailable}
+	for _, i := range planned {
+		c := cs.list[i]
+		in.checkouts = append(in.checkouts, plannedCheckout{target: c.target, worktree: c.git.Worktree(), index: c.index})
 	}
 	return in
 }
@@ -272,75 +250,137 @@ func (r *Reconciler) keepPlan(in planInputs, res *plan.Result) {
 	r.lastPlan = &lastPlan{inputs: in, res: res}
 }
 
-func mergeCharts(into, more map[string]chart.Pulled) map[string]chart.Pulled {
-	if into == nil {
-		return more
+// mergeCharts returns the charts of both maps; neither is written.
+func mergeCharts(a, b map[string]chart.Pulled) map[string]chart.Pulled {
+	if a == nil {
+		return b
 	}
-	for k, v := range more {
-		into[k] = v
+	out := make(map[string]chart.Pulled, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
 	}
-	return into
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
 }
 
-// readRepositories lists kedge's PRs and branches in each repository.
-func (r *Reconciler) readRepositories(ctx context.Context, c *cycleRepos) error {
+// listing is kedge's PRs and branches in a checkout's repository, or why
+// they could not be read.
+type listing struct {
+	prs    []forge.PR
+	remote map[string]gitrepo.BranchInfo
+	err    error
+}
+
+// readRepositories lists kedge's PRs and branches in each repository that
+// opened, by position.
+func (r *Reconciler) readRepositories(ctx context.Context, cs checkouts) ([]listing, error) {
 	prefix := BranchPrefix(r.settings.Cluster)
-	for _, repo := range c.repos {
-		if repo.err != nil {
+	out := make([]listing, len(cs.list))
+	for i, c := range cs.list {
+		if c.err != nil {
 			continue
 		}
-		var err error
-		if repo.prs, err = repo.forge.FindPRs(ctx, prefix); err != nil {
+		prs, err := c.forge.FindPRs(ctx, prefix)
+		if err != nil {
 			err = fmt.Errorf("list pull requests: %w", err)
-		} else if repo.remote, err = repo.git.RemoteBranches(ctx, prefix); err != nil {
-			err = fmt.Errorf("list branches: %w", err)
+		}
+		var remote map[string]gitrepo.BranchInfo
+		if err == nil {
+			if remote, err = c.git.RemoteBranches(ctx, prefix); err != nil {
+				err = fmt.Errorf("list branches: %w", err)
+			}
 		}
 		if err != nil {
-			if err := c.fail(repo, err); err != nil {
-				return err
+			held, fatal := cs.failure(c, err)
+			if fatal != nil {
+				return nil, fatal
+			}
+			out[i] = listing{err: held}
+			continue
+		}
+		out[i] = listing{prs: prs, remote: remote}
+	}
+	return out, nil
+}
+
+// openPRs counts kedge's open PRs in every repository, for the limits
+// that count across them.
+func openPRs(listings []listing) int {
+	n := 0
+	for _, l := range listings {
+		for _, pr := range l.prs {
+			if pr.State == "open" {
+				n++
 			}
 		}
+	}
+	return n
+}
+
+// indexOf is c's position.
+func (cs checkouts) indexOf(c *checkout) int {
+	return slices.Index(cs.list, c)
+}
+
+// firstFailure is why checkout i was left for the next cycle, if it was:
+// it could not be opened, listed, prepared or pushed.
+func firstFailure(cs checkouts, i int, listings []listing, unprepared []error, pushes []pushResult) error {
+	c := cs.list[i]
+	switch {
+	case c.err != nil:
+		return c.err
+	case listings[i].err != nil:
+		return listings[i].err
+	case unprepared[i] != nil:
+		return unprepared[i]
+	case pushes != nil:
+		return pushes[i].failed
 	}
 	return nil
 }
 
-// pushAll makes one push per repository. With several repositories, a
-// push that fails holds back that repository's PRs only.
-func (r *Reconciler) pushAll(ctx context.Context, c *cycleRepos, report *Report) error {
-	for _, repo := range c.repos {
-		if repo.err != nil {
-			continue
-		}
-		err := r.push(ctx, repo, report)
-		if err == nil {
-			continue
-		}
-		if err := c.fail(repo, err); err != nil {
-			return err
-		}
-		for _, st := range repo.states {
-			if a := st.decision.action; a == ActOpen || a == ActUpdate {
-				st.decision.action = ActNone
-				st.outcome.State = prstate.PRNotYetOpened
-				st.outcome.Detail = "the push to " + repo.name + " failed; retried next cycle"
-			}
+// heldCheckouts are the keys of the checkouts held back before their
+// branches were built.
+func heldCheckouts(cs checkouts, listings []listing, unprepared []error) map[string]bool {
+	out := map[string]bool{}
+	for i, c := range cs.list {
+		if firstFailure(cs, i, listings, unprepared, nil) != nil {
+			out[c.key] = true
 		}
 	}
-	return nil
+	return out
 }
 
-// heldStates are the namespaces a failed repository would have had PRs
-// for: on the dashboard, with nothing done.
-func heldStates(repo *repository) []*nsState {
-	var out []*nsState
-	for ns, edits := range repo.edits.Namespaces {
-		if len(edits) == 0 {
-			continue
-		}
-		out = append(out, &nsState{repo: repo, name: ns, decision: decision{action: ActNone}, outcome: Outcome{
-			State: prstate.PRNotYetOpened, Detail: errorDetail(repo.err),
-		}})
+// pushTotals are how many pushes the cycle made and how long they took.
+func pushTotals(pushes []pushResult) (int, time.Duration) {
+	n, took := 0, time.Duration(0)
+	for _, p := range pushes {
+		n += p.pushes
+		took += p.duration
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return n, took
+}
+
+// repositoryReports say what the cycle did in each repository branch, and
+// how the first one's index was made.
+func repositoryReports(cs checkouts, listings []listing, unprepared []error, pushes []pushResult) (IndexUpdate, []RepositoryReport) {
+	out := make([]RepositoryReport, 0, len(cs.list))
+	for i, c := range cs.list {
+		out = append(out, RepositoryReport{Name: c.name, Branch: c.target.Branch, Pushes: pushes[i].pushes, Index: c.indexed,
+			Err: firstFailure(cs, i, listings, unprepared, pushes)})
+	}
+	return cs.list[0].indexed, out
+}
+
+// failures are the errors of the repositories left for the next cycle.
+func failures(repos []RepositoryReport) []error {
+	var out []error
+	for _, r := range repos {
+		if r.Err != nil {
+			out = append(out, r.Err)
+		}
+	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
@@ -13,16 +14,107 @@ import (
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
+// waveGate is what the rollout waves are judged on: the configured waves,
+// the cluster and the plan the cycle read, and the clock. Without waves it
+// holds nothing back.
+type waveGate struct {
+	waves       []waves.Wave
+	set         *objects.Set
+	resumeLabel string
+	grace       time.Duration
+	now         time.Time
+	// drifted holds "namespace/Kind/name" of every workload the plan
+	// lists.
+	drifted map[string]bool
+}
+
+// waveGate is the gate of this cycle's cluster and plan.
+func (r *Reconciler) waveGate(set *objects.Set, plan drift.Plan) waveGate {
+	g := waveGate{waves: r.settings.Waves, set: set, resumeLabel: r.settings.ResumeLabel, grace: r.settings.Grace, now: r.deps.Now()}
+	if len(g.waves) == 0 {
+		return g
+	}
+	g.drifted = map[string]bool{}
+	for _, w := range plan.Workloads {
+		g.drifted[w.Namespace+"/"+w.Kind+"/"+w.Name] = true
+	}
+	return g
+}
+
+// waveHold is a namespace's PR held back for a later wave, and why.
+type waveHold struct {
+	detail string
+}
+
+// state is what the row of a namespace whose wanted action is held back
+// shows: a PR still to open waits for its wave, an open one stays open.
+func (h waveHold) state(wanted Action) prstate.PRState {
+	if wanted == ActOpen {
+		return prstate.PRWaitingForWave
+	}
+	return prstate.PROpen
+}
+
+// holds tells, for each namespace, whether its wanted opening or update
+// waits for a wave of one of its targets, and returns each target's wave
+// plan for the dashboard. It reads nothing but the facts, the wanted
+// decisions and the cluster objects the cycle already has.
+func (g waveGate) holds(facts []namespaceFacts, wanted []decision) ([]*waveHold, []waves.Rollout) {
+	out := make([]*waveHold, len(facts))
+	if len(g.waves) == 0 {
+		return out, nil
+	}
+	var rollouts []waves.Rollout
+	for _, target := range pendingTargets(facts) {
+		var members []waves.Member
+		for i, f := range facts {
+			if m, ok := g.memberFor(f, wanted[i], target); ok {
+				members = append(members, m)
+			}
+		}
+		rollout := waves.Evaluate(target, g.waves, members, g.grace, g.now)
+		rollouts = append(rollouts, rollout)
+		for i, f := range facts {
+			a := wanted[i].action
+			if out[i] != nil || (a != ActOpen && a != ActUpdate) {
+				continue
+			}
+			if hasTarget(f, target) && !rollout.MayOpen(g.waveOf(f.namespace)) && !carries(wanted[i].pr, target) {
+				out[i] = &waveHold{detail: waitingFor(rollout)}
+			}
+		}
+	}
+	return out, rollouts
+}
+
+// waitingFor says which wave a held-back namespace waits for, and why.
+func waitingFor(rollout waves.Rollout) string {
+	active := rollout.Waves[rollout.Active]
+	why := string(active.State)
+	if active.State == waves.StateBlocked {
+		var names []string
+		for _, b := range active.Blocking {
+			names = append(names, b.Namespace+"/"+b.Kind+"/"+b.Name)
+		}
+		why = "blocked by " + strings.Join(names, ", ")
+	}
+	return "wave " + active.Name + " comes first, " + why
+}
+
 // waveOf is the index of the wave a namespace belongs to, read from its
 // name and labels.
-func (r *Reconciler) waveOf(set *objects.Set, namespace string) int {
+func (g waveGate) waveOf(namespace string) int {
+	return waves.Of(g.waves, namespace, namespaceLabels(g.set, namespace))
+}
+
+func namespaceLabels(set *objects.Set, namespace string) map[string]string {
 	var labels map[string]string
 	for _, n := range set.Namespaces {
 		if n.Name == namespace {
 			labels = n.Labels
 		}
 	}
-	return waves.Of(r.settings.Waves, namespace, labels)
+	return labels
 }
 
 // waveRef names a namespace's wave in its PR; nil without waves.
@@ -30,47 +122,16 @@ func (r *Reconciler) waveRef(set *objects.Set, namespace string) *dashboard.Wave
 	if len(r.settings.Waves) == 0 {
 		return nil
 	}
-	i := r.waveOf(set, namespace)
+	i := waves.Of(r.settings.Waves, namespace, namespaceLabels(set, namespace))
 	return &dashboard.WaveRef{Name: waves.Name(r.settings.Waves, i), Number: i + 1, Of: len(r.settings.Waves)}
-}
-
-// gateWaves holds back the PRs of namespaces whose wave has not started
-// for one of their targets, and returns each target's wave plan for the
-// dashboard. It runs after decide, on the cycle's decisions, and reads
-// nothing but the PRs and the cluster objects the cycle already has.
-func (r *Reconciler) gateWaves(set *objects.Set, plan drift.Plan, states []*nsState) []waves.Rollout {
-	if len(r.settings.Waves) == 0 {
-		return nil
-	}
-	drifted := map[string]bool{}
-	for _, w := range plan.Workloads {
-		drifted[w.Namespace+"/"+w.Kind+"/"+w.Name] = true
-	}
-	var rollouts []waves.Rollout
-	for _, target := range pendingTargets(states) {
-		var members []waves.Member
-		for _, st := range states {
-			if m, ok := r.memberFor(set, drifted, st, target); ok {
-				members = append(members, m)
-			}
-		}
-		rollout := waves.Evaluate(target, r.settings.Waves, members, r.settings.Grace, r.deps.Now())
-		rollouts = append(rollouts, rollout)
-		for _, st := range states {
-			if hasTarget(st, target) && !rollout.MayOpen(r.waveOf(set, st.name)) && !carries(st.decision.pr, target) {
-				r.holdForWave(st, rollout)
-			}
-		}
-	}
-	return rollouts
 }
 
 // pendingTargets are the targets (revision@image) of the namespaces that
 // have something to open or update: only those need a wave plan.
-func pendingTargets(states []*nsState) []string {
+func pendingTargets(facts []namespaceFacts) []string {
 	seen := map[string]bool{}
-	for _, st := range states {
-		for _, t := range workTargets(st) {
+	for _, f := range facts {
+		for _, t := range workTargets(f) {
 			seen[t] = true
 		}
 	}
@@ -84,8 +145,8 @@ func pendingTargets(states []*nsState) []string {
 
 func targetOf(revision, image string) string { return waves.TargetKey(revision, image) }
 
-func hasTarget(st *nsState, target string) bool {
-	return slices.Contains(workTargets(st), target)
+func hasTarget(f namespaceFacts, target string) bool {
+	return slices.Contains(workTargets(f), target)
 }
 
 // noSidecar is the target of a move to ambient mode: its workloads are to
@@ -95,15 +156,15 @@ var noSidecar = targetOf("", "")
 // workTargets are the targets of a namespace's work: each restart's, and a
 // move to ambient mode's, so that a namespace that only relabels goes
 // through the waves too.
-func workTargets(st *nsState) []string {
-	if st.facts.work == nil {
+func workTargets(f namespaceFacts) []string {
+	if f.work == nil {
 		return nil
 	}
 	var out []string
-	for _, w := range st.facts.work.workloads {
+	for _, w := range f.work.workloads {
 		out = append(out, targetOf(w.Desired.Revision, w.Desired.Image))
 	}
-	if movesToAmbient(st.facts.work.state.Targets) {
+	if movesToAmbient(f.work.state.Targets) {
 		out = append(out, noSidecar)
 	}
 	return out
@@ -141,14 +202,13 @@ func prTargets(pr forge.PR, target string) []prstate.Target {
 	return out
 }
 
-// memberFor is where a namespace stands in target's rollout: from this
-// cycle's decision when it drifts to the target, else from its latest PR
-// that carried the target.
-func (r *Reconciler) memberFor(set *objects.Set, drifted map[string]bool, st *nsState, target string) (waves.Member, bool) {
-	m := waves.Member{Namespace: st.name, Wave: r.waveOf(set, st.name), Resumed: r.resumed(set, st.name, target)}
+// memberFor is where a namespace stands in target's rollout: from what its
+// facts ask for when it drifts to the target, else from its latest PR that
+// carried the target.
+func (g waveGate) memberFor(f namespaceFacts, d decision, target string) (waves.Member, bool) {
+	m := waves.Member{Namespace: f.namespace, Wave: g.waveOf(f.namespace), Resumed: g.resumed(f.namespace, target)}
 	var pr *forge.PR
-	if hasTarget(st, target) {
-		d := st.decision
+	if hasTarget(f, target) {
 		switch {
 		case d.action == ActClosedIgnored:
 			m.Progress = waves.Skipped
@@ -160,7 +220,7 @@ func (r *Reconciler) memberFor(set *objects.Set, drifted map[string]bool, st *ns
 			m.Progress = waves.Pending
 		}
 	} else {
-		latest := latestPRWith(st.facts.prs, target)
+		latest := latestPRWith(f.prs, target)
 		if latest == nil {
 			return m, false
 		}
@@ -176,7 +236,7 @@ func (r *Reconciler) memberFor(set *objects.Set, drifted map[string]bool, st *ns
 	if pr != nil && pr.MergedAt != nil {
 		m.MergedAt = *pr.MergedAt
 		for _, t := range prTargets(*pr, target) {
-			m.Workloads = append(m.Workloads, waves.Read(set, st.name, t.Kind, t.Name, drifted[st.name+"/"+t.Kind+"/"+t.Name]))
+			m.Workloads = append(m.Workloads, waves.Read(g.set, f.namespace, t.Kind, t.Name, g.drifted[f.namespace+"/"+t.Kind+"/"+t.Name]))
 		}
 	}
 	return m, true
@@ -199,39 +259,14 @@ func latestPRWith(prs []forge.PR, target string) *forge.PR {
 
 // resumed tells whether a person labelled the namespace to let target's
 // rollout go on despite its unhealthy workloads.
-func (r *Reconciler) resumed(set *objects.Set, namespace, target string) bool {
-	if r.settings.ResumeLabel == "" {
+func (g waveGate) resumed(namespace, target string) bool {
+	if g.resumeLabel == "" {
 		return false
 	}
-	for _, n := range set.Namespaces {
+	for _, n := range g.set.Namespaces {
 		if n.Name == namespace {
-			return n.Labels[r.settings.ResumeLabel] == waves.TargetID(target)
+			return n.Labels[g.resumeLabel] == waves.TargetID(target)
 		}
 	}
 	return false
-}
-
-// holdForWave keeps a namespace's PR for a later cycle: nothing is pushed
-// or opened, and an open PR keeps what it has.
-func (r *Reconciler) holdForWave(st *nsState, rollout waves.Rollout) {
-	switch st.decision.action {
-	case ActOpen:
-		st.outcome.State = prstate.PRWaitingForWave
-	case ActUpdate:
-		st.outcome.State = prstate.PROpen
-	default:
-		return
-	}
-	st.decision.action = ActNone
-	st.decision.superseded = nil
-	active := rollout.Waves[rollout.Active]
-	why := string(active.State)
-	if active.State == waves.StateBlocked {
-		var names []string
-		for _, b := range active.Blocking {
-			names = append(names, b.Namespace+"/"+b.Kind+"/"+b.Name)
-		}
-		why = "blocked by " + strings.Join(names, ", ")
-	}
-	st.outcome.Detail = "wave " + active.Name + " comes first, " + why
 }

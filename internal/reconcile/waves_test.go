@@ -34,12 +34,12 @@ func TestGateWaves(t *testing.T) {
 	merged := func(ns, image string) forge.PR {
 		return forge.PR{Number: 3, State: "closed", Merged: true, MergedAt: &mergedAt, Body: body(ns, image)}
 	}
-	state := func(ns string, image string, d decision, prs ...forge.PR) *nsState {
-		st := &nsState{name: ns, decision: d, facts: namespaceFacts{prs: prs}}
+	state := func(ns string, image string, d decision, prs ...forge.PR) wantedFor {
+		f := namespaceFacts{namespace: ns, prs: prs}
 		if image != "" {
-			st.facts.work = &work{workloads: []drift.Workload{workload(ns, image)}}
+			f.work = &work{workloads: []drift.Workload{workload(ns, image)}}
 		}
-		return st
+		return wantedFor{facts: f, decision: d}
 	}
 	set := &objects.Set{Namespaces: []corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: "canary"}},
@@ -55,8 +55,8 @@ func TestGateWaves(t *testing.T) {
 	tests := []struct {
 		name   string
 		field  string
-		canary *nsState
-		shop   *nsState
+		canary wantedFor
+		shop   wantedFor
 		want   Action
 		// deployed puts canary's Deployment in the cluster.
 		deployed bool
@@ -92,14 +92,25 @@ func TestGateWaves(t *testing.T) {
 			if tt.deployed {
 				cluster.Deployments = []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "canary", Name: "api"}}}
 			}
-			rollouts := r.gateWaves(&cluster, plan, []*nsState{tt.canary, tt.shop})
-			assert.Equal(t, tt.want, tt.shop.decision.action, "reads %s", tt.field)
+			holds, rollouts := r.waveGate(&cluster, plan).holds([]namespaceFacts{tt.canary.facts, tt.shop.facts}, []decision{tt.canary.decision, tt.shop.decision})
+			got := tt.shop.decision.action
+			if holds[1] != nil {
+				got = ActNone
+			}
+			assert.Equal(t, tt.want, got, "reads %s", tt.field)
 			assert.Len(t, rollouts, 1)
 			if tt.want == ActNone {
-				assert.Contains(t, tt.shop.outcome.Detail, "wave canary comes first")
+				assert.Contains(t, holds[1].detail, "wave canary comes first")
 			}
 		})
 	}
+}
+
+// wantedFor is a namespace's facts and the decision they ask for before
+// the waves have their say.
+type wantedFor struct {
+	facts    namespaceFacts
+	decision decision
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,298 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// reconcilerMemory are the Reconciler's fields that carry what one cycle
+// keeps for the next; nothing else of a cycle is written outside the
+// function that made it.
+var reconcilerMemory = map[string]bool{"last": true, "prepared": true, "renders": true, "dashboard": true, "lastPlan": true}
+
+// TestStagesWriteOnlyWhatTheyMake type-checks the package's own files and
+// holds every assignment to a field, an element or a pointee to the rule
+// that data flows one way: a function writes only into values it made
+// itself (a variable it declared, reached without going through a pointer,
+// map or slice it did not allocate), never into what an earlier stage
+// returned or a caller passed, and the Reconciler only into its memory
+// between cycles. It also holds that decisions are made in decide.go alone:
+// no other file builds a decision or assigns a field of one.
+func TestStagesWriteOnlyWhatTheyMake(t *testing.T) {
+	fset, files, info := typeCheckPackage(t)
+	var problems []string
+	for _, f := range files {
+		name := filepath.Base(fset.Position(f.Pos()).Filename)
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			allocated := allocatedLocals(fn, info)
+			check := func(lhs ast.Expr) {
+				if _, plain := lhs.(*ast.Ident); plain {
+					return
+				}
+				if why := foreignWrite(lhs, fn, info, allocated); why != "" {
+					problems = append(problems, fset.Position(lhs.Pos()).String()+": "+fn.Name.Name+" writes "+types.ExprString(lhs)+": "+why)
+				}
+				if name != "decide.go" && isDecisionField(lhs, info) {
+					problems = append(problems, fset.Position(lhs.Pos()).String()+": "+fn.Name.Name+" assigns a decision's "+types.ExprString(lhs)+" outside decide.go")
+				}
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.AssignStmt:
+					for _, lhs := range n.Lhs {
+						check(lhs)
+					}
+				case *ast.IncDecStmt:
+					check(n.X)
+				case *ast.CompositeLit:
+					if name != "decide.go" && isDecision(info.TypeOf(n)) {
+						problems = append(problems, fset.Position(n.Pos()).String()+": "+fn.Name.Name+" builds a decision outside decide.go")
+					}
+				case *ast.CallExpr:
+					if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "delete" && len(n.Args) > 0 {
+						check(&ast.IndexExpr{X: n.Args[0], Index: n.Args[1]})
+					}
+				}
+				return true
+			})
+		}
+	}
+	require.Empty(t, problems)
+}
+
+// foreignWrite says why writing lhs in fn writes into a value fn did not
+// make, or "" when it does not.
+func foreignWrite(lhs ast.Expr, fn *ast.FuncDecl, info *types.Info, allocated map[*types.Var]bool) string {
+	indirect := false
+	e := lhs
+	for {
+		switch x := e.(type) {
+		case *ast.ParenExpr:
+			e = x.X
+			continue
+		case *ast.SelectorExpr:
+			if _, isPtr := info.TypeOf(x.X).Underlying().(*types.Pointer); isPtr {
+				indirect = true
+			}
+			if id, ok := x.X.(*ast.Ident); ok && isReconcilerReceiver(id, fn, info) {
+				if reconcilerMemory[x.Sel.Name] {
+					return ""
+				}
+				return "a field of the Reconciler that is not its memory between cycles"
+			}
+			e = x.X
+			continue
+		case *ast.IndexExpr:
+			switch info.TypeOf(x.X).Underlying().(type) {
+			case *types.Map, *types.Slice, *types.Pointer:
+				indirect = true
+			}
+			e = x.X
+			continue
+		case *ast.StarExpr:
+			indirect = true
+			e = x.X
+			continue
+		case *ast.Ident:
+			v, ok := info.Uses[x].(*types.Var)
+			if !ok {
+				return "not a variable"
+			}
+			if !declaredIn(v, fn) {
+				return "a variable declared outside the function"
+			}
+			if isParam(v, fn, info) && indirect {
+				return "through a parameter: a value the caller owns"
+			}
+			if indirect && !allocated[v] {
+				return "through " + x.Name + ", which the function did not allocate"
+			}
+			return ""
+		default:
+			return "an expression kedge does not write into: " + types.ExprString(e)
+		}
+	}
+}
+
+// allocatedLocals are fn's local variables that only ever hold what fn
+// allocated: every assignment to them is a composite literal, its
+// address, make or new.
+func allocatedLocals(fn *ast.FuncDecl, info *types.Info) map[*types.Var]bool {
+	verdict := map[*types.Var]bool{}
+	note := func(id *ast.Ident, rhs ast.Expr) {
+		obj := info.Defs[id]
+		if obj == nil {
+			obj = info.Uses[id]
+		}
+		v, ok := obj.(*types.Var)
+		if !ok {
+			return
+		}
+		allocation := rhs != nil && isAllocation(rhs)
+		if prev, seen := verdict[v]; seen {
+			verdict[v] = prev && allocation
+			return
+		}
+		verdict[v] = allocation
+	}
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.AssignStmt:
+			for i, lhs := range n.Lhs {
+				id, ok := lhs.(*ast.Ident)
+				if !ok {
+					continue
+				}
+				var rhs ast.Expr
+				if len(n.Rhs) == len(n.Lhs) {
+					rhs = n.Rhs[i]
+				}
+				note(id, rhs)
+			}
+		case *ast.ValueSpec:
+			for i, id := range n.Names {
+				if len(n.Values) == 0 {
+					// A zero value: nil maps, slices and pointers are
+					// allocated by a later assignment, judged on its own.
+					if v, ok := info.Defs[id].(*types.Var); ok {
+						if _, seen := verdict[v]; !seen {
+							verdict[v] = true
+						}
+					}
+					continue
+				}
+				if len(n.Values) == len(n.Names) {
+					note(id, n.Values[i])
+				}
+			}
+		case *ast.RangeStmt:
+			for _, e := range []ast.Expr{n.Key, n.Value} {
+				if id, ok := e.(*ast.Ident); ok {
+					note(id, nil)
+				}
+			}
+		}
+		return true
+	})
+	return verdict
+}
+
+func isAllocation(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.CompositeLit:
+		return true
+	case *ast.UnaryExpr:
+		_, lit := x.X.(*ast.CompositeLit)
+		return x.Op == token.AND && lit
+	case *ast.CallExpr:
+		id, ok := x.Fun.(*ast.Ident)
+		return ok && (id.Name == "make" || id.Name == "new")
+	}
+	return false
+}
+
+func declaredIn(v *types.Var, fn *ast.FuncDecl) bool {
+	return v.Pos() >= fn.Pos() && v.Pos() <= fn.End()
+}
+
+func isParam(v *types.Var, fn *ast.FuncDecl, info *types.Info) bool {
+	lists := []*ast.FieldList{fn.Type.Params, fn.Recv}
+	for _, l := range lists {
+		if l == nil {
+			continue
+		}
+		for _, field := range l.List {
+			for _, id := range field.Names {
+				if info.Defs[id] == v {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func isReconcilerReceiver(id *ast.Ident, fn *ast.FuncDecl, info *types.Info) bool {
+	if fn.Recv == nil || len(fn.Recv.List) == 0 || len(fn.Recv.List[0].Names) == 0 {
+		return false
+	}
+	recv := fn.Recv.List[0].Names[0]
+	if info.Uses[id] != info.Defs[recv] {
+		return false
+	}
+	ptr, ok := info.TypeOf(id).(*types.Pointer)
+	if !ok {
+		return false
+	}
+	named, ok := ptr.Elem().(*types.Named)
+	return ok && named.Obj().Name() == "Reconciler"
+}
+
+func isDecision(t types.Type) bool {
+	named, ok := t.(*types.Named)
+	return ok && named.Obj().Name() == "decision" && named.Obj().Pkg() != nil && named.Obj().Pkg().Name() == "reconcile"
+}
+
+// isDecisionField tells whether lhs is a field of a decision.
+func isDecisionField(lhs ast.Expr, info *types.Info) bool {
+	sel, ok := lhs.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	t := info.TypeOf(sel.X)
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	return isDecision(t)
+}
+
+// typeCheckPackage parses the package's own files (tests left out) and
+// type-checks them against the export data the go command built for
+// their imports.
+func typeCheckPackage(t *testing.T) (*token.FileSet, []*ast.File, *types.Info) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Export", ".").Output()
+	require.NoError(t, err, "go list -export")
+	exports := map[string]string{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct{ ImportPath, Export string }
+		require.NoError(t, dec.Decode(&p))
+		exports[p.ImportPath] = p.Export
+	}
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		files = append(files, f)
+	}
+	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		return os.Open(exports[path])
+	})
+	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Defs: map[*ast.Ident]types.Object{}, Uses: map[*ast.Ident]types.Object{}}
+	_, err = (&types.Config{Importer: imp}).Check("github.com/kedge-io/kedge/internal/reconcile", fset, files, info)
+	require.NoError(t, err)
+	return fset, files, info
+}

@@ -1,0 +1,110 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/prstate"
+)
+
+// pushResult is what one repository branch's push did.
+type pushResult struct {
+	// pushes is 1 when a push was sent, else 0; duration is what it took.
+	pushes   int
+	duration time.Duration
+	// moved are the branches someone moved between kedge's read and its
+	// push: left untouched, and decided again next cycle.
+	moved map[string]bool
+	// failed is why the push failed; nothing of the repository branch
+	// went out.
+	failed error
+}
+
+// blocks tells whether the push result keeps a decision to open or update
+// the branch from being carried out, and what the namespace's row says.
+func (p pushResult) blocks(d decision, branch, repo string) (Outcome, bool) {
+	if d.action != ActOpen && d.action != ActUpdate {
+		return Outcome{}, false
+	}
+	switch {
+	case p.failed != nil:
+		return Outcome{Action: ActNone, State: prstate.PRNotYetOpened, Detail: "the push to " + repo + " failed; retried next cycle"}, true
+	case p.moved[branch]:
+		return Outcome{Action: ActNone, State: prstate.PREdited, Detail: "the branch moved while kedge pushed; retried next cycle"}, true
+	}
+	return Outcome{}, false
+}
+
+// pushAll makes one push per repository branch, in the checkouts' order.
+// With several, a push that fails holds back that repository branch's PRs
+// only; alone, it ends the cycle.
+func (r *Reconciler) pushAll(ctx context.Context, cs checkouts, rs []rendered, decisions []decision) ([]pushResult, error) {
+	out := make([]pushResult, len(cs.list))
+	for i, c := range cs.list {
+		if c.err != nil {
+			continue
+		}
+		var changes []gitrepo.Change
+		leases := map[string]plumbing.Hash{}
+		for j, t := range rs {
+			a := decisions[j].action
+			if t.checkout != c || !t.changed() || (a != ActOpen && a != ActUpdate) {
+				continue
+			}
+			changes = append(changes, *t.change)
+			if t.branchExists {
+				leases[t.branch] = t.remote.Tip
+			}
+		}
+		res, err := r.push(ctx, c, changes, leases)
+		if err != nil {
+			held, fatal := cs.failure(c, err)
+			if fatal != nil {
+				return nil, fatal
+			}
+			res.failed = held
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// push sends changes in one push, each with a lease on the tip kedge read,
+// so a branch someone moved meanwhile is left alone.
+func (r *Reconciler) push(ctx context.Context, c *checkout, changes []gitrepo.Change, leases map[string]plumbing.Hash) (pushResult, error) {
+	if len(changes) == 0 || r.settings.DryRun {
+		return pushResult{}, nil
+	}
+	pushed, err := c.git.Push(ctx, changes, leases)
+	res := pushResult{pushes: 1, duration: pushed.Duration}
+	var lease *gitrepo.LeaseError
+	if errors.As(err, &lease) {
+		// Someone pushed between our read and our push; the next cycle
+		// reads their commit and decides again.
+		res.moved = map[string]bool{}
+		for _, conflict := range lease.Conflicts {
+			res.moved[conflict.Branch] = true
+		}
+		r.deps.Log.Warn("branches moved during push", "error", err)
+		return res, nil
+	}
+	if err != nil {
+		return res, &PushError{Duration: pushed.Duration, Err: err}
+	}
+	return res, nil
+}
+
+// PushError is a push that failed, with what it cost: the time from the
+// ref advertisement to the failure, zero when it failed before that.
+type PushError struct {
+	Duration time.Duration
+	Err      error
+}
+
+func (e *PushError) Error() string { return "push: " + e.Err.Error() }
+
+func (e *PushError) Unwrap() error { return e.Err }
