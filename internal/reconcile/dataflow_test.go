@@ -20,7 +20,7 @@ import (
 // reconcilerMemory are the Reconciler's fields that carry what one cycle
 // keeps for the next; nothing else of a cycle is written outside the
 // function that made it.
-var reconcilerMemory = map[string]bool{"last": true, "prepared": true, "renders": true, "dashboard": true, "lastPlan": true}
+var reconcilerMemory = map[string]bool{"last": true, "prepared": true, "renders": true, "dashboard": true, "lastPlan": true, "defaults": true}
 
 // TestStagesWriteOnlyWhatTheyMake type-checks the package's own files and
 // holds every assignment to a field, an element or a pointee to the rule

@@ -66,6 +66,8 @@ type namespaceFacts struct {
 	// interrupted, when set, says why a branch of kedge's has neither a
 	// pull request nor anything to fix.
 	interrupted string
+	// blocked, when set, says why no branch can carry a new pull request.
+	blocked string
 	// held is why the namespace's repository is left for the next cycle.
 	held error
 }
@@ -155,6 +157,8 @@ func policy(f namespaceFacts) decision {
 		if lastClosed.Merged {
 			d.action = ActMerged
 		}
+	case f.work != nil && f.blocked != "":
+		d.action, d.state, d.detail = ActNone, prstate.PRNotYetOpened, f.blocked
 	case f.work != nil && f.branchExists && f.edited:
 		// A branch without an open PR that a person has committed to is
 		// theirs now; opening a PR from it would present their commit as
@@ -176,9 +180,11 @@ func policy(f namespaceFacts) decision {
 	return d
 }
 
+// sameTarget tells whether pr was opened for the very targets of want; a
+// PR opened before kedge recorded its repository and base counts too.
 func sameTarget(pr *forge.PR, want prstate.State) bool {
 	got, ok := prstate.ParseState(pr.Body)
-	return ok && got.Hash == want.Hash
+	return ok && got.SameTargets(want)
 }
 
 // holds tells which of the wanted openings the limits hold back: those

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
@@ -32,6 +31,9 @@ type target struct {
 	branchExists bool
 	// interrupted says why a branch of kedge's has neither work nor a PR.
 	interrupted string
+	// blocked says why no branch can carry a new pull request: the names
+	// it could take are other bases' open PRs'.
+	blocked string
 	// pr is what its PR's title, body and commit message are rendered
 	// from.
 	pr dashboard.NamespacePR
@@ -58,29 +60,30 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, cs checkouts, ed
 	return out
 }
 
-// gatherCheckout is gather for one checkout that opened and listed.
+// gatherCheckout is gather for one checkout that opened and listed. Of
+// the repository's pull requests it takes those the checkout's targets
+// own (see owner), and picks each namespace's branch (see branchOf).
 func (r *Reconciler) gatherCheckout(set *objects.Set, res *plan.Result, c *checkout, edits edit.Set, l listing, issue *forge.Issue) []target {
-	prefix := BranchPrefix(r.settings.Cluster)
 	planned := workloadsByNamespace(res.Plan)
 	works := map[string]*work{}
 	for ns, files := range edits.Namespaces {
 		if len(files) > 0 {
-			works[ns] = r.workOf(res.Plan, ns, files, planned[ns])
+			works[ns] = r.workOf(res.Plan, c, ns, files, planned[ns])
 		}
 	}
-	prs := map[string][]forge.PR{}
+	owned := map[string][]forge.PR{}
+	headed := map[string]bool{}
 	for _, pr := range l.prs {
-		ns := strings.TrimPrefix(pr.Head, prefix)
-		if ns == "" || strings.Contains(ns, "/") {
-			continue
+		headed[pr.Head] = true
+		if ns, ok := r.ownerOn(pr, c.base()); ok {
+			owned[ns] = append(owned[ns], pr)
 		}
-		prs[ns] = append(prs[ns], pr)
 	}
 	names := map[string]bool{}
 	for ns := range works {
 		names[ns] = true
 	}
-	for ns := range prs {
+	for ns := range owned {
 		names[ns] = true
 	}
 	// A branch of kedge's with neither work nor a PR is what a cycle that
@@ -89,8 +92,8 @@ func (r *Reconciler) gatherCheckout(set *objects.Set, res *plan.Result, c *check
 	// unexplained; the dashboard names it (a returning drift reuses it).
 	interrupted := map[string]string{}
 	for branch := range l.remote {
-		ns := strings.TrimPrefix(branch, prefix)
-		if names[ns] || ns == "" || strings.Contains(ns, "/") {
+		ns, base, ok := ParseBranch(r.settings.Cluster, branch)
+		if !ok || names[ns] || headed[branch] || !c.names(base) {
 			continue
 		}
 		interrupted[ns] = "branch " + branch + " has no pull request and nothing to fix now (a cycle was interrupted before opening one); delete it if the drift does not return"
@@ -98,7 +101,8 @@ func (r *Reconciler) gatherCheckout(set *objects.Set, res *plan.Result, c *check
 	}
 	out := make([]target, 0, len(names))
 	for ns := range names {
-		t := target{checkout: c, name: ns, branch: prefix + ns, work: works[ns], prs: prs[ns], interrupted: interrupted[ns]}
+		branch, blocked := r.branchOn(c.defaultBase, c.base(), ns, owned[ns], l.prs)
+		t := target{checkout: c, name: ns, branch: branch, blocked: blocked, work: works[ns], prs: owned[ns], interrupted: interrupted[ns]}
 		t.remote, t.branchExists = l.remote[t.branch]
 		t.pr = r.namespacePR(set, res, planned[ns], t, issue)
 		out = append(out, t)
@@ -107,9 +111,67 @@ func (r *Reconciler) gatherCheckout(set *objects.Set, res *plan.Result, c *check
 	return out
 }
 
-// workOf is what a namespace's branch must contain: its files, the plan's
-// workloads they restart, and the state its PR records.
-func (r *Reconciler) workOf(p drift.Plan, ns string, files []edit.FileEdit, planned []drift.Workload) *work {
+// names tells whether a branch name's base (as ParseBranch reads it) is
+// the checkout's: "" names the default branch.
+func (c *checkout) names(base string) bool {
+	if base == "" {
+		return c.defaultBase
+	}
+	return base == c.base()
+}
+
+// ownerOn tells which namespace of the checkout of base a pull request of
+// its repository belongs to, if any. A PR belongs to the target of its
+// repository, its base and its namespace: the namespace its hidden state
+// records (else its branch names), and the base GitHub reports for it
+// now. Its state records the base it was opened against too; when GitHub
+// reports another (its base branch was renamed, or a person retargeted
+// it), the PR is the new base's, whose next update records it. A PR of
+// another base is another target's, whatever its branch is called: kedge
+// neither updates nor closes it from here.
+func (r *Reconciler) ownerOn(pr forge.PR, base string) (string, bool) {
+	if pr.Base != base {
+		return "", false
+	}
+	if s, ok := prstate.ParseState(pr.Body); ok && s.Cluster == r.settings.Cluster && s.Namespace != "" {
+		return s.Namespace, true
+	}
+	ns, _, ok := ParseBranch(r.settings.Cluster, pr.Head)
+	return ns, ok
+}
+
+// branchOn picks the branch of a namespace's pull request against base
+// (the repository's default branch when defaultBase is set), given the
+// namespace's own PRs and all of kedge's PRs of the repository:
+// the head of its open PR, whatever it is called (a PR opened under an
+// earlier name is carried on, never opened twice), else the name
+// BranchFor gives. A name an open PR of another base already uses is
+// never taken: moving that branch would move the other PR onto this base.
+// The default branch's target then takes the longer name; with both
+// taken, blocked says why nothing is pushed.
+func (r *Reconciler) branchOn(defaultBase bool, base, ns string, owned, all []forge.PR) (branch, blocked string) {
+	for _, pr := range owned {
+		if pr.State == "open" {
+			return pr.Head, ""
+		}
+	}
+	name := BranchFor(r.settings.Cluster, ns, base, defaultBase)
+	other := openAgainstOther(all, name, base)
+	if other != nil && defaultBase {
+		longer := BranchFor(r.settings.Cluster, ns, base, false)
+		if openAgainstOther(all, longer, base) == nil {
+			return longer, ""
+		}
+	}
+	if other != nil {
+		return name, movingRefused(name, other, base)
+	}
+	return name, ""
+}
+
+// workOf is what a namespace's branch in checkout c must contain: its
+// files, the plan's workloads they restart, and the state its PR records.
+func (r *Reconciler) workOf(p drift.Plan, c *checkout, ns string, files []edit.FileEdit, planned []drift.Workload) *work {
 	w := &work{files: map[string][]byte{}}
 	restarted := map[string]bool{}
 	for _, e := range files {
@@ -123,7 +185,7 @@ func (r *Reconciler) workOf(p drift.Plan, ns string, files []edit.FileEdit, plan
 			w.workloads = append(w.workloads, wl)
 		}
 	}
-	w.state = prstate.NewState(r.settings.Cluster, ns, append(w.workloads, migrationTarget(p, ns)...))
+	w.state = prstate.NewState(r.settings.Cluster, ns, append(w.workloads, migrationTarget(p, ns)...)).For(c.name, c.base())
 	return w
 }
 

@@ -91,6 +91,11 @@ func (r *Reconciler) prepareCheckout(ctx context.Context, c *checkout, targets [
 			out = append(out, prepared{target: t})
 			continue
 		}
+		if t.blocked != "" {
+			// Its branch is another PR's: nothing is built on it.
+			out = append(out, prepared{target: t, work: t.work})
+			continue
+		}
 		p, answer, err := r.prepareTarget(ctx, c, t, prior, known[t.branch])
 		if err != nil {
 			return nil, err
@@ -144,7 +149,7 @@ func (r *Reconciler) prepareTarget(ctx context.Context, c *checkout, t target, p
 func (p prepared) facts() namespaceFacts {
 	return namespaceFacts{
 		namespace: p.name, work: p.work, prs: p.prs, branchExists: p.branchExists,
-		edited: p.edited, editors: p.editors, interrupted: p.interrupted, held: p.held,
+		edited: p.edited, editors: p.editors, interrupted: p.interrupted, blocked: p.blocked, held: p.held,
 	}
 }
 

@@ -108,6 +108,9 @@ type Reconciler struct {
 	dashboard *renderedDashboard
 	// lastPlan is the last cycle's plan and what it was built from.
 	lastPlan *lastPlan
+	// defaults are the repositories' default branches GitHub named, by
+	// lower-case owner/name.
+	defaults map[string]knownDefault
 }
 
 // indexedCheckout is an index and the commit of the checkout it indexes,
@@ -127,13 +130,42 @@ func New(settings Settings, deps Deps) *Reconciler {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}, prepared: map[string]map[string]preparedBranch{}, renders: map[string]map[string]renderedPR{}}
+	return &Reconciler{settings: settings, deps: deps, last: map[string]*indexedCheckout{}, prepared: map[string]map[string]preparedBranch{}, renders: map[string]map[string]renderedPR{}, defaults: map[string]knownDefault{}}
 }
 
 // BranchPrefix is the prefix of every branch kedge owns for a cluster; it is
 // how kedge recognises its branches and PRs, and keeps clusters sharing a
 // repository out of each other's way.
 func BranchPrefix(cluster string) string { return "kedge/" + cluster + "/" }
+
+// BranchFor is the name of kedge's branch for a namespace's pull request
+// against base: kedge/<cluster>/<namespace> for the repository's default
+// branch (the name kedge has always used), kedge/<cluster>/<namespace>@<base>
+// for any other base. A namespace name has no "@" or "/", so the name
+// reads back unambiguously, and the names of two bases of one repository
+// never collide: git keeps branch names unique, and a base that is a
+// prefix of another ("release", "release/1") cannot exist beside it.
+func BranchFor(cluster, namespace, base string, defaultBase bool) string {
+	if defaultBase {
+		return BranchPrefix(cluster) + namespace
+	}
+	return BranchPrefix(cluster) + namespace + "@" + base
+}
+
+// ParseBranch reads a branch name BranchFor gave: the namespace, and the
+// base it names ("" for a default branch's). ok is false for any other
+// branch.
+func ParseBranch(cluster, branch string) (namespace, base string, ok bool) {
+	rest, ok := strings.CutPrefix(branch, BranchPrefix(cluster))
+	if !ok {
+		return "", "", false
+	}
+	namespace, base, long := strings.Cut(rest, "@")
+	if namespace == "" || strings.Contains(namespace, "/") || long && base == "" {
+		return "", "", false
+	}
+	return namespace, base, true
+}
 
 // Outcome is what a cycle did for one namespace in one repository: a
 // namespace applied from two repositories has a pull request in each.
@@ -256,12 +288,12 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	for i, t := range rs {
 		facts[i] = t.facts()
 	}
-	limits := prLimits{maxOpen: r.settings.MaxOpenPRs, maxNewPerCycle: r.settings.MaxNewPRsPerCycle, open: openPRs(listings)}
+	limits := prLimits{maxOpen: r.settings.MaxOpenPRs, maxNewPerCycle: r.settings.MaxNewPRsPerCycle, open: openPRs(cs, listings)}
 	decisions, rollouts := decide(facts, r.waveGate(set, res.Plan), limits)
 	held := heldCheckouts(cs, listings, unprepared)
 	r.keepRenders(cs, held, rs, decisions)
 	watch = watch.lap("branches")
-	pushes, err := r.pushAll(ctx, cs, rs, decisions)
+	pushes, err := r.pushAll(ctx, cs, listings, rs, decisions)
 	if err != nil {
 		return nil, err
 	}

@@ -210,7 +210,9 @@ func TestCycleOverSeveralRepositories(t *testing.T) {
 		prs := w.hub.Repo(s.repo).PRs()
 		require.Len(t, prs, 1, s.repo)
 		pr := prs[0]
-		assert.Equal(t, "kedge/prod/"+s.namespace, pr.GetHead().GetRef(), s.repo)
+		// Each repository's default branch is main: a PR against another
+		// base takes the longer name.
+		assert.Equal(t, reconcile.BranchFor("prod", s.namespace, s.branch, s.branch == "main"), pr.GetHead().GetRef(), s.repo)
 		assert.Equal(t, s.branch, pr.GetBase().GetRef(), "%s: the PR targets the branch the cluster follows", s.repo)
 		state, ok := prstate.ParseState(pr.GetBody())
 		require.True(t, ok)

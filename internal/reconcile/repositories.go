@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kedge-io/kedge/internal/forge"
@@ -30,6 +31,10 @@ type checkout struct {
 	name   string // owner/name
 	target route.Target
 	webURL string
+	// defaultBase is set when the base is the repository's default branch
+	// (the configured repository alone counts as such): its pull requests'
+	// branches keep the short name (see BranchFor).
+	defaultBase bool
 
 	git     *gitrepo.Repo
 	forge   *forge.Client
@@ -81,24 +86,86 @@ func (r *Reconciler) openRepositories(ctx context.Context, set *objects.Set) (ch
 		if err != nil {
 			return checkouts{}, fmt.Errorf("index %s: %w", git.Worktree(), err)
 		}
-		c := &checkout{name: configuredRepository(r.settings.RepoWebURL), webURL: r.settings.RepoWebURL, git: git, forge: r.deps.Forge,
-			index: index, indexed: indexed, priorEdits: prior}
+		c := &checkout{name: configuredRepository(r.settings.RepoWebURL), webURL: r.settings.RepoWebURL, defaultBase: true,
+			git: git, forge: r.deps.Forge, index: index, indexed: indexed, priorEdits: prior}
 		return checkouts{list: []*checkout{c}}, nil
 	}
 	// Repositories outside the rules are left to the plan, which reports
 	// their workloads (manifest status no-repo) without a checkout.
 	targets, _ := route.Targets(set, r.settings.Rules)
+	defaults, unknown := r.defaultBranches(ctx, targets)
 	cs := checkouts{several: true}
-	for _, t := range targets {
+	for _, t := range route.Resolve(targets, defaults) {
+		if err := unknown[strings.ToLower(t.Repo)]; err != nil {
+			c := &checkout{key: t.Repo + "@" + t.Branch, name: t.Repo, target: t, webURL: r.webURLOf(t.Repo)}
+			c.err, _ = cs.failure(c, fmt.Errorf("default branch: %w", err))
+			cs.list = append(cs.list, c)
+			continue
+		}
 		cs.list = append(cs.list, r.openTarget(ctx, t))
 	}
 	return cs, nil
 }
 
+// DefaultBranchRecheck is how long kedge believes what GitHub said a
+// repository's default branch is before asking again: a default branch
+// is rarely changed, and one lookup per repository and hour costs next to
+// nothing.
+const DefaultBranchRecheck = time.Hour
+
+// knownDefault is a repository's default branch as GitHub named it, and
+// when.
+type knownDefault struct {
+	branch string
+	at     time.Time
+}
+
+// defaultBranches names the default branch of every repository of the
+// targets (GET /repos/{owner}/{repo}, default_branch), by lower-case
+// owner/name, from what the last lookups said while it stands. A
+// repository whose lookup fails is returned with its error: its targets
+// are held back, since which of them follow the default branch is not
+// known.
+func (r *Reconciler) defaultBranches(ctx context.Context, targets []route.Target) (map[string]string, map[string]error) {
+	now := r.deps.Now()
+	defaults, unknown := map[string]string{}, map[string]error{}
+	for _, t := range targets {
+		repo := strings.ToLower(t.Repo)
+		if _, done := defaults[repo]; done || unknown[repo] != nil {
+			continue
+		}
+		r.mu.Lock()
+		known, ok := r.defaults[repo]
+		r.mu.Unlock()
+		if ok && now.Sub(known.at) < DefaultBranchRecheck {
+			defaults[repo] = known.branch
+			continue
+		}
+		branch, err := r.lookUpDefault(ctx, t.Repo)
+		if err != nil {
+			unknown[repo] = err
+			continue
+		}
+		defaults[repo] = branch
+		r.mu.Lock()
+		r.defaults[repo] = knownDefault{branch: branch, at: now}
+		r.mu.Unlock()
+	}
+	return defaults, unknown
+}
+
+func (r *Reconciler) lookUpDefault(ctx context.Context, repo string) (string, error) {
+	gh, err := r.deps.ForgeFor(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	return gh.DefaultBranch(ctx)
+}
+
 // openTarget opens one repository branch; a failure is recorded on the
 // checkout it returns.
 func (r *Reconciler) openTarget(ctx context.Context, t route.Target) *checkout {
-	c := checkout{key: t.Repo + "@" + t.Branch, name: t.Repo, target: t, webURL: r.webURLOf(t.Repo)}
+	c := checkout{key: t.Repo + "@" + t.Branch, name: t.Repo, target: t, webURL: r.webURLOf(t.Repo), defaultBase: t.Default}
 	var err error
 	if c.forge, err = r.deps.ForgeFor(ctx, c.name); err != nil {
 		c.err, _ = checkouts{several: true}.failure(&c, err)
@@ -274,17 +341,23 @@ type listing struct {
 }
 
 // readRepositories lists kedge's PRs and branches in each repository that
-// opened, by position.
+// opened, by position. The checkouts of several branches of one
+// repository share its pull-request listing: it is one repository's.
 func (r *Reconciler) readRepositories(ctx context.Context, cs checkouts) ([]listing, error) {
 	prefix := BranchPrefix(r.settings.Cluster)
 	out := make([]listing, len(cs.list))
+	listed := map[string][]forge.PR{}
 	for i, c := range cs.list {
 		if c.err != nil {
 			continue
 		}
-		prs, err := c.forge.FindPRs(ctx, prefix)
-		if err != nil {
-			err = fmt.Errorf("list pull requests: %w", err)
+		prs, err := listed[c.name], error(nil)
+		if _, ok := listed[c.name]; !ok {
+			if prs, err = c.forge.FindPRs(ctx, prefix); err != nil {
+				err = fmt.Errorf("list pull requests: %w", err)
+			} else {
+				listed[c.name] = prs
+			}
 		}
 		var remote map[string]gitrepo.BranchInfo
 		if err == nil {
@@ -306,10 +379,16 @@ func (r *Reconciler) readRepositories(ctx context.Context, cs checkouts) ([]list
 }
 
 // openPRs counts kedge's open PRs in every repository, for the limits
-// that count across them.
-func openPRs(listings []listing) int {
+// that count across them; a repository listed for several of its
+// branches counts once.
+func openPRs(cs checkouts, listings []listing) int {
+	counted := map[string]bool{}
 	n := 0
-	for _, l := range listings {
+	for i, l := range listings {
+		if counted[cs.list[i].name] || l.prs == nil {
+			continue
+		}
+		counted[cs.list[i].name] = true
 		for _, pr := range l.prs {
 			if pr.State == "open" {
 				n++
