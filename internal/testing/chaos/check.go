@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -68,8 +69,9 @@ func (w *World) Inspect() Damage {
 }
 
 // inspectRepo adds the damage in one repository ("owner/name") to d;
-// planned are its namespaces' edits. Every finding names the repository.
-func (w *World) inspectRepo(d *Damage, repo string, planned map[string]map[string]string, dashboardBody string) {
+// planned are the PRs the plan asks for there. Every finding names the
+// repository.
+func (w *World) inspectRepo(d *Damage, repo string, planned []PlannedPR, dashboardBody string) {
 	gh := w.Hub.Repo(repo)
 	prefix := reconcile.BranchPrefix(Cluster)
 	prs := gh.PRs()
@@ -135,68 +137,147 @@ func (w *World) inspectRepo(d *Damage, repo string, planned map[string]map[strin
 		}
 	}
 
-	for _, wrong := range w.checkConverged(repo, planned, byHead, touched, dashboardBody) {
-		d.Wrong = append(d.Wrong, repo+": "+wrong)
+	wrong := w.checkConverged(repo, planned, prs, byHead, touched, dashboardBody)
+	wrong = append(wrong, w.checkBases(repo, prs)...)
+	wrong = append(wrong, w.checkClosings(repo, planned)...)
+	for _, problem := range wrong {
+		d.Wrong = append(d.Wrong, repo+": "+problem)
 	}
 }
 
-// checkConverged holds a repository's end state against the plan: every
-// namespace with edits there has one open PR whose branch sits on the
-// current base with exactly the planned content, labelled and with
-// reviewers; a branch a person committed to is left to them and said to
-// be theirs; no other PR is open.
-func (w *World) checkConverged(repo string, planned map[string]map[string]string, byHead map[string][]*github.PullRequest, touched map[string]bool, dashboardBody string) []string {
+// namespaceOf is the namespace a PR of kedge's is for: the one its hidden
+// state records, else the one its branch names.
+func namespaceOf(pr *github.PullRequest) string {
+	if s, ok := prstate.ParseState(pr.GetBody()); ok {
+		return s.Namespace
+	}
+	ns, _, _ := reconcile.ParseBranch(Cluster, pr.GetHead().GetRef())
+	return ns
+}
+
+// checkBases holds every open PR of kedge's to its base: the commits its
+// branch has above the base are none of another base branch's. A branch
+// moved onto another base would carry that base's history into the PR.
+func (w *World) checkBases(repo string, prs []*github.PullRequest) []string {
 	var wrong []string
-	gh := w.Hub.Repo(repo)
-	base := w.Git.BranchTip(w.T, gitName(repo), "main")
-	for ns, files := range planned {
-		branch := Branch(ns)
-		var open *github.PullRequest
-		for _, pr := range byHead[branch] {
-			if pr.GetState() == "open" {
-				open = pr
+	refs := w.Git.Refs(w.T, gitName(repo))
+	prefix := reconcile.BranchPrefix(Cluster)
+	for _, pr := range prs {
+		head, base := pr.GetHead().GetRef(), pr.GetBase().GetRef()
+		if pr.GetState() != "open" || !strings.HasPrefix(head, prefix) {
+			continue
+		}
+		if _, ok := refs["refs/heads/"+head]; !ok {
+			continue
+		}
+		for _, c := range w.Git.Log(w.T, gitName(repo), base+".."+head) {
+			for ref, tip := range refs {
+				other := strings.TrimPrefix(ref, "refs/heads/")
+				if other == ref || other == base || strings.HasPrefix(other, "kedge/") {
+					continue
+				}
+				if w.Git.IsAncestor(gitName(repo), c.Hash, tip) {
+					wrong = append(wrong, fmt.Sprintf("#%d (%s → %s) carries %s of %s", pr.GetNumber(), head, base, short(c.Hash), other))
+				}
 			}
 		}
+	}
+	return wrong
+}
+
+// checkClosings holds every PR kedge closed to a reason its own target
+// had: a PR whose base and namespace still have work in the plan was
+// closed by another target, or for no reason the comment can state.
+func (w *World) checkClosings(repo string, planned []PlannedPR) []string {
+	var wrong []string
+	gh := w.Hub.Repo(repo)
+	for _, c := range w.Calls() {
+		var body struct{ State string }
+		if c.Repo() != strings.ToLower(repo) || c.Route != "PATCH /repos/{owner}/{repo}/pulls/{number}" || c.DecodeBody(&body) != nil || body.State != "closed" {
+			continue
+		}
+		var number int
+		if _, err := fmt.Sscanf(path.Base(c.Path), "%d", &number); err != nil {
+			continue
+		}
+		pr, ok := gh.PR(number)
+		if !ok {
+			continue
+		}
+		for _, p := range planned {
+			if p.Base == pr.GetBase().GetRef() && p.Namespace == namespaceOf(pr) && !w.duplicateOf(repo, pr) {
+				wrong = append(wrong, fmt.Sprintf("#%d (%s → %s) closed while its target still has work", number, pr.GetHead().GetRef(), p.Base))
+			}
+		}
+	}
+	return wrong
+}
+
+// duplicateOf tells whether kedge closed pr as a duplicate of another open
+// PR of its target, which is a reason its own target has.
+func (w *World) duplicateOf(repo string, pr *github.PullRequest) bool {
+	return commented(w.Hub.Repo(repo), pr.GetNumber(), dashboard.CommentDuplicate)
+}
+
+// checkConverged holds a repository's end state against the plan: every
+// base and namespace with edits there has one open PR, whatever its branch
+// is called, whose branch sits on the current tip of its base with exactly
+// the planned content, labelled and with reviewers; a branch a person
+// committed to is left to them and said to be theirs; no other PR is open.
+func (w *World) checkConverged(repo string, planned []PlannedPR, prs []*github.PullRequest, byHead map[string][]*github.PullRequest, touched map[string]bool, dashboardBody string) []string {
+	var wrong []string
+	gh := w.Hub.Repo(repo)
+	prefix := reconcile.BranchPrefix(Cluster)
+	wanted := map[[2]string]bool{}
+	for _, p := range planned {
+		wanted[[2]string{p.Base, p.Namespace}] = true
+		var open []*github.PullRequest
+		for _, pr := range prs {
+			if pr.GetState() == "open" && strings.HasPrefix(pr.GetHead().GetRef(), prefix) && pr.GetBase().GetRef() == p.Base && namespaceOf(pr) == p.Namespace {
+				open = append(open, pr)
+			}
+		}
+		branch := p.Branch()
+		if len(open) == 1 {
+			branch = open[0].GetHead().GetRef()
+		}
 		if touched[branch] {
-			if open != nil && !commented(gh, open.GetNumber(), dashboard.CommentEdited) {
+			if len(open) == 1 && !commented(gh, open[0].GetNumber(), dashboard.CommentEdited) {
 				wrong = append(wrong, branch+": a person's commit is not acknowledged on the PR")
 			}
-			if open == nil && !strings.Contains(dashboardBody, branch) {
+			if len(open) == 0 && !strings.Contains(dashboardBody, branch) {
 				wrong = append(wrong, branch+": a person's branch is not explained on the dashboard")
 			}
 			continue
 		}
-		if open == nil {
-			wrong = append(wrong, branch+": no open PR")
+		if len(open) != 1 {
+			wrong = append(wrong, fmt.Sprintf("%s on %s: %d open PRs, want 1", p.Namespace, p.Base, len(open)))
 			continue
 		}
-		if got := w.parent(repo, branch); got != base {
-			wrong = append(wrong, fmt.Sprintf("%s: built on %s, base is %s", branch, short(got), short(base)))
+		pr := open[0]
+		if got, base := w.parent(repo, branch), w.Git.BranchTip(w.T, gitName(repo), p.Base); got != base {
+			wrong = append(wrong, fmt.Sprintf("%s: built on %s, base %s is %s", branch, short(got), p.Base, short(base)))
 		}
-		for path, content := range files {
+		for path, content := range p.Files {
 			if w.Git.ReadFile(w.T, gitName(repo), branch, path) != content {
 				wrong = append(wrong, branch+": "+path+" differs from the plan")
 			}
 		}
 		for _, l := range w.Cfg.PR.Labels {
-			if !slices.ContainsFunc(open.Labels, func(have *github.Label) bool { return have.GetName() == l }) {
-				wrong = append(wrong, fmt.Sprintf("#%d: label %q missing", open.GetNumber(), l))
+			if !slices.ContainsFunc(pr.Labels, func(have *github.Label) bool { return have.GetName() == l }) {
+				wrong = append(wrong, fmt.Sprintf("#%d: label %q missing", pr.GetNumber(), l))
 			}
 		}
-		if len(open.RequestedReviewers)+len(open.RequestedTeams) == 0 {
-			wrong = append(wrong, fmt.Sprintf("#%d: reviewers not requested", open.GetNumber()))
+		if len(pr.RequestedReviewers)+len(pr.RequestedTeams) == 0 {
+			wrong = append(wrong, fmt.Sprintf("#%d: reviewers not requested", pr.GetNumber()))
 		}
-		if s, ok := prstate.ParseState(open.GetBody()); !ok || s.Namespace != ns {
-			wrong = append(wrong, fmt.Sprintf("#%d: body carries no state for %s", open.GetNumber(), ns))
+		if s, ok := prstate.ParseState(pr.GetBody()); !ok || s.Namespace != p.Namespace || s.Base != p.Base {
+			wrong = append(wrong, fmt.Sprintf("#%d: body carries no state for %s on %s", pr.GetNumber(), p.Namespace, p.Base))
 		}
 	}
 	for head, list := range byHead {
-		ns := strings.TrimPrefix(head, reconcile.BranchPrefix(Cluster))
-		if _, want := planned[ns]; want {
-			continue
-		}
 		for _, pr := range list {
-			if pr.GetState() == "open" {
+			if pr.GetState() == "open" && !wanted[[2]string{pr.GetBase().GetRef(), namespaceOf(pr)}] {
 				wrong = append(wrong, fmt.Sprintf("#%d (%s) is open with nothing to do", pr.GetNumber(), head))
 			}
 		}

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/objects"
+	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/testing/ghemu"
+	"github.com/kedge-io/kedge/internal/testing/gitserver"
 )
 
 // Scenario breaks one cycle of a World.
@@ -37,6 +41,12 @@ type Scenario struct {
 	// Fired tells whether the fault really struck; nil uses the GitHub
 	// emulation's and the wire's records.
 	Fired func(w *World, faulted CycleResult) bool
+	// Converges, when set, is how many cycles the scenario must take to
+	// converge, counting the faulted one.
+	Converges int
+	// QuietAfter is how many more cycles after the first quiet one must
+	// also push nothing and make no mutating call.
+	QuietAfter int
 	// Confined names the one repository ("owner/name") the fault strikes.
 	// The faulted cycle must still open every PR of the other repository
 	// and hold back one of the struck one's; the next cycle must finish
@@ -133,6 +143,14 @@ func Run(t testing.TB, s Scenario) Outcome {
 	if quiet && cycles <= MaxCycles {
 		out.Cycles = cycles
 	}
+	if s.Converges > 0 && out.Cycles != s.Converges {
+		out.Problems = append(out.Problems, fmt.Sprintf("converged in %d cycles, want %d", out.Cycles, s.Converges))
+	}
+	for i := range s.QuietAfter {
+		if r := w.Cycle(); !r.Quiet() {
+			out.Problems = append(out.Problems, fmt.Sprintf("cycle %d after the quiet one: %d pushes, %d mutating calls, error %v", i+1, r.Pushes, len(r.Mutating), r.Err))
+		}
+	}
 	if s.Confined != "" {
 		out.Problems = append(out.Problems, repairedOnlyIn(s.Confined, recovery)...)
 	}
@@ -149,10 +167,10 @@ func heldBackOnlyIn(w *World, repo string) []string {
 	planned := w.PlannedEdits()
 	for _, other := range Repos {
 		missing := 0
-		for ns := range planned[other] {
+		for _, p := range planned[other] {
 			open := 0
 			for _, pr := range w.Hub.Repo(other).PRs() {
-				if pr.GetHead().GetRef() == Branch(ns) && pr.GetState() == "open" {
+				if pr.GetBase().GetRef() == p.Base && namespaceOf(pr) == p.Namespace && pr.GetState() == "open" {
 					open++
 				}
 			}
@@ -160,7 +178,7 @@ func heldBackOnlyIn(w *World, repo string) []string {
 			case open == 0:
 				missing++
 			case open > 1:
-				problems = append(problems, fmt.Sprintf("%s: %d open PRs for %s after the faulted cycle", other, open, ns))
+				problems = append(problems, fmt.Sprintf("%s: %d open PRs for %s on %s after the faulted cycle", other, open, p.Namespace, p.Base))
 			}
 		}
 		if other != repo && missing > 0 {
@@ -262,6 +280,69 @@ func Then(steps ...func(w *World)) func(w *World) {
 		for _, s := range steps {
 			s(w)
 		}
+	}
+}
+
+// BaseBranch creates branch of the platform repository from main, one
+// commit of its own ahead, as a long-lived environment branch is.
+func BaseBranch(name string) func(w *World) {
+	return func(w *World) {
+		w.Git.CommitAs(w.T, RepoName, name, gitserver.PlatformTeam, gitserver.PlatformTeam,
+			map[string]string{"ENVIRONMENT": name + "\n"}, "Start the "+name+" environment")
+	}
+}
+
+// AppFollows points the demo's Argo CD Application app at revision of the
+// platform repository.
+func AppFollows(app, revision string) func(w *World) {
+	return func(w *World) {
+		w.ChangeCluster(func(set *objects.Set) {
+			apps := slices.Clone(set.Applications)
+			for i := range apps {
+				if apps[i].Name == app && apps[i].Spec.Source != nil {
+					source := *apps[i].Spec.Source
+					source.TargetRevision = revision
+					apps[i].Spec.Source = &source
+				}
+			}
+			set.Applications = apps
+		})
+	}
+}
+
+// EarlierPR is what kedge did before a repository's branches got their
+// own PR branch names: namespace's PR against base of the platform
+// repository on the default branch's name, one commit of kedge's on base,
+// its state recording neither repository nor base.
+func EarlierPR(namespace, base string) func(w *World) {
+	return func(w *World) {
+		branch := Branch(namespace)
+		w.Git.CreateBranch(w.T, RepoName, branch, base)
+		kedge := gitserver.Identity{Name: w.Cfg.Git.AuthorName, Email: w.Cfg.Git.AuthorEmail}
+		w.Git.CommitAs(w.T, RepoName, branch, kedge, kedge, map[string]string{"NOTES.md": "restart " + namespace + "\n"}, "Restart "+namespace)
+		gh, err := forge.New(context.Background(), forge.Config{APIURL: w.Hub.URL + "/", Owner: Owner, Repo: RepoName, Token: w.Cfg.GitHub.Token, HTTPClient: w.Hub.Client(), MinMutationGap: -1})
+		must(w.T, err)
+		state := prstate.NewState(Cluster, namespace, nil)
+		_, err = gh.CreatePR(context.Background(), forge.NewPR{Title: "Restart " + namespace, Head: branch, Base: base, Body: "An earlier kedge opened this.\n\n" + state.Block()})
+		must(w.T, err)
+	}
+}
+
+// DeleteBase deletes base branch name of the platform repository under its
+// open PRs, which GitHub closes.
+func DeleteBase(name string) func(w *World) {
+	return func(w *World) {
+		w.Git.DeleteBranch(w.T, RepoName, name)
+		w.GH.BaseDeleted(name)
+	}
+}
+
+// RenameBase renames base branch old of the platform repository; GitHub
+// moves its open PRs to the new name.
+func RenameBase(old, renamed string) func(w *World) {
+	return func(w *World) {
+		w.Git.RenameBranch(w.T, RepoName, old, renamed)
+		w.GH.BaseRenamed(old, renamed)
 	}
 }
 
@@ -568,7 +649,33 @@ func Scenarios() []Scenario {
 			}
 			return Pass
 		}, After: DriftGone("payments")},
-	}, confinedScenarios()...)
+	}, append(targetScenarios(), confinedScenarios()...)...)
+}
+
+// notifications is the demo's Argo CD Application; orders' other workloads
+// are applied by a Flux Kustomization of the platform repository's main.
+const notifications = "orders-notifications"
+
+// targetScenarios are the ways a cluster names the branches of one
+// repository: each must leave one PR per repository branch and namespace,
+// none closed by another's target, none moved onto another base, and a
+// second cycle that changes nothing.
+func targetScenarios() []Scenario {
+	staging := Then(BaseBranch("staging"), AppFollows(notifications, "staging"))
+	return []Scenario{
+		{Name: "HEAD and main of one repository are one target", Setup: AppFollows(notifications, "HEAD"),
+			Fired: always, Converges: 1, QuietAfter: 1},
+		{Name: "an empty targetRevision and main are one target", Setup: AppFollows(notifications, ""),
+			Fired: always, Converges: 1, QuietAfter: 1},
+		{Name: "two branches of one repository for one namespace", Setup: staging,
+			Fired: always, Converges: 1, QuietAfter: 1},
+		{Name: "two branches for one namespace, a PR open under the shared name", Setup: Then(staging, EarlierPR("orders", "staging")),
+			Fired: always, Converges: 1, QuietAfter: 1},
+		{Name: "base branch deleted under an open PR", Setup: Then(staging, Opened), Fault: DeleteBase("staging"),
+			After: AppFollows(notifications, "main"), Fired: always, Converges: 2, QuietAfter: 1},
+		{Name: "base branch renamed under an open PR", Setup: Then(staging, Opened), Fault: RenameBase("staging", "stage"),
+			After: AppFollows(notifications, "stage"), Fired: always, Converges: 2, QuietAfter: 1},
+	}
 }
 
 // confinedScenarios strike one repository of the two, in turn: its push,

@@ -232,8 +232,11 @@ func (w *World) HumanCommits() []HumanCommit {
 	return append([]HumanCommit(nil), w.human...)
 }
 
-// Branch is the name of kedge's branch for namespace.
-func Branch(namespace string) string { return reconcile.BranchPrefix(Cluster) + namespace }
+// Branch is the name of kedge's branch for namespace on the default
+// branch.
+func Branch(namespace string) string {
+	return reconcile.BranchFor(Cluster, namespace, DefaultBranch, true)
+}
 
 // CycleResult is what one cycle did.
 type CycleResult struct {
@@ -344,10 +347,30 @@ func (w *World) PendingFaults() int {
 	return n
 }
 
+// PlannedPR is the pull request the plan asks for in one repository: the
+// namespace, the base branch the cluster applies it from, and the files
+// its branch must hold (path → content).
+type PlannedPR struct {
+	Namespace, Base string
+	// DefaultBase is set when Base is the repository's default branch.
+	DefaultBase bool
+	Files       map[string]string
+}
+
+// Branch is the name kedge gives the PR's branch when it opens it.
+func (p PlannedPR) Branch() string {
+	return reconcile.BranchFor(Cluster, p.Namespace, p.Base, p.DefaultBase)
+}
+
+// DefaultBranch is the default branch of every repository of a World, as
+// the GitHub emulation reports it.
+const DefaultBranch = "main"
+
 // PlannedEdits is what `kedge plan` computes against the base branches as
 // they are now, with a checkout of each repository branch the cluster
-// applies from: repository ("owner/name") → namespace → path → content.
-func (w *World) PlannedEdits() map[string]map[string]map[string]string {
+// applies from: repository ("owner/name") → the PRs it should have, one
+// per base branch and namespace.
+func (w *World) PlannedEdits() map[string][]PlannedPR {
 	w.T.Helper()
 	set, _ := w.Source(context.Background())
 	clusterJSON, err := json.Marshal(set)
@@ -356,13 +379,22 @@ func (w *World) PlannedEdits() map[string]map[string]map[string]string {
 	// Most scenarios end on the same bases and cluster: plan each once.
 	key := hex.EncodeToString(sum[:])
 	for _, repo := range Repos {
-		key += "/" + w.Git.BranchTip(w.T, gitName(repo), "main")
+		for ref, tip := range w.Git.Refs(w.T, gitName(repo)) {
+			if !strings.HasPrefix(ref, "refs/heads/kedge/") {
+				key += "/" + ref + "=" + tip
+			}
+		}
 	}
 	if cached, ok := plannedCache.Load(key); ok {
-		return cached.(map[string]map[string]map[string]string)
+		return cached.(map[string][]PlannedPR)
 	}
 	opts := assemble.PlanOptions(w.Cfg, "")
 	targets, _ := route.Targets(set, assemble.RouteRules(w.Cfg))
+	defaults := map[string]string{}
+	for _, repo := range Repos {
+		defaults[strings.ToLower(repo)] = DefaultBranch
+	}
+	targets = route.Resolve(targets, defaults)
 	for i, t := range targets {
 		dir := filepath.Join(w.T.TempDir(), fmt.Sprint("base-", i))
 		w.checkout(t, dir)
@@ -370,19 +402,17 @@ func (w *World) PlannedEdits() map[string]map[string]map[string]string {
 	}
 	res, err := plan.Build(set, opts)
 	must(w.T, err)
-	out := map[string]map[string]map[string]string{}
+	out := map[string][]PlannedPR{}
 	for _, r := range res.Repositories {
 		for ns, edits := range r.Edits.Namespaces {
 			if len(edits) == 0 {
 				continue
 			}
-			if out[r.Name] == nil {
-				out[r.Name] = map[string]map[string]string{}
-			}
-			out[r.Name][ns] = map[string]string{}
+			p := PlannedPR{Namespace: ns, Base: r.Branch, DefaultBase: r.Branch == DefaultBranch, Files: map[string]string{}}
 			for _, e := range edits {
-				out[r.Name][ns][e.Path] = string(e.After)
+				p.Files[e.Path] = string(e.After)
 			}
+			out[r.Name] = append(out[r.Name], p)
 		}
 	}
 	plannedCache.Store(key, out)

@@ -129,6 +129,14 @@ func (s *Server) CommitAs(t testing.TB, repo, branch string, author, committer I
 	return commit
 }
 
+// CreateBranch makes branch point where from does; it does not count as a
+// push.
+func (s *Server) CreateBranch(t testing.TB, repo, branch, from string) {
+	t.Helper()
+	tip := s.BranchTip(t, repo, from)
+	s.mustGit(t, nil, "", "--git-dir="+s.RepoPath(repo), "update-ref", "refs/heads/"+branch, tip, "")
+}
+
 // DeleteBranch deletes branch, as a person pushing its deletion would; it
 // does not count as a push.
 func (s *Server) DeleteBranch(t testing.TB, repo, branch string) {
