@@ -122,22 +122,26 @@ func (c *checkout) names(base string) bool {
 
 // ownerOn tells which namespace of the checkout of base a pull request of
 // its repository belongs to, if any. A PR belongs to the target of its
-// repository, its base and its namespace: the namespace its hidden state
-// records (else its branch names), and the base GitHub reports for it
-// now. Its state records the base it was opened against too; when GitHub
-// reports another (its base branch was renamed, or a person retargeted
-// it), the PR is the new base's, whose next update records it. A PR of
-// another base is another target's, whatever its branch is called: kedge
-// neither updates nor closes it from here.
+// repository, its base and its namespace: the namespace its branch names
+// (kedge names every branch after its namespace, see BranchFor; the
+// hidden state, which records it too, is read only for a branch that does
+// not), and the base GitHub reports for it now. Its state records the base
+// it was opened against too; when GitHub reports another (its base branch
+// was renamed, or a person retargeted it), the PR is the new base's, whose
+// next update records it. A PR of another base is another target's,
+// whatever its branch is called: kedge neither updates nor closes it from
+// here.
 func (r *Reconciler) ownerOn(pr forge.PR, base string) (string, bool) {
 	if pr.Base != base {
 		return "", false
 	}
+	if ns, _, ok := ParseBranch(r.settings.Cluster, pr.Head); ok {
+		return ns, true
+	}
 	if s, ok := prstate.ParseState(pr.Body); ok && s.Cluster == r.settings.Cluster && s.Namespace != "" {
 		return s.Namespace, true
 	}
-	ns, _, ok := ParseBranch(r.settings.Cluster, pr.Head)
-	return ns, ok
+	return "", false
 }
 
 // branchOn picks the branch of a namespace's pull request against base

@@ -64,7 +64,8 @@ func TestOwnershipAndBranches(t *testing.T) {
 			wantNS string
 			owned  bool
 		}{
-			{"its state names the namespace", pr(1, "kedge/prod/x", "main", "open", state("billing", "acme/platform", "main")), main, "billing", true},
+			{"its branch names the namespace", pr(1, "kedge/prod/billing", "main", "open", state("billing", "acme/platform", "main")), main, "billing", true},
+			{"a branch that names none: its state does", pr(7, "kedge/prod/billing/old", "main", "open", state("billing", "acme/platform", "main")), main, "billing", true},
 			{"a PR from before the state recorded repository and base", pr(2, "kedge/prod/billing", "main", "open", state("billing", "", "")), main, "billing", true},
 			{"a hand-edited state: the branch names the namespace", pr(3, "kedge/prod/billing", "main", "open", "<!-- kedge:state {\"hash\":\"x\"} -->"), main, "billing", true},
 			{"another base is another target's, whatever the branch", pr(4, "kedge/prod/billing", "staging", "open", state("billing", "acme/platform", "staging")), main, "", false},
