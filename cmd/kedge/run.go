@@ -35,7 +35,7 @@ func newRunCommand() *cobra.Command {
 	keys := commonFlags(cmd, &configFile)
 	cmd.Flags().BoolVar(&once, "once", false, "run one full cycle and exit")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "push nothing and change nothing on GitHub; print the pull requests instead")
-	cmd.Flags().BoolVar(&force, "force", false, "with --once: run even while another kedge holds the Lease")
+	cmd.Flags().BoolVar(&force, "force", false, "with --once: take the Lease over from a holder that no longer renews it (a kedge that died) instead of refusing; a holder that renews it still refuses")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg, err := config.Load(configFile, cmd.Flags(), keys)
 		if err != nil {
@@ -68,7 +68,9 @@ type onceOptions struct{ dryRun, force bool }
 
 // runOnce runs one cycle. Unless it writes nothing (--dry-run), it takes
 // the service's Lease first when it reads the live cluster, so that it is
-// never a second writer beside a running kedge.
+// never a second writer beside a running kedge; with --force it takes the
+// Lease over from a holder that stopped renewing it, and still refuses
+// while the holder is alive.
 func runOnce(cmd *cobra.Command, cfg *config.Config, opts onceOptions, log *slog.Logger) error {
 	ctx := cmd.Context()
 	source := func(ctx context.Context) (*objects.Set, error) { return readCluster(ctx, cfg) }
@@ -92,13 +94,12 @@ func runOnce(cmd *cobra.Command, cfg *config.Config, opts onceOptions, log *slog
 	if err != nil {
 		return err
 	}
-	err = service.WithLease(ctx, *election, cycle)
-	var held *service.LeaseHeldError
-	if errors.As(err, &held) && opts.force {
-		log.Warn("running beside the holder of the Lease (--force): two writers until this cycle ends", "lease", held.Namespace+"/"+held.Name, "holder", held.Holder)
-		return cycle(ctx)
+	if !opts.force {
+		return service.WithLease(ctx, *election, cycle)
 	}
-	return err
+	log.Info("--force: taking the Lease over unless its holder renews it meanwhile", "lease", election.Namespace+"/"+election.Name,
+		"within", service.DefaultLeaseDuration.String())
+	return service.SeizeLease(ctx, *election, cycle)
 }
 
 // newElection configures the Lease from server.leaseNamespace and

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 
 	"github.com/kedge-io/kedge/internal/cluster"
 )
@@ -183,11 +185,18 @@ func Identity() (string, error) {
 // LeaseHeldError says another process holds the Lease.
 type LeaseHeldError struct {
 	Namespace, Name, Holder string
+	// Alive is set when the holder was seen renewing the Lease: it is
+	// running, and the Lease is not taken over from it.
+	Alive bool
 }
 
 func (e *LeaseHeldError) Error() string {
+	if e.Alive {
+		return fmt.Sprintf("the Lease %s/%s is held by %s, which keeps renewing it: another kedge is running against this cluster; "+
+			"stop it (or wait for it to release the Lease) first", e.Namespace, e.Name, e.Holder)
+	}
 	return fmt.Sprintf("the Lease %s/%s is held by %s: another kedge is running against this cluster; "+
-		"stop it (or wait for it to release the Lease), or pass --force to run beside it", e.Namespace, e.Name, e.Holder)
+		"stop it (or wait for it to release the Lease), or pass --force to take the Lease over if that kedge is gone", e.Namespace, e.Name, e.Holder)
 }
 
 // WithLease runs fn while holding the Lease, so that a one-off cycle is
@@ -195,6 +204,21 @@ func (e *LeaseHeldError) Error() string {
 // When another process holds the Lease, fn does not run and the error is a
 // *LeaseHeldError naming the holder.
 func WithLease(ctx context.Context, e Election, fn func(context.Context) error) error {
+	return withLease(ctx, e, false, fn)
+}
+
+// SeizeLease is WithLease for a Lease whose holder may be gone (a kedge
+// killed without releasing it): rather than refusing at once, it watches
+// the Lease for up to its duration. A holder that renews it meanwhile is
+// alive, and fn does not run (*LeaseHeldError with Alive set); one that
+// does not has stopped, and the Lease is taken over as client-go's
+// election takes an expired Lease, and released after fn. Liveness is
+// judged from renewals seen, never from the holder's clock.
+func SeizeLease(ctx context.Context, e Election, fn func(context.Context) error) error {
+	return withLease(ctx, e, true, fn)
+}
+
+func withLease(ctx context.Context, e Election, seize bool, fn func(context.Context) error) error {
 	e = e.withDefaults()
 	if err := e.validate(); err != nil {
 		return err
@@ -224,12 +248,53 @@ func WithLease(ctx context.Context, e Election, fn func(context.Context) error) 
 	}()
 	// Cancelling releases the Lease if it was taken; wait for that.
 	defer func() { stop(); <-ended }()
-	select {
-	case leading := <-lead:
-		return fn(leading)
-	case holder := <-other:
-		return &LeaseHeldError{Namespace: e.Namespace, Name: e.Name, Holder: holder}
-	case <-ended:
-		return ctx.Err()
+	var renewed <-chan string
+	for {
+		select {
+		case leading := <-lead:
+			return fn(leading)
+		case holder := <-other:
+			if !seize {
+				return &LeaseHeldError{Namespace: e.Namespace, Name: e.Name, Holder: holder}
+			}
+			if renewed == nil {
+				renewed = watchRenewals(electorCtx, client, e)
+			}
+		case holder := <-renewed:
+			return &LeaseHeldError{Namespace: e.Namespace, Name: e.Name, Holder: holder, Alive: true}
+		case <-ended:
+			return ctx.Err()
+		}
 	}
+}
+
+// watchRenewals reads the Lease every retry period and sends its holder
+// once it sees the Lease renewed (its renew time or holder changed), which
+// only a running process does.
+func watchRenewals(ctx context.Context, client kubernetes.Interface, e Election) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		var first *coordinationv1.LeaseSpec
+		ticker := time.NewTicker(e.RetryPeriod)
+		defer ticker.Stop()
+		for {
+			lease, err := client.CoordinationV1().Leases(e.Namespace).Get(ctx, e.Name, metav1.GetOptions{})
+			if err == nil {
+				spec := lease.Spec
+				if first == nil {
+					first = &spec
+				} else if holder := ptr.Deref(spec.HolderIdentity, ""); holder != "" && holder != e.Identity &&
+					(holder != ptr.Deref(first.HolderIdentity, "") || !spec.RenewTime.Equal(first.RenewTime)) {
+					out <- holder
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return out
 }

@@ -270,7 +270,8 @@ func writeRunConfig(t *testing.T, w *world, extra map[string]any) string {
 }
 
 // `kedge run --once` beside a running service is not a second writer: it
-// is refused naming the Lease's holder, unless --force or --dry-run.
+// is refused naming the Lease's holder, with --force too (the holder keeps
+// renewing the Lease: it is alive), unless --dry-run.
 func TestRunOnceBesideALeader(t *testing.T) {
 	admin := controlPlane(t)
 	bin := buildKedge(t)
@@ -295,7 +296,7 @@ func TestRunOnceBesideALeader(t *testing.T) {
 		want     string
 	}{
 		{name: "refused", wantCode: 1, want: "the Lease kedge/kedge is held by replica-a"},
-		{name: "--force runs beside it", flags: []string{"--force"}, wantCode: 0, want: "drifted workloads"},
+		{name: "--force refuses while the holder renews the Lease", flags: []string{"--force"}, wantCode: 1, want: "is held by replica-a, which keeps renewing it"},
 		{name: "--dry-run writes nothing and needs no Lease", flags: []string{"--dry-run"}, wantCode: 0, want: "drifted workloads"},
 	}
 	for _, tc := range cases {
