@@ -62,7 +62,7 @@ func (r *Reconciler) gather(set *objects.Set, res *plan.Result, cs checkouts, ed
 
 // gatherCheckout is gather for one checkout that opened and listed. Of
 // the repository's pull requests it takes those the checkout's targets
-// own (see owner), and picks each namespace's branch (see branchOf).
+// own (see ownerOn), and picks each namespace's branch (see branchOn).
 func (r *Reconciler) gatherCheckout(set *objects.Set, res *plan.Result, c *checkout, edits edit.Set, l listing, issue *forge.Issue) []target {
 	planned := workloadsByNamespace(res.Plan)
 	works := map[string]*work{}

@@ -53,6 +53,13 @@ const (
 
 func newBranchWorld(t *testing.T, workloads ...appliedFrom) *branchWorld {
 	t.Helper()
+	return newBranchWorldOn(t, "main", workloads...)
+}
+
+// newBranchWorldOn is newBranchWorld with defaultBranch as GitHub names the
+// repository's default branch; a master branch exists beside main.
+func newBranchWorldOn(t *testing.T, defaultBranch string, workloads ...appliedFrom) *branchWorld {
+	t.Helper()
 	w := &branchWorld{git: gitserver.New(t)}
 	files := map[string]string{"README.md": "platform\n"}
 	for _, a := range workloads {
@@ -63,9 +70,10 @@ func newBranchWorld(t *testing.T, workloads ...appliedFrom) *branchWorld {
 	// staging is main and one commit of its own, so that a commit built on
 	// one is never based on the other.
 	w.git.CommitAs(t, platform, "staging", gitserver.PlatformTeam, gitserver.PlatformTeam, map[string]string{"STAGING.md": "staging\n"}, "staging")
+	w.git.CommitAs(t, platform, "master", gitserver.PlatformTeam, gitserver.PlatformTeam, map[string]string{"MASTER.md": "master\n"}, "master")
 	w.git.SetTokenCheck(func(token string) bool { return token == worldToken })
 	w.hub = ghemu.NewHub(t, ghemu.HubOptions{Tokens: map[string]string{worldToken: "kedge-bot"}})
-	w.hub.AddRepo(ghemu.Options{Owner: "acme", Repo: "platform", Branches: ghemu.GitBranches(w.git.RepoPath(platform))})
+	w.hub.AddRepo(ghemu.Options{Owner: "acme", Repo: "platform", DefaultBranch: defaultBranch, Branches: ghemu.GitBranches(w.git.RepoPath(platform))})
 	w.set = branchCluster(w.git.RepoURL(platform), workloads)
 
 	cfg, err := config.Load("", nil, nil)
@@ -187,7 +195,7 @@ func (w *branchWorld) basedOn(t *testing.T, pr *github.PullRequest) {
 	require.NotEmpty(t, log, head)
 	require.Len(t, log[0].Parents, 1, head)
 	assert.Equal(t, w.git.BranchTip(t, platform, base), log[0].Parents[0], "%s is built on the tip of %s", head, base)
-	for _, other := range []string{"main", "staging"} {
+	for _, other := range []string{"main", "staging", "master"} {
 		if other != base {
 			assert.False(t, w.git.IsAncestor(platform, w.git.BranchTip(t, platform, other), w.git.BranchTip(t, platform, head)) &&
 				!w.git.IsAncestor(platform, w.git.BranchTip(t, platform, other), w.git.BranchTip(t, platform, base)),
@@ -325,4 +333,48 @@ func TestPROpenedUnderAnEarlierNameIsCarriedOn(t *testing.T) {
 	c := w.cycle(t, svc)
 	assert.Zero(t, c.pushes)
 	assert.Zero(t, c.mutating)
+}
+
+// A Flux GitRepository without a ref follows the branch named master:
+// where master is the default branch, it and an Application on HEAD are
+// one target; where it is not, master is a base of its own, with its own
+// PR branch name.
+func TestFluxWithoutARefFollowsMaster(t *testing.T) {
+	workloads := []appliedFrom{
+		{namespace: "shop", name: "web", path: "apps/shop", revision: "HEAD"},
+		{namespace: "cart", name: "api", path: "apps/cart", flux: true},
+	}
+	t.Run("master is the default branch", func(t *testing.T) {
+		w := newBranchWorldOn(t, "master", workloads...)
+		svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
+		require.NoError(t, err)
+		first := w.cycle(t, svc)
+		assert.Equal(t, 1, first.pushes)
+		heads := map[string]string{}
+		for _, pr := range w.hub.Repo(platform).PRs() {
+			heads[pr.GetHead().GetRef()] = pr.GetBase().GetRef()
+			w.basedOn(t, pr)
+		}
+		assert.Equal(t, map[string]string{"kedge/prod/shop": "master", "kedge/prod/cart": "master"}, heads)
+		c := w.cycle(t, svc)
+		assert.Zero(t, c.pushes)
+		assert.Zero(t, c.mutating)
+	})
+	t.Run("main is the default branch", func(t *testing.T) {
+		w := newBranchWorld(t, workloads...)
+		svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
+		require.NoError(t, err)
+		first := w.cycle(t, svc)
+		assert.Equal(t, 2, first.pushes, "main and master are two repository branches")
+		heads := map[string]string{}
+		for _, pr := range w.hub.Repo(platform).PRs() {
+			heads[pr.GetHead().GetRef()] = pr.GetBase().GetRef()
+			w.basedOn(t, pr)
+		}
+		assert.Equal(t, map[string]string{"kedge/prod/shop": "main", "kedge/prod/cart@master": "master"}, heads)
+		c := w.cycle(t, svc)
+		assert.Zero(t, c.pushes)
+		assert.Zero(t, c.mutating)
+		assert.Empty(t, w.closedByKedge())
+	})
 }
