@@ -12,8 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,9 +31,48 @@ var reconcilerMemory = map[string]bool{"last": true, "prepared": true, "renders"
 // map or slice it did not allocate), never into what an earlier stage
 // returned or a caller passed, and the Reconciler only into its memory
 // between cycles. It also holds that decisions are made in decide.go alone:
-// no other file builds a decision or assigns a field of one.
+// no other file builds a decision, assigns a field of one or puts another
+// in its place, so nothing changes what decide returned.
 func TestStagesWriteOnlyWhatTheyMake(t *testing.T) {
-	fset, files, info := typeCheckPackage(t)
+	fset, files, info := typeCheckPackage(t, nil)
+	require.Empty(t, writesIntoOthers(fset, files, info))
+}
+
+// TestWritesIntoDecisionsAreCaught holds the check above to what it says:
+// each way of changing a decision after decide returned it, written in a
+// file of the package beside decide.go, is reported.
+func TestWritesIntoDecisionsAreCaught(t *testing.T) {
+	tests := []struct {
+		name, body, want string
+	}{
+		{"a field of the decision apply is handed", "d.action = ActNone", "assigns a decision's d.action outside decide.go"},
+		{"another decision in its place", "d = ds[1]", "replaces the decision d outside decide.go"},
+		{"a decision built outside decide", "ds[0] = decision{action: ActClose}", "builds a decision outside decide.go"},
+		{"an element of what decide returned", "ds[0] = d", "writes ds[0]: through a parameter"},
+		{"a field through a pointer", "p := &ds[0]\n\tp.action = ActOpen", "assigns a decision's p.action outside decide.go"},
+		{"the PR a decision names", "d.pr.Title = \"\"", "writes d.pr.Title: through a parameter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "package reconcile\n\nfunc overrule(d decision, ds []decision) {\n\t" + tt.body + "\n\t_, _ = d, ds\n}\n"
+			fset, files, info := typeCheckPackage(t, map[string]string{"overrule.go": src})
+			problems := writesIntoOthers(fset, files, info)
+			require.NotEmpty(t, problems)
+			var inFile []string
+			for _, p := range problems {
+				if strings.HasPrefix(p, "overrule.go:") {
+					inFile = append(inFile, p)
+				}
+			}
+			require.Len(t, inFile, len(problems), "only the added file is at fault")
+			assert.Contains(t, strings.Join(inFile, "\n"), tt.want)
+		})
+	}
+}
+
+// writesIntoOthers lists, one line each, every write in files that breaks
+// the rules TestStagesWriteOnlyWhatTheyMake states.
+func writesIntoOthers(fset *token.FileSet, files []*ast.File, info *types.Info) []string {
 	var problems []string
 	for _, f := range files {
 		name := filepath.Base(fset.Position(f.Pos()).Filename)
@@ -41,7 +82,10 @@ func TestStagesWriteOnlyWhatTheyMake(t *testing.T) {
 				continue
 			}
 			allocated := allocatedLocals(fn, info)
-			check := func(lhs ast.Expr) {
+			check := func(lhs ast.Expr, declares bool) {
+				if name != "decide.go" && !declares && isDecision(deref(info.TypeOf(lhs))) {
+					problems = append(problems, fset.Position(lhs.Pos()).String()+": "+fn.Name.Name+" replaces the decision "+types.ExprString(lhs)+" outside decide.go")
+				}
 				if _, plain := lhs.(*ast.Ident); plain {
 					return
 				}
@@ -56,24 +100,24 @@ func TestStagesWriteOnlyWhatTheyMake(t *testing.T) {
 				switch n := n.(type) {
 				case *ast.AssignStmt:
 					for _, lhs := range n.Lhs {
-						check(lhs)
+						check(lhs, n.Tok == token.DEFINE)
 					}
 				case *ast.IncDecStmt:
-					check(n.X)
+					check(n.X, false)
 				case *ast.CompositeLit:
 					if name != "decide.go" && isDecision(info.TypeOf(n)) {
 						problems = append(problems, fset.Position(n.Pos()).String()+": "+fn.Name.Name+" builds a decision outside decide.go")
 					}
 				case *ast.CallExpr:
 					if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "delete" && len(n.Args) > 0 {
-						check(&ast.IndexExpr{X: n.Args[0], Index: n.Args[1]})
+						check(&ast.IndexExpr{X: n.Args[0], Index: n.Args[1]}, false)
 					}
 				}
 				return true
 			})
 		}
 	}
-	require.Empty(t, problems)
+	return problems
 }
 
 // foreignWrite says why writing lhs in fn writes into a value fn did not
@@ -252,30 +296,23 @@ func isDecision(t types.Type) bool {
 // isDecisionField tells whether lhs is a field of a decision.
 func isDecisionField(lhs ast.Expr, info *types.Info) bool {
 	sel, ok := lhs.(*ast.SelectorExpr)
-	if !ok {
-		return false
-	}
-	t := info.TypeOf(sel.X)
+	return ok && isDecision(deref(info.TypeOf(sel.X)))
+}
+
+func deref(t types.Type) types.Type {
 	if p, ok := t.(*types.Pointer); ok {
-		t = p.Elem()
+		return p.Elem()
 	}
-	return isDecision(t)
+	return t
 }
 
 // typeCheckPackage parses the package's own files (tests left out) and
-// type-checks them against the export data the go command built for
-// their imports.
-func typeCheckPackage(t *testing.T) (*token.FileSet, []*ast.File, *types.Info) {
+// the extra ones given by name and source, and type-checks them against
+// the export data the go command built for their imports.
+func typeCheckPackage(t *testing.T, extra map[string]string) (*token.FileSet, []*ast.File, *types.Info) {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Export", ".").Output()
+	exports, err := exportData()
 	require.NoError(t, err, "go list -export")
-	exports := map[string]string{}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	for dec.More() {
-		var p struct{ ImportPath, Export string }
-		require.NoError(t, dec.Decode(&p))
-		exports[p.ImportPath] = p.Export
-	}
 	fset := token.NewFileSet()
 	names, err := filepath.Glob("*.go")
 	require.NoError(t, err)
@@ -288,6 +325,11 @@ func typeCheckPackage(t *testing.T) (*token.FileSet, []*ast.File, *types.Info) {
 		require.NoError(t, err)
 		files = append(files, f)
 	}
+	for name, src := range extra {
+		f, err := parser.ParseFile(fset, name, src, 0)
+		require.NoError(t, err)
+		files = append(files, f)
+	}
 	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
 		return os.Open(exports[path])
 	})
@@ -296,3 +338,22 @@ func typeCheckPackage(t *testing.T) (*token.FileSet, []*ast.File, *types.Info) {
 	require.NoError(t, err)
 	return fset, files, info
 }
+
+// exportData maps each import of the package to the export data the go
+// command built for it; asked once, as every type-check reads the same.
+var exportData = sync.OnceValues(func() (map[string]string, error) {
+	out, err := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Export", ".").Output()
+	if err != nil {
+		return nil, err
+	}
+	exports := map[string]string{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct{ ImportPath, Export string }
+		if err := dec.Decode(&p); err != nil {
+			return nil, err
+		}
+		exports[p.ImportPath] = p.Export
+	}
+	return exports, nil
+})
