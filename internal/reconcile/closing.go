@@ -28,11 +28,14 @@ type closing struct {
 // this cycle, the plan and its refusals, and the drift settings.
 type closingFacts struct {
 	namespace string
-	targets   []prstate.Target
-	set       *objects.Set
-	plan      drift.Plan
-	refused   []restart.Refusal
-	opts      drift.Options
+	// repository is the checkout the PR's target edits, as the plan
+	// names it ("owner/name@branch").
+	repository string
+	targets    []prstate.Target
+	set        *objects.Set
+	plan       drift.Plan
+	refused    []restart.Refusal
+	opts       drift.Options
 }
 
 // explainClosing tells, target by target, why a PR has nothing left to do.
@@ -136,6 +139,9 @@ func (f closingFacts) relabelFate() (prstate.Fate, string) {
 func (f closingFacts) noEditDetail(w drift.Workload) string {
 	if w.Manifest.Status != drift.ManifestFound {
 		return manifestDetail(w.Manifest)
+	}
+	if w.Manifest.Repository != "" && w.Manifest.Repository != f.repository {
+		return "applied from " + w.Manifest.Repository + " now, where kedge proposes its restart"
 	}
 	for _, r := range f.refused {
 		for _, id := range r.Workloads {

@@ -235,7 +235,8 @@ func (r *Reconciler) missingLabels(pr forge.PR) []string {
 // closingOf works out why the namespace's PR closes, from the targets its
 // body recorded and what the cycle read.
 func (r *Reconciler) closingOf(t rendered, d decision, in read) closing {
-	f := closingFacts{namespace: t.name, set: in.set, plan: in.res.Plan, opts: r.settings.Plan.Drift, refused: in.res.Edits.Refused}
+	f := closingFacts{namespace: t.name, repository: plan.RepositoryFor(t.checkout.target, "", nil).Label(), set: in.set, plan: in.res.Plan,
+		opts: r.settings.Plan.Drift, refused: in.res.Edits.Refused}
 	if s, ok := prstate.ParseState(d.pr.Body); ok {
 		f.targets = s.Targets
 	}
