@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"time"
 
@@ -77,9 +78,10 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, re
 	for _, w := range res.Plan.Workloads {
 		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], w)
 	}
+	rows := workloadsByRow(rs, byNamespace)
 	for i, t := range rs {
 		o := outcomes[i]
-		if len(byNamespace[t.name]) == 0 && o.State == "" {
+		if len(rows[i]) == 0 && o.State == "" {
 			continue
 		}
 		state, detail := namespaceState(t, o), o.Detail
@@ -87,8 +89,10 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, re
 			state, detail = prstate.PROtherRepository, "applied from "+foreign[t.name]
 		}
 		data.Namespaces = append(data.Namespaces, dashboard.NamespaceStatus{
-			Namespace: t.name, State: state, PRNumber: o.PR, PRURL: o.PRURL, Workloads: byNamespace[t.name], Detail: detail,
+			Namespace: t.name, State: state, PRNumber: o.PR, PRURL: o.PRURL, Workloads: rows[i], Detail: detail,
 		})
+	}
+	for _, t := range rs {
 		delete(byNamespace, t.name)
 	}
 	// Drifted namespaces kedge has nothing to commit for (every manifest
@@ -100,7 +104,7 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, re
 		}
 		data.Namespaces = append(data.Namespaces, dashboard.NamespaceStatus{Namespace: ns, State: state, Workloads: ws, Detail: detail})
 	}
-	sort.Slice(data.Namespaces, func(i, j int) bool { return data.Namespaces[i].Namespace < data.Namespaces[j].Namespace })
+	sort.SliceStable(data.Namespaces, func(i, j int) bool { return data.Namespaces[i].Namespace < data.Namespaces[j].Namespace })
 
 	stable, err := r.stableDashboard(data)
 	if err != nil {
@@ -134,6 +138,42 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, re
 		state = &open
 	}
 	return r.deps.Forge.UpdateIssue(ctx, issue.Number, &title, &body, state)
+}
+
+// workloadsByRow shares each namespace's drifted workloads among its rows,
+// one per target that has the namespace, in rs's order. A namespace with
+// one row shows them all there. One applied from several branches of a
+// repository shows each workload on the row of the branch it is applied
+// from, and those applied from none of them on its first row with work (or
+// its first row), so that no row claims another branch's workload.
+func workloadsByRow(rs []rendered, byNamespace map[string][]drift.Workload) [][]drift.Workload {
+	out := make([][]drift.Workload, len(rs))
+	rowsOf := map[string][]int{}
+	for i, t := range rs {
+		rowsOf[t.name] = append(rowsOf[t.name], i)
+	}
+	for ns, rows := range rowsOf {
+		if len(rows) == 1 {
+			out[rows[0]] = byNamespace[ns]
+			continue
+		}
+		rest := rows[0]
+		byLabel := map[string]int{}
+		for _, i := range slices.Backward(rows) {
+			if rs[i].work != nil {
+				rest = i
+			}
+			byLabel[plan.RepositoryFor(rs[i].checkout.target, "", nil).Label()] = i
+		}
+		for _, w := range byNamespace[ns] {
+			i, ok := byLabel[w.Manifest.Repository]
+			if !ok {
+				i = rest
+			}
+			out[i] = append(out[i], w)
+		}
+	}
+	return out
 }
 
 func namespaceState(t rendered, o Outcome) prstate.PRState {

@@ -2,6 +2,8 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -276,6 +278,10 @@ func TestTwoBranchesOfOneRepositoryForOneNamespace(t *testing.T) {
 	assert.Contains(t, w.git.ReadFile(t, platform, staging.GetHead().GetRef(), "apps/billing-canary/canary.yaml"), "kedge.io/restartedAt")
 	assert.NotContains(t, w.git.ReadFile(t, platform, staging.GetHead().GetRef(), "apps/billing/api.yaml"), "kedge.io/restartedAt")
 	assert.Equal(t, "main", byHead["kedge/prod/shop"].GetBase().GetRef())
+	assert.ElementsMatch(t, []string{
+		fmt.Sprintf("| billing | 1 | 1 of 1 | 1-25-0 | [#%d]", main.GetNumber()),
+		fmt.Sprintf("| billing | 1 | 1 of 1 | 1-25-0 | [#%d]", staging.GetNumber()),
+	}, w.dashboardRows(t, "billing"), "each branch's row shows its own workload")
 
 	c := w.cycle(t, svc)
 	assert.Zero(t, c.pushes)
@@ -377,4 +383,88 @@ func TestFluxWithoutARefFollowsMaster(t *testing.T) {
 		assert.Zero(t, c.mutating)
 		assert.Empty(t, w.closedByKedge())
 	})
+}
+
+// A workload whose Application moves from main to staging: its PR against
+// main is closed by main's own target, with a comment that names where the
+// workload is applied from now, and staging's target opens one of its own
+// against staging.
+func TestWorkloadMovedToAnotherBranch(t *testing.T) {
+	w := newBranchWorld(t,
+		appliedFrom{namespace: "billing", name: "canary", path: "apps/billing-canary", revision: "main"},
+		appliedFrom{namespace: "shop", name: "web", path: "apps/shop", revision: "HEAD"},
+	)
+	svc, err := assemble.New(context.Background(), w.cfg, w.source, assemble.Options{})
+	require.NoError(t, err)
+	w.cycle(t, svc)
+	onMain := w.openPR(t, "kedge/prod/billing")
+	assert.Equal(t, "main", onMain.GetBase().GetRef())
+
+	w.follow("canary", "staging")
+	w.cycle(t, svc)
+	closed, ok := w.hub.Repo(platform).PR(onMain.GetNumber())
+	require.True(t, ok)
+	assert.Equal(t, "closed", closed.GetState())
+	var said []string
+	for _, c := range w.hub.Repo(platform).Comments(onMain.GetNumber()) {
+		said = append(said, c.GetBody())
+	}
+	require.Len(t, said, 1)
+	assert.Contains(t, said[0], "applied from acme/platform@&#8203;staging now, where kedge proposes its restart")
+	assert.NotContains(t, said[0], "the base branch already carries its restart")
+	onStaging := w.openPR(t, "kedge/prod/billing@staging")
+	assert.Equal(t, "staging", onStaging.GetBase().GetRef())
+	w.basedOn(t, onStaging)
+	assert.Equal(t, "open", w.openPR(t, "kedge/prod/shop").GetState(), "the other namespace's PR is left alone")
+
+	assert.Equal(t, []string{fmt.Sprintf("| billing | 1 | 1 of 1 | 1-25-0 | [#%d]", onStaging.GetNumber())}, w.dashboardRows(t, "billing"),
+		"the dashboard has one row for billing, staging's")
+
+	quiet := w.cycle(t, svc)
+	assert.Zero(t, quiet.pushes)
+	assert.Zero(t, quiet.mutating)
+}
+
+// dashboardRows are the dashboard's rows of namespace, each up to its PR
+// link.
+func (w *branchWorld) dashboardRows(t *testing.T, namespace string) []string {
+	t.Helper()
+	issues := w.hub.Repo(platform).Issues()
+	require.Len(t, issues, 1)
+	var out []string
+	for _, line := range strings.Split(issues[0].GetBody(), "\n") {
+		if strings.HasPrefix(line, "| "+namespace+" |") {
+			if i := strings.Index(line, "]("); i >= 0 {
+				line = line[:i+1]
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// follow points the Application of the Deployment name at revision.
+func (w *branchWorld) follow(name, revision string) {
+	apps := slices.Clone(w.set.Applications)
+	for i := range apps {
+		if apps[i].Name == name {
+			source := *apps[i].Spec.Source
+			source.TargetRevision = revision
+			apps[i].Spec.Source = &source
+		}
+	}
+	w.set.Applications = apps
+}
+
+// openPR is the one open PR from head.
+func (w *branchWorld) openPR(t *testing.T, head string) *github.PullRequest {
+	t.Helper()
+	var open []*github.PullRequest
+	for _, pr := range w.hub.Repo(platform).PRs() {
+		if pr.GetHead().GetRef() == head && pr.GetState() == "open" {
+			open = append(open, pr)
+		}
+	}
+	require.Len(t, open, 1, "open PRs from %s", head)
+	return open[0]
 }
