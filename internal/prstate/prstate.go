@@ -5,6 +5,8 @@
 // reconciler decides with it and the renderer shows it; it does no I/O.
 package prstate
 
+import "strings"
+
 // PRState is where a namespace's pull request stands.
 type PRState string
 
@@ -43,3 +45,23 @@ const (
 	// manifest is no longer found, is refused, or comes from elsewhere.
 	FateNotEditable Fate = "not-editable"
 )
+
+// closedOpen starts the hidden line kedge adds after the state block of a
+// PR it closes unmerged, with the same request that closes it. A closed PR
+// says nothing of who closed it (that is in its timeline, one more request
+// away), and kedge must not take its own close for a person's refusal when
+// the same targets come back.
+const closedOpen = "<!-- kedge:closed "
+
+// ClosedBody is body as kedge leaves it when it closes the PR unmerged
+// for the reason its comment of kind gives.
+func ClosedBody(body, kind string) string {
+	return strings.TrimRight(body, "\n") + "\n\n" + closedOpen + kind + " -->\n"
+}
+
+// ClosedByKedge reports whether body is that of a PR kedge closed: its
+// closed line follows the last state block.
+func ClosedByKedge(body string) bool {
+	closed := strings.LastIndex(body, closedOpen)
+	return closed >= 0 && closed > strings.LastIndex(body, stateOpen)
+}

@@ -63,3 +63,22 @@ func TestParseStateTakesTheLastBlock(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "shop", s.Namespace)
 }
+
+func TestClosedByKedge(t *testing.T) {
+	block := NewState("c", "shop", nil).Block()
+	tests := []struct {
+		name, body string
+		want       bool
+	}{
+		{"a PR kedge closed", ClosedBody("why\n"+block+"\n", "closed-resolved"), true},
+		{"a PR a person closed", "why\n" + block, false},
+		{"a closed line quoted above the state block", "<!-- kedge:closed closed-resolved -->\n" + block, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, ClosedByKedge(tt.body))
+		})
+	}
+	_, ok := ParseState(ClosedBody(block, "closed-resolved"))
+	assert.True(t, ok, "the state block still reads back")
+}

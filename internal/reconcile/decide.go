@@ -151,7 +151,9 @@ func policy(f namespaceFacts) decision {
 		d.action = ActEdited
 	case f.work != nil && d.pr != nil:
 		d.action = ActUpdate
-	case f.work != nil && lastClosed != nil && sameTarget(lastClosed, f.work.state):
+	case f.work != nil && lastClosed != nil && sameTarget(lastClosed, f.work.state) && (lastClosed.Merged || !prstate.ClosedByKedge(lastClosed.Body)):
+		// A PR a person closed unmerged is their answer for these targets;
+		// one kedge closed was closed for a reason that no longer holds.
 		d.pr = lastClosed
 		d.action = ActClosedIgnored
 		if lastClosed.Merged {

@@ -40,6 +40,8 @@ func TestDecide(t *testing.T) {
 		{"open PR edited by a person is left alone", namespaceFacts{work: w, prs: []forge.PR{pr(3, "open", target)}, branchExists: true, edited: true}, ActEdited, 3, 0, 0},
 		{"drift gone closes the open PR", namespaceFacts{prs: []forge.PR{pr(3, "open", target)}}, ActClose, 3, 0, 0},
 		{"closed unmerged for the same target stays closed", namespaceFacts{work: w, prs: []forge.PR{pr(3, "closed", target)}}, ActClosedIgnored, 3, 0, 0},
+		{"closed unmerged by kedge for the same target: it comes back, a new PR opens",
+			namespaceFacts{work: w, prs: []forge.PR{{Number: 3, State: "closed", Body: prstate.ClosedBody(pr(3, "open", target).Body, "closed-not-editable")}}}, ActOpen, 0, 0, 0},
 		{"closed unmerged for an old target: a new target opens a new PR", namespaceFacts{work: w, prs: []forge.PR{pr(3, "closed", oldTarget)}}, ActOpen, 0, 0, 0},
 		{"closed PR with a hand-edited state block counts as another target", namespaceFacts{work: w, prs: []forge.PR{{Number: 3, State: "closed", Body: "<!-- kedge:state {\"hash\":\"x\"} -->"}}}, ActOpen, 0, 0, 0},
 		{"merged for the same target is followed", namespaceFacts{work: w, prs: []forge.PR{mergedPR(3, target)}}, ActMerged, 3, 0, 0},

@@ -259,15 +259,16 @@ func (r *Reconciler) sayTakenOver(ctx context.Context, t rendered, d decision, o
 	return r.commentBodyOnce(ctx, t.checkout.forge, old.Number, dashboard.CommentSuperseded, body)
 }
 
-// closeWith comments (once) and closes a PR. The comment goes first: a
+// closeWith comments (once) and closes a PR, its body marked as closed by
+// kedge (prstate.ClosedBody). The comment goes first: a
 // cycle dying in between leaves an open PR the next cycle closes, rather
 // than a closed PR nobody was told about.
 func (r *Reconciler) closeWith(ctx context.Context, gh *forge.Client, pr forge.PR, kind, body string) error {
 	if err := r.commentBodyOnce(ctx, gh, pr.Number, kind, body); err != nil {
 		return err
 	}
-	closed := "closed"
-	return gh.UpdatePR(ctx, pr.Number, nil, nil, &closed)
+	closed, marked := "closed", prstate.ClosedBody(pr.Body, kind)
+	return gh.UpdatePR(ctx, pr.Number, nil, &marked, &closed)
 }
 
 func (r *Reconciler) commentOnce(ctx context.Context, gh *forge.Client, number int, kind string, data dashboard.CommentData) error {

@@ -388,7 +388,8 @@ func TestFluxWithoutARefFollowsMaster(t *testing.T) {
 // A workload whose Application moves from main to staging: its PR against
 // main is closed by main's own target, with a comment that names where the
 // workload is applied from now, and staging's target opens one of its own
-// against staging.
+// against staging. Moved back, main's target opens a PR again: the one it
+// closed was not a person's answer.
 func TestWorkloadMovedToAnotherBranch(t *testing.T) {
 	w := newBranchWorld(t,
 		appliedFrom{namespace: "billing", name: "canary", path: "apps/billing-canary", revision: "main"},
@@ -423,6 +424,18 @@ func TestWorkloadMovedToAnotherBranch(t *testing.T) {
 	quiet := w.cycle(t, svc)
 	assert.Zero(t, quiet.pushes)
 	assert.Zero(t, quiet.mutating)
+
+	// Back to main: kedge closed main's PR itself, so it is not a person's
+	// refusal; main's target opens a new PR rather than ignore the drift.
+	w.follow("canary", "main")
+	back := w.cycle(t, svc)
+	for _, o := range back.report.Outcomes {
+		assert.NotEqual(t, reconcile.ActClosedIgnored, o.Action, "%s on %s", o.Namespace, o.Repo)
+	}
+	reopened := w.openPR(t, "kedge/prod/billing")
+	assert.NotEqual(t, onMain.GetNumber(), reopened.GetNumber())
+	assert.Equal(t, "main", reopened.GetBase().GetRef())
+	w.basedOn(t, reopened)
 }
 
 // dashboardRows are the dashboard's rows of namespace, each up to its PR
