@@ -461,6 +461,36 @@ var cases = []struct {
 	{"to-ambient", toAmbient},
 	{"delivered", delivered},
 	{"back-to-sidecars", backToSidecars},
+	{"helm-fallback", helmFallback},
+}
+
+// helmFallback is a release whose team asked for chart values
+// (helm.prefer: values), restarted through its post-renderer instead
+// because the cluster lacks the chart's HelmRepository: the change says
+// why.
+func helmFallback() fixture {
+	m := found("apps/podinfo/release.yaml", drift.EditHelmPostRenderer)
+	m.Detail = "HelmRelease podinfo/podinfo"
+	m.Fallback = "not chart values: the cluster has no HelmRepository flux-system/charts"
+	ws := []drift.Workload{
+		workload("podinfo", "Deployment", "podinfo", []drift.Reason{drift.ReasonRevision}, 2, 2,
+			[]string{"1-23-2"}, []string{img1232}, "1-24-0", img1240, m, ago(2*24*time.Hour)),
+	}
+	pr := prFor("podinfo", ws, map[string]int{"1.23.2": 2})
+	pr.Applier = "Flux HelmRelease podinfo/podinfo"
+	return fixture{
+		pr: pr,
+		dashboard: ClusterDashboard{
+			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
+			Namespaces: []NamespaceStatus{{Namespace: "podinfo", State: prstate.PROpen, PRNumber: 4, PRURL: pullURL(4), Workloads: ws}},
+			LastCycle:  now, LastCycleDuration: 1500 * time.Millisecond,
+		},
+		comments: commentsFor(pr, ws),
+		plan: PlanView{
+			Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now,
+			ProxyVersions: map[string]map[string]int{"podinfo": pr.ProxyVersions},
+		},
+	}
 }
 
 // delivered is a namespace whose pods other controllers run: a Flagger
