@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kedge-io/kedge/internal/ambient"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/prstate"
 	"github.com/kedge-io/kedge/internal/waves"
@@ -416,7 +417,17 @@ func toAmbient() fixture {
 		dashboard: ClusterDashboard{
 			Cluster: "prod-eu-1", Mesh: mesh(), RepoWebURL: repo, BaseBranch: "main",
 			Namespaces: []NamespaceStatus{{Namespace: "web", State: prstate.PROpen, PRNumber: 3, PRURL: pullURL(3), Workloads: ws}},
-			LastCycle:  now, LastCycleDuration: 2 * time.Second,
+			Migrations: []drift.Migration{
+				{Namespace: "web", From: "1-24-0", To: "ambient"},
+				{Namespace: "payments", From: "1-24-0", To: "ambient", Blocked: drift.BlockAmbientNotReady, Ambient: []ambient.Finding{
+					{Object: ambient.Ref{Kind: "PeerAuthentication", Namespace: "payments", Name: "legacy-port"}, Path: "apps/payments/mtls.yaml", Field: "spec.portLevelMtls.9090.mode",
+						Reason: "DISABLE turns mTLS off, which ambient mode does not support", Step: ambient.StepNotSupported},
+					{Object: ambient.Ref{Kind: "EnvoyFilter", Namespace: "payments", Name: "lua"}, Field: "spec.configPatches[0]",
+						Reason: "it patches the sidecars, which ambient mode removes", Step: ambient.StepAttach},
+				}},
+				{Namespace: "legacy", From: "1-23-2", To: "1-24-0", Blocked: drift.BlockTargetNotReady, Detail: "revision 1-24-0 has no injector ConfigMap istio-sidecar-injector-1-24-0"},
+			},
+			LastCycle: now, LastCycleDuration: 2 * time.Second,
 		},
 		comments: commentsFor(pr, ws),
 		plan:     PlanView{Plan: drift.Plan{Cluster: "prod-eu-1", Workloads: ws}, Now: now},
@@ -570,6 +581,13 @@ func policyOf(f fixture) linkPolicy {
 	}
 	for _, s := range f.dashboard.Stragglers {
 		p.exact[s.PRURL] = true
+	}
+	// A held migration links the guide's steps: kedge's own addresses
+	// (ambient.Step), not the cluster's.
+	for _, m := range f.dashboard.Migrations {
+		for _, a := range m.Ambient {
+			p.exact[a.Step.URL] = true
+		}
 	}
 	for _, c := range f.comments {
 		if c.SuccessorURL != "" {

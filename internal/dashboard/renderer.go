@@ -245,7 +245,7 @@ func (r *Renderer) DashboardIssue(d ClusterDashboard) (string, error) {
 	// Every listing is cut at the limit: the longest one's length renders
 	// everything.
 	longest := max(len(whole.Rows.Items), len(whole.UnfixableRows.Items), len(whole.SkippedRows.Items),
-		len(whole.RefusedRows.Items), len(whole.StragglerRows.Items))
+		len(whole.RefusedRows.Items), len(whole.StragglerRows.Items), len(whole.HeldMigrations.Items))
 	out, err := r.fit(DashboardIssueFile, build, longest, BodyBudget, nil)
 	if err != nil {
 		return "", err

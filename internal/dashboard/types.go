@@ -169,7 +169,10 @@ type ClusterDashboard struct {
 	// ResumeLabel the namespace label that resumes a blocked one.
 	Rollouts    []waves.Rollout
 	ResumeLabel string
-	LastCycle   time.Time
+	// Migrations are the namespaces migration policies select; those held
+	// back (Blocked) are listed with why.
+	Migrations []drift.Migration
+	LastCycle  time.Time
 	// LastCycleDuration is how long the last cycle took.
 	LastCycleDuration time.Duration
 }

@@ -260,6 +260,9 @@ type DashboardView struct {
 	SkippedRows    Listing[drift.Skipped]
 	RefusedRows    Listing[RefusedFile]
 	StragglerRows  Listing[StragglerRow]
+	// HeldMigrations are the migrations kedge does not make now, by
+	// namespace.
+	HeldMigrations Listing[drift.Migration]
 	Rollouts       []RolloutView
 }
 
@@ -274,6 +277,7 @@ func (v DashboardView) cut(limit int) DashboardView {
 	v.SkippedRows = listing(v.SkippedRows.Items, limit)
 	v.RefusedRows = listing(v.RefusedRows.Items, limit)
 	v.StragglerRows = listing(v.StragglerRows.Items, limit)
+	v.HeldMigrations = listing(v.HeldMigrations.Items, limit)
 	return v
 }
 
@@ -341,6 +345,14 @@ func newDashboardView(d ClusterDashboard) DashboardView {
 	}
 	sort.SliceStable(stragglers, func(i, j int) bool { return lessWorkload(stragglers[i].Workload, stragglers[j].Workload) })
 	v.StragglerRows = listing(stragglers, -1)
+	var held []drift.Migration
+	for _, m := range d.Migrations {
+		if m.Blocked != "" {
+			held = append(held, m)
+		}
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i].Namespace < held[j].Namespace })
+	v.HeldMigrations = listing(held, -1)
 	v.Rollouts = rolloutViews(d.Rollouts, d.LastCycle, d.ResumeLabel)
 	return v
 }

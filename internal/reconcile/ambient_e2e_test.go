@@ -98,6 +98,11 @@ func TestAmbientMigrationWaitsForZtunnel(t *testing.T) {
 		}
 	}
 	assert.NotContains(t, changedFiles(t, w.git, "kedge/prod-eu-1/search"), namespacesFile, "nothing is relabelled")
+	body, _ := dashboardBody(t, w.gh)
+	assert.Contains(t, body, "## Migrations held back\n\nMigration policies select these namespaces, but kedge does not move them now:\n\n"+
+		"- **search**, 1-25-0 → ambient: `ambient-not-ready`, what Istio's migration guide refuses:\n"+
+		"  - DaemonSet ztunnel: no ztunnel DaemonSet: ambient mode is not installed ([Install ambient components](https://istio.io/latest/docs/ambient/migrate/install-ambient-components/))\n",
+		"the dashboard says which namespace waits, and for what")
 }
 
 func ambientNamespace(namespaces []corev1.Namespace, name string) []corev1.Namespace {

@@ -66,6 +66,7 @@ func (r *Reconciler) updateDashboard(ctx context.Context, issue *forge.Issue, re
 		Stragglers: report.Stragglers,
 		Mismatch:   report.Mismatch,
 		Rollouts:   report.Rollouts,
+		Migrations: res.Plan.Migrations,
 	}
 	if len(report.Rollouts) > 0 {
 		data.ResumeLabel = r.settings.ResumeLabel
