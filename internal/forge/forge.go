@@ -206,7 +206,7 @@ type Pool struct {
 }
 
 // notInstalled is a lookup GitHub answered 404: the App has no
-// installation covering the repository.
+// installation on the account.
 type notInstalled struct {
 	err     error
 	recheck time.Time
@@ -268,9 +268,9 @@ func (p *Pool) githubClient(transport http.RoundTripper) (*github.Client, error)
 
 // Client returns the client of repository owner/name, made once. It makes
 // no request: with App auth and no fixed installation ID, the first call
-// finds the owner's installation (GET /repos/{owner}/{repo}/installation),
-// once per owner, and fails naming the repository when the App is not
-// installed there.
+// finds the installation on the owner's account (GET /orgs/{org}/installation,
+// then GET /users/{username}/installation), once per owner, and fails
+// naming the account when the App is not installed there.
 func (p *Pool) Client(_ context.Context, owner, name string) (*Client, error) {
 	if owner == "" || name == "" {
 		return nil, errors.New("forge: owner and repo are required")
@@ -314,15 +314,19 @@ func (p *Pool) transportFor(owner, name string) *installationTransport {
 		return t
 	}
 	t := &installationTransport{apps: p.apps, baseURL: p.baseURL, installationID: p.cfg.InstallationID,
-		lookup: func(ctx context.Context) (int64, error) { return p.installationOf(ctx, owner, name) }}
+		lookup: func(ctx context.Context) (int64, error) { return p.installationOf(ctx, owner) }}
 	p.transports[key] = t
 	return t
 }
 
-// installationOf looks the installation of owner up through one of its
-// repositories, unless an earlier lookup found it, or found recently that
-// the App is not installed for the owner.
-func (p *Pool) installationOf(ctx context.Context, owner, name string) (int64, error) {
+// installationOf looks the installation of owner's account up, unless an
+// earlier lookup found it, or found recently that the App is not
+// installed there. An App is installed once per account and its
+// installation's id serves every repository of the account, so the
+// account is asked (GitHub's organisation lookup, then its user lookup
+// for a personal account), not one of its repositories: a repository the
+// installation does not include would say nothing of the others.
+func (p *Pool) installationOf(ctx context.Context, owner string) (int64, error) {
 	account := strings.ToLower(owner)
 	p.mu.Lock()
 	id, ok := p.installations[account]
@@ -336,19 +340,26 @@ func (p *Pool) installationOf(ctx context.Context, owner, name string) (int64, e
 		// and a text that changed between cycles would rewrite it.
 		return 0, missing.err
 	}
-	var inst *github.Installation
-	var status int
-	err := p.appClient.call(ctx, op{name: "find installation of " + owner, idempotent: true}, func(ctx context.Context) (*github.Response, error) {
-		var resp *github.Response
-		var err error
-		inst, resp, err = p.appClient.gh.Apps.FindRepositoryInstallation(ctx, owner, name)
-		if resp != nil {
-			status = resp.StatusCode
-		}
-		return resp, err
-	})
+	find := func(lookup func(context.Context, string) (*github.Installation, *github.Response, error)) (*github.Installation, int, error) {
+		var inst *github.Installation
+		var status int
+		err := p.appClient.call(ctx, op{name: "find installation of " + owner, idempotent: true}, func(ctx context.Context) (*github.Response, error) {
+			var resp *github.Response
+			var err error
+			inst, resp, err = lookup(ctx, owner)
+			if resp != nil {
+				status = resp.StatusCode
+			}
+			return resp, err
+		})
+		return inst, status, err
+	}
+	inst, status, err := find(p.appClient.gh.Apps.FindOrganizationInstallation)
+	if status == http.StatusNotFound {
+		inst, status, err = find(p.appClient.gh.Apps.FindUserInstallation)
+	}
 	if err != nil {
-		err = fmt.Errorf("forge: the GitHub App has no installation for %s/%s: %w", owner, name, err)
+		err = fmt.Errorf("forge: the GitHub App is not installed on the account %s: %w", owner, err)
 		if status == http.StatusNotFound {
 			// Only GitHub's own answer is kept: a timeout or a 5xx says
 			// nothing about the installation and is asked again next time.

@@ -51,11 +51,11 @@ func TestPoolFindsEachOwnersInstallationAndMintsOneTokenPerInstallation(t *testi
 		lookups[call.Route+" "+call.Path]++
 	}
 	assert.Equal(t, map[string]int{
-		"GET /repos/{owner}/{repo}/installation /repos/acme/platform/installation":      1,
-		"GET /repos/{owner}/{repo}/installation /repos/globex/team-b/installation":      1,
+		"GET /orgs/{org}/installation /orgs/acme/installation":                          1,
+		"GET /orgs/{org}/installation /orgs/globex/installation":                        1,
 		"POST /app/installations/{id}/access_tokens /app/installations/7/access_tokens": 1,
 		"POST /app/installations/{id}/access_tokens /app/installations/9/access_tokens": 1,
-	}, lookups, "one lookup per owner, one token per installation")
+	}, lookups, "one lookup per account, one token per installation")
 	assert.Equal(t, map[int64]int{7: 1, 9: 1}, h.MintedTokens())
 	assert.Equal(t, int64(2), pool.Stats().TokenMints)
 
@@ -70,7 +70,7 @@ func TestPoolFindsEachOwnersInstallationAndMintsOneTokenPerInstallation(t *testi
 	require.NoError(t, err, "a client makes no request")
 	_, err = initech.FindPRs(ctx, "kedge/")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "no installation for initech/apps")
+	assert.Contains(t, err.Error(), "the GitHub App is not installed on the account initech")
 	assert.Empty(t, h.Repo("initech/apps").Calls(), "a repository the App is not installed on is never called")
 }
 
@@ -154,8 +154,9 @@ func TestPoolSpacesWritesAcrossRepositories(t *testing.T) {
 	}
 }
 
-// TestPoolBelievesAMissingInstallationUntilItsRecheck: GitHub's 404 for a
-// repository without the App holds for Config.InstallationRecheck. Until
+// TestPoolBelievesAMissingInstallationUntilItsRecheck: GitHub's 404 for an
+// account without the App (asked as an organisation, then as a user)
+// holds for Config.InstallationRecheck. Until
 // then the clients of that repository get the same error, word for word
 // (the dashboard shows it), and no request is made; after it, an
 // installation made meanwhile is found. A failure that is not GitHub's
@@ -165,7 +166,7 @@ func TestPoolBelievesAMissingInstallationUntilItsRecheck(t *testing.T) {
 	lookups := func(h *ghemu.Hub) int {
 		n := 0
 		for _, call := range h.Calls() {
-			if call.Path == "/repos/initech/apps/installation" {
+			if call.Path == "/orgs/initech/installation" {
 				n++
 			}
 		}
@@ -185,7 +186,7 @@ func TestPoolBelievesAMissingInstallationUntilItsRecheck(t *testing.T) {
 		_, find := findPRs(t, h, keyFile, time.Hour)
 		first := find()
 		require.Error(t, first)
-		assert.Contains(t, first.Error(), "no installation for initech/apps")
+		assert.Contains(t, first.Error(), "the GitHub App is not installed on the account initech")
 		assert.Contains(t, first.Error(), "404")
 		h.Install("initech", 11)
 		for range 3 {
@@ -212,11 +213,11 @@ func TestPoolBelievesAMissingInstallationUntilItsRecheck(t *testing.T) {
 		for range 3 {
 			_, err := billing.FindPRs(ctx, "kedge/")
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), "no installation for initech/apps", "the owner's answer, as GitHub gave it")
+			assert.Contains(t, err.Error(), "the GitHub App is not installed on the account initech", "the account's answer, as GitHub gave it")
 		}
 		assert.Equal(t, 1, lookups(h), "one lookup for the owner, not one per repository")
 		for _, call := range h.Calls() {
-			assert.NotEqual(t, "/repos/initech/billing/installation", call.Path)
+			assert.NotContains(t, call.Path, "/repos/initech/billing", "no repository is asked")
 		}
 		assert.Empty(t, h.Repo("initech/billing").Calls())
 	})
@@ -235,7 +236,7 @@ func TestPoolBelievesAMissingInstallationUntilItsRecheck(t *testing.T) {
 	t.Run("a server error is not an answer", func(t *testing.T) {
 		h, keyFile := hub(t)
 		h.Install("initech", 11)
-		h.QueueFault(ghemu.ServerError(http.StatusBadGateway).For(http.MethodGet, "/repos/initech/apps/installation"))
+		h.QueueFault(ghemu.ServerError(http.StatusBadGateway).For(http.MethodGet, "/orgs/initech/installation"))
 		_, find := findPRs(t, h, keyFile, time.Hour)
 		err := find()
 		require.Error(t, err)
