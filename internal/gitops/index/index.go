@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/kedge-io/kedge/internal/repofs"
 	"github.com/kedge-io/kedge/internal/sandbox"
 	"github.com/kedge-io/kedge/internal/untrusted"
+	"github.com/kedge-io/kedge/internal/yamledit"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -890,8 +890,8 @@ func readPlainFile(fsys *repofs.FS, p string) plainFile {
 	if !utf8.Valid(data) {
 		return plainFile{kind: ProblemUnparsable, problem: errors.New("not UTF-8 text")}
 	}
-	if bytes.Contains(data, []byte("{{")) {
-		return plainFile{kind: ProblemHelmTemplate, problem: errors.New("contains template directives")}
+	if n := yamledit.TemplateLine(data); n > 0 {
+		return plainFile{kind: ProblemHelmTemplate, problem: fmt.Errorf("line %d holds template directives outside a YAML string", n)}
 	}
 	docs, err := document.Parse(data)
 	if yamlguard.IsOverBudget(err) {
