@@ -34,6 +34,10 @@ type KustomizeJob struct {
 	Dir string
 	// Replace stands in for the content of repo-relative files.
 	Replace map[string][]byte
+	// Flux, when set, is a Flux Kustomization as JSON: the build is the one
+	// kustomize-controller runs for it at Dir, its kustomization written by
+	// kustomize-controller's generator first (render.FluxKustomization).
+	Flux []byte
 }
 
 // KustomizeResult is what a build gave: the objects, or the failure, and

@@ -138,9 +138,12 @@ type Index struct {
 	paths        []string
 	Problems     []Problem
 
-	roots      map[string]*Root
-	objects    []Object
-	namespaces []Namespace
+	roots map[string]*Root
+	// kustomizationDirs are the repo-relative directories holding a
+	// kustomization file, whatever it is.
+	kustomizationDirs map[string]bool
+	objects           []Object
+	namespaces        []Namespace
 	// mesh are the Istio and Gateway API objects and Services (MeshObjects).
 	mesh []MeshObject
 	// applications are the Argo CD Applications written in the repository.
@@ -248,6 +251,10 @@ func buildIndex(root string, opts Options, prior *priorBuild) (*Index, error) {
 	}
 	for _, l := range scan.symlinks {
 		ix.cache.symlinks[l] = true
+	}
+	ix.kustomizationDirs = make(map[string]bool, len(scan.kustomizations))
+	for dir := range scan.kustomizations {
+		ix.kustomizationDirs[ix.rel(dir)] = true
 	}
 	if reason := prior.rootsMoved(ix, scan); reason != "" {
 		slog.Debug("manifest index rebuilt in full", "reason", reason)

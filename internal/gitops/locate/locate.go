@@ -464,10 +464,10 @@ func appliedByPath(list []Applied) map[string][]int {
 	return paths
 }
 
-// applies reports whether applying the repository path p deploys object o:
-// p is o's root, or p is a directory without kustomization (which Flux and
-// Argo CD apply as the manifests and kustomize roots below it) holding o's
-// file or o's root, unless another root below p includes o's root.
+// applies reports whether Flux applying the repository path p deploys
+// object o: p is o's root, or p is a directory without kustomization, for
+// which kustomize-controller generates one listing the manifests and the
+// outermost kustomize roots below it (index.GeneratedApplies).
 func (ix locator) applies(p string, o *index.Object) bool {
 	if o.Root == p {
 		return true
@@ -475,29 +475,7 @@ func (ix locator) applies(p string, o *index.Object) bool {
 	if ix.RootAt(p) != nil {
 		return false
 	}
-	if o.Root == "" {
-		return under(o.Source.Path, p)
-	}
-	if !under(o.Root, p) {
-		return false
-	}
-	return !anyUnder(ix.IncludedBy(o.Root), p)
-}
-
-// anyUnder reports whether a path of sorted (as includedBy's lists are)
-// is dir or below it. A base shared by hundreds of overlays is asked this
-// once per overlay for each of them, so it must not scan the list.
-func anyUnder(sorted []string, dir string) bool {
-	if dir == "." {
-		return len(sorted) > 0
-	}
-	if _, found := slices.BinarySearch(sorted, dir); found {
-		return true
-	}
-	// Paths below dir sort together, from the first one at or after
-	// dir+"/" ("dir-x" sorts between dir and them).
-	i, _ := slices.BinarySearch(sorted, dir+"/")
-	return i < len(sorted) && strings.HasPrefix(sorted[i], dir+"/")
+	return ix.GeneratedApplies(p, o)
 }
 
 // rendersOf returns the objects root renders from document src.
@@ -623,23 +601,14 @@ func (ix locator) sharedFor(file string, doc int, hints Hints) bool {
 }
 
 // inScope reports whether an object is applied from one of the hinted
-// paths: the root itself, or, for a path that is not a kustomize root (Flux
-// then applies the directory tree), anything beneath it.
+// paths: the root itself, or, for a path that is not a kustomize root, what
+// the kustomization Flux generates there renders.
 func (ix locator) inScope(o *index.Object, paths []string) bool {
 	if len(paths) == 0 {
 		return true
 	}
 	for _, p := range paths {
-		if o.Root != "" {
-			if o.Root == p {
-				return true
-			}
-			if ix.RootAt(p) == nil && under(o.Root, p) {
-				return true
-			}
-			continue
-		}
-		if ix.RootAt(p) == nil && under(o.Source.Path, p) {
+		if ix.applies(p, o) {
 			return true
 		}
 	}
