@@ -7,7 +7,6 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/document"
 	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
-	"github.com/kedge-io/kedge/internal/route"
 	"github.com/kedge-io/kedge/internal/yamledit"
 )
 
@@ -16,7 +15,9 @@ import (
 // document there and nowhere else as that workload.
 type Site struct {
 	manifest *index.FluxManifest
-	src      index.Source
+	// dir is the repo-relative directory the Kustomization builds.
+	dir string
+	src index.Source
 	// rendered is the workload's identity in the path's build with the
 	// Kustomization's fields, before substitution.
 	rendered restart.WorkloadID
@@ -51,7 +52,7 @@ func PatchSite(ix *index.Index, w drift.Workload, f *Kustomization, src index.So
 	}
 	var renders []*index.Object
 	for _, i := range ix.ByPath(src.Path) {
-		if o := ix.Object(i); o.Source == src && applies(m.Spec.Path, o) {
+		if o := ix.Object(i); o.Source == src && applies(f.Directory(), o) {
 			renders = append(renders, o)
 		}
 	}
@@ -63,7 +64,7 @@ func PatchSite(ix *index.Index, w drift.Workload, f *Kustomization, src index.So
 	if t := m.Spec.TargetNamespace; t != "" {
 		ns = t
 	}
-	site := &Site{manifest: m, src: src, target: ix.PatchTargetName(o), rendered: restart.WorkloadID{Namespace: ns, Kind: o.Kind, Name: NameOf(ix, o, f)}}
+	site := &Site{manifest: m, dir: f.Directory(), src: src, target: ix.PatchTargetName(o), rendered: restart.WorkloadID{Namespace: ns, Kind: o.Kind, Name: NameOf(ix, o, f)}}
 	site.Listed = restart.Listed{Target: site.target}
 	for _, p := range m.Spec.Patches {
 		site.Patches = append(site.Patches, restart.ListedPatch{Patch: p.Patch, Target: p.Target})
@@ -89,11 +90,11 @@ func (s *Site) Check(ix *index.Index, e restart.FileEdit, want map[restart.Workl
 	if err != nil {
 		return s.failed(e, err)
 	}
-	b := Render(ix, before, true)
+	b := Render(ix, s.dir, before, true)
 	if b.Err != nil {
 		return s.failed(e, b.Err)
 	}
-	if err := restart.CompareRenders(b, Render(ix, after, false), want); err != nil {
+	if err := restart.CompareRenders(b, Render(ix, s.dir, after, false), want); err != nil {
 		return s.failed(e, err)
 	}
 	return nil
@@ -103,13 +104,12 @@ func (s *Site) failed(e restart.FileEdit, err error) error {
 	return fmt.Errorf("rendering the path of the Flux Kustomization in %s with the edit: %v", e.Path, err)
 }
 
-// Render builds a Flux Kustomization's path (k is the whole object) the
-// way kustomize-controller does, with its own generator: the path's
-// kustomization, or one listing its manifests and the kustomization
-// directories below it, with the Kustomization's targetNamespace,
-// namePrefix, nameSuffix, patches, images and components written into it.
-func Render(ix *index.Index, k map[string]any, compact bool) index.Render {
-	spec, _ := k["spec"].(map[string]any)
-	p, _ := spec["path"].(string)
-	return ix.BuildFlux(route.CleanPath(p), k, nil, compact)
+// Render builds a Flux Kustomization (k is the whole object) at the
+// repo-relative directory dir, its path, the way kustomize-controller does,
+// with its own generator: the path's kustomization, or one listing its
+// manifests and the kustomization directories below it, with the
+// Kustomization's targetNamespace, namePrefix, nameSuffix, patches, images
+// and components written into it.
+func Render(ix *index.Index, dir string, k map[string]any, compact bool) index.Render {
+	return ix.BuildFlux(dir, k, nil, compact)
 }

@@ -97,6 +97,9 @@ func (ix locator) locate(w drift.Workload, hints Hints) restart.Found {
 	if hints.Helm != "" {
 		return restart.Found{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Helm}}
 	}
+	if hints.NoRepo != "" {
+		return restart.Found{Manifest: drift.Manifest{Status: drift.ManifestNoRepo, Detail: hints.NoRepo}}
+	}
 	if hints.OtherRepo != "" {
 		return restart.Found{Manifest: drift.Manifest{Status: drift.ManifestNoRepo,
 			Detail: fmt.Sprintf("%s applies it from %s, not this repository", hints.Via, hints.OtherRepo)}}
