@@ -243,6 +243,30 @@ func loadFiles(files []*loader.BufferedFile, maxBytes int64) (*chart.Chart, erro
 	return loader.LoadFiles(files)
 }
 
+// appliedOnUpgrade reports whether an object of a render is applied when
+// its release is synced or upgraded: not a hook that runs only for `helm
+// test`, a rollback or a deletion. helm-controller runs tests only when a
+// HelmRelease enables them, and then after the upgrade
+// (https://fluxcd.io/flux/components/helm/helmreleases/#test-configuration);
+// Argo CD maps install and upgrade hooks to its own sync hooks and skips
+// test, rollback hooks
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/helm/#helm-hooks).
+func appliedOnUpgrade(obj map[string]any) bool {
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	hooks, ok := annotations["helm.sh/hook"].(string)
+	if !ok {
+		return true
+	}
+	for _, h := range strings.Split(hooks, ",") {
+		switch strings.TrimSpace(h) {
+		case "pre-install", "post-install", "pre-upgrade", "post-upgrade", "crd-install":
+			return true
+		}
+	}
+	return false
+}
+
 // Rendered is one render of a chart: each object as JSON, by "Kind/name".
 type Rendered map[string][]byte
 
@@ -283,7 +307,7 @@ func RenderChart(chrt *chart.Chart, values map[string]any, release, namespace st
 			if err := sigsyaml.Unmarshal([]byte(doc), &obj); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			if len(obj) == 0 {
+			if len(obj) == 0 || !appliedOnUpgrade(obj) {
 				continue
 			}
 			kind, _ := obj["kind"].(string)

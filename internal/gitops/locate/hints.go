@@ -178,7 +178,7 @@ func appliedPaths(ix *index.Index, set *objects.Set, indexed func(route.Source) 
 			if s.Src.Chart == "" && s.Src.Path != "" && indexed(route.ArgoSource(&app, s.Src)) {
 				out = append(out, Applied{
 					Path: cleanRepoPath(s.Src.Path), Namespace: app.Spec.Destination.Namespace,
-					Via: argo.Via(&app), Directory: argo.DirectoryOf(&app, s),
+					Via: argo.Via(&app), Directory: directoryOf(&app, s, indexed),
 				})
 			}
 		}
@@ -267,18 +267,18 @@ func applicationHints(app *objects.Application, indexed func(route.Source) bool)
 			others = append(others, s.RepoURL)
 		case s.Path != "":
 			h.Paths = append(h.Paths, cleanRepoPath(s.Path))
-			h.Directories = append(h.Directories, *argo.DirectoryOf(app, as))
+			h.Directories = append(h.Directories, *directoryOf(app, as, indexed))
 		}
 	}
 	if len(h.Paths) > 0 {
 		if len(charts) > 0 {
 			h.Charts = via + " (chart " + strings.Join(charts, ", ") + ")"
-			h.ChartSources = argo.ChartSources(app)
+			h.ChartSources = chartSources(app, indexed)
 		}
 		return h
 	}
 	if len(charts) > 0 {
-		return Hints{Helm: via + " (chart " + strings.Join(charts, ", ") + ")", Via: via, ChartSources: argo.ChartSources(app)}
+		return Hints{Helm: via + " (chart " + strings.Join(charts, ", ") + ")", Via: via, ChartSources: chartSources(app, indexed)}
 	}
 	if len(others) > 0 {
 		h.OtherRepo = others[0]
@@ -303,4 +303,26 @@ func WithPulledCharts(h Hints, pulled map[string]chart.Pulled) Hints {
 func (h Hints) withoutApplied() Hints {
 	h.Applied, h.appliedByPath = nil, nil
 	return h
+}
+
+// directoryOf is how an Application applies one of its paths, with its
+// ref sources, which its values files may name.
+func directoryOf(app *objects.Application, s argo.Source, indexed func(route.Source) bool) *argo.Directory {
+	d := argo.DirectoryOf(app, s)
+	d.Refs = refsOf(app, indexed)
+	return d
+}
+
+// chartSources are the chart: sources of an Application, with its ref
+// sources.
+func chartSources(app *objects.Application, indexed func(route.Source) bool) []argo.ChartSource {
+	out := argo.ChartSources(app)
+	for i := range out {
+		out[i].Refs = refsOf(app, indexed)
+	}
+	return out
+}
+
+func refsOf(app *objects.Application, indexed func(route.Source) bool) []argo.Ref {
+	return argo.RefsOf(app, func(s objects.ApplicationSource) bool { return indexed(route.ArgoSource(app, s)) })
 }

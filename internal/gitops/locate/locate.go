@@ -18,6 +18,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/argo"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
 	"github.com/kedge-io/kedge/internal/gitops/document"
 	"github.com/kedge-io/kedge/internal/gitops/flux"
 	"github.com/kedge-io/kedge/internal/gitops/helmrelease"
@@ -68,7 +69,12 @@ func (rs renamers) RendersAs(ix *index.Index, o *index.Object, id WorkloadID) bo
 type Locations map[WorkloadID]Location
 
 // locator reads one index.
-type locator struct{ *index.Index }
+type locator struct {
+	*index.Index
+	// prober probes the chart values of a plan's drifted workloads a
+	// release at a time; nil probes each workload alone.
+	prober *chart.Prober
+}
 
 // Locate finds the source of every workload. hints may be nil (no GitOps
 // metadata known).
@@ -78,7 +84,7 @@ func Locate(ix *index.Index, workloads []drift.Workload, hints func(drift.Worklo
 
 // One finds the source of one workload.
 func One(ix *index.Index, w drift.Workload, hints Hints) Location {
-	return Location{Found: locator{ix}.locate(w, hints), Hints: hints}
+	return Location{Found: locator{Index: ix}.locate(w, hints), Hints: hints}
 }
 
 func notFound(format string, args ...any) restart.Found {
@@ -89,9 +95,9 @@ func (ix locator) locate(w drift.Workload, hints Hints) restart.Found {
 	if hints.Release != nil {
 		found := ix.locate(hints.Release.Workload(), Hints{Paths: hints.Paths, Applied: hints.Applied, appliedByPath: hints.appliedByPath})
 		return helmrelease.Locate(ix.Index, w, *hints.Release, found, helmrelease.Options{PreferValues: hints.PreferValues,
-			Values: helmrelease.ValuesOptions{HelmRepositories: hints.helmRepositories, Pulled: hints.pulled}})
+			Values: helmrelease.ValuesOptions{HelmRepositories: hints.helmRepositories, Pulled: hints.pulled, Prober: ix.prober}})
 	}
-	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via); ok && hints.Helm != "" {
+	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via, ix.prober); ok && hints.Helm != "" {
 		return loc
 	}
 	if hints.Helm != "" {
@@ -113,7 +119,7 @@ func (ix locator) locate(w drift.Workload, hints Hints) restart.Found {
 		}
 		// A chart that does not render the workload leaves it to the
 		// Application's other sources.
-		if loc, renders := argo.LocateChart(ix.Index, w, argo.DirectoryAt(hints.Directories, p), hints.Via, p); renders {
+		if loc, renders := argo.LocateChart(ix.Index, w, argo.DirectoryAt(hints.Directories, p), hints.Via, p, ix.prober); renders {
 			return loc
 		}
 	}
@@ -200,7 +206,7 @@ func (ix locator) chartIn(dir string) bool { return ix.FS().IsRegular(path.Join(
 func (ix locator) notFoundDetail(w drift.Workload, hints Hints) restart.Found {
 	// A workload the Application's paths do not hold may come from its
 	// charts.
-	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via); ok {
+	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via, ix.prober); ok {
 		return loc
 	}
 	if hints.Charts != "" {
@@ -690,9 +696,9 @@ func (ix locator) namespaceFor(o *index.Object, w drift.Workload, hints Hints) s
 // Shared reports whether a repo-relative source file is deployed as several
 // workloads (several namespaces or names), so that editing it would restart
 // more than one of them.
-func Shared(ix *index.Index, path string) bool { return locator{ix}.sharedFor(path, -1, Hints{}) }
+func Shared(ix *index.Index, path string) bool { return locator{Index: ix}.sharedFor(path, -1, Hints{}) }
 
 // PatchSafe reports whether a patch in root restarts only w.
 func PatchSafe(ix *index.Index, root string, src index.Source, w drift.Workload, hints Hints) bool {
-	return locator{ix}.patchSafe(root, src, w, hints)
+	return locator{Index: ix}.patchSafe(root, src, w, hints)
 }

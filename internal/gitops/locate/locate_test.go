@@ -146,7 +146,7 @@ func TestLocate(t *testing.T) {
 			name: "Argo CD path holding a chart", repo: "helm",
 			workload: gitopstest.Workload("podinfo", "Deployment", "podinfo"),
 			hints:    Hints{Paths: []string{"charts/podinfo"}, Via: "Argo CD Application argocd/podinfo"},
-			want:     drift.Manifest{Status: drift.ManifestHelm, Detail: "Argo CD Application argocd/podinfo renders the chart in charts/podinfo"},
+			want:     drift.Manifest{Status: drift.ManifestHelm, Detail: "Argo CD Application argocd/podinfo renders the chart in charts/podinfo; its Application source is not known"},
 		},
 		{
 			name: "source in another repository", repo: "plain",
