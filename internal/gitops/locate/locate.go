@@ -227,9 +227,31 @@ func (ix locator) notFoundDetail(w drift.Workload, hints Hints) restart.Found {
 		}
 	}
 	if len(hints.Paths) > 0 {
-		return notFound("no %s %s/%s under %s (%s)", w.Kind, w.Namespace, w.Name, strings.Join(hints.Paths, ", "), hints.Via)
+		return notFound("no %s %s/%s under %s", w.Kind, w.Namespace, w.Name, pathsApplied(hints))
 	}
 	return notFound("no %s %s/%s in the indexed paths", w.Kind, w.Namespace, w.Name)
+}
+
+// pathsApplied names the hinted paths with what applies them: "apps/web
+// (Flux Kustomization flux-system/web)", several joined by commas.
+func pathsApplied(hints Hints) string {
+	if hints.Via != "" {
+		return strings.Join(hints.Paths, ", ") + " (" + hints.Via + ")"
+	}
+	parts := make([]string, len(hints.Paths))
+	for i, p := range hints.Paths {
+		var vias []string
+		for _, a := range hints.Applied {
+			if a.Path == p && a.Via != "" && !slices.Contains(vias, a.Via) {
+				vias = append(vias, a.Via)
+			}
+		}
+		parts[i] = p
+		if len(vias) > 0 {
+			parts[i] += " (" + strings.Join(vias, ", ") + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // chooseEdit decides between editing the source in place and patching an
