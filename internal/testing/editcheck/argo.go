@@ -216,6 +216,12 @@ func withImage(list []types.Image, img types.Image) []types.Image {
 // (https://argo-cd.readthedocs.io/en/stable/user-guide/helm/); objects
 // without a namespace land in the destination's.
 func renderArgoChart(repo string, charts map[string]string, app, namespace string, source map[string]any) ([]*unstructured.Unstructured, error) {
+	return renderArgoChartWith(repo, charts, app, namespace, source, nil)
+}
+
+// renderArgoChartWith is renderArgoChart with the values of files read
+// already (files, lowest precedence first) under those the source names.
+func renderArgoChartWith(repo string, charts map[string]string, app, namespace string, source map[string]any, files []map[string]any) ([]*unstructured.Unstructured, error) {
 	var src struct {
 		Path           string `json:"path"`
 		RepoURL        string `json:"repoURL"`
@@ -252,6 +258,9 @@ func renderArgoChart(repo string, charts map[string]string, app, namespace strin
 	}
 	values := map[string]any{}
 	layer := func(over map[string]any) { values = chartutil.MergeTables(over, values) }
+	for _, f := range files {
+		layer(f)
+	}
 	for _, f := range src.Helm.ValueFiles {
 		raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
 		if err != nil {
