@@ -94,6 +94,7 @@ func runEntry(t *testing.T, e corpus.Entry) tally {
 				Charts: chartDirs(e), HelmRepositories: helmRepositories(set),
 				Appliers: appliersOf(e, co, appliers, set),
 			}
+			check.TargetNamespaces = targetNamespaces(check.Appliers)
 			result, err := editcheck.CompareRepos(check)
 			require.NoError(t, err)
 			assert.Empty(t, result.Problems, "namespace %s", ns)
@@ -403,4 +404,24 @@ func copyTree(t *testing.T, src string) string {
 		return os.WriteFile(target, data, 0o644)
 	}))
 	return dst
+}
+
+// targetNamespaces are the directories Flux Kustomizations build with a
+// targetNamespace, which every object they apply lands in.
+func targetNamespaces(appliers []editcheck.Applier) map[string]string {
+	out := map[string]string{}
+	for _, a := range appliers {
+		if a.Object.GetKind() != "Kustomization" {
+			continue
+		}
+		ns, _, _ := unstructured.NestedString(a.Object.Object, "spec", "targetNamespace")
+		dir := a.Dir
+		if dir == "" {
+			dir, _, _ = unstructured.NestedString(a.Object.Object, "spec", "path")
+		}
+		if ns != "" {
+			out[route.CleanPath(dir)] = ns
+		}
+	}
+	return out
 }
