@@ -718,7 +718,9 @@ func (ix locator) namespaceFor(o *index.Object, w drift.Workload, hints Hints) s
 // Shared reports whether a repo-relative source file is deployed as several
 // workloads (several namespaces or names), so that editing it would restart
 // more than one of them.
-func Shared(ix *index.Index, path string) bool { return locator{Index: ix}.sharedFor(path, -1, Hints{}) }
+func Shared(ix *index.Index, path string) bool {
+	return locator{Index: ix}.sharedFor(path, -1, Hints{})
+}
 
 // PatchSafe reports whether a patch in root restarts only w.
 func PatchSafe(ix *index.Index, root string, src index.Source, w drift.Workload, hints Hints) bool {
