@@ -92,7 +92,7 @@ func runEntry(t *testing.T, e corpus.Entry) tally {
 			check := editcheck.Check{
 				Before: co.root, After: after, Changed: changed, Restarts: restartsOf(res.Plan.Workloads, ns),
 				Charts: chartDirs(e), HelmRepositories: helmRepositories(set),
-				Appliers: appliersOf(e, co, appliers, set),
+				Appliers: appliersOf(e, co, appliers, set), Repository: e.Repository,
 			}
 			check.TargetNamespaces = targetNamespaces(check.Appliers)
 			result, err := editcheck.CompareRepos(check)

@@ -52,6 +52,9 @@ type Check struct {
 	// Changes are the intended changes of objects other than restarts (a
 	// namespace's labels, a policy's attachment).
 	Changes []Change
+	// Repository is the checkout's address, as the cluster's sources name
+	// it: an Application's ref: source of it is read from the checkout.
+	Repository string
 	// Appliers are the cluster's GitOps objects that apply the checkout:
 	// what each builds is held to the promise too, built as its
 	// controller builds it.
