@@ -66,6 +66,9 @@ type ChartJob struct {
 	MaxBytes           int64
 	Release, Namespace string
 	Values             []map[string]any
+	// Replace stands in for the content of chart-relative files of a
+	// chart directory.
+	Replace map[string][]byte
 }
 
 // ChartResult holds a render per set of values, or why the chart did not
@@ -80,7 +83,9 @@ type ChartResult struct {
 // ChartRender is one render: each object as JSON by "Kind/name".
 type ChartRender struct {
 	Objects map[string][]byte
-	Failure *Failure
+	// Templates name the chart's template that rendered each object.
+	Templates map[string]string
+	Failure   *Failure
 }
 
 // FailureKind says why a job gave no result.

@@ -299,7 +299,7 @@ func renderChart(job *ChartJob) *ChartResult {
 	out := &ChartResult{Defaults: chrt.Values}
 	total := 0
 	for _, values := range job.Values {
-		objects, err := render.RenderChart(chrt, values, job.Release, job.Namespace)
+		objects, templates, err := render.RenderChart(chrt, values, job.Release, job.Namespace)
 		size := 0
 		for _, o := range objects {
 			size += len(o)
@@ -312,7 +312,7 @@ func renderChart(job *ChartJob) *ChartResult {
 			continue
 		}
 		total += size
-		out.Renders = append(out.Renders, ChartRender{Objects: objects})
+		out.Renders = append(out.Renders, ChartRender{Objects: objects, Templates: templates})
 	}
 	return out
 }
@@ -326,7 +326,7 @@ func loadChart(job *ChartJob, max int64) (*chart.Chart, error) {
 		return nil, err
 	}
 	defer fsys.Close()
-	return render.LoadChartDir(fsys, job.Dir, max)
+	return render.LoadChartDir(fsys, job.Dir, max, job.Replace)
 }
 
 // classify says why a job failed, its message reduced to an excerpt.

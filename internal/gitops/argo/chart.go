@@ -123,24 +123,75 @@ func setParameters(data []byte, doc int, helmAt string, key []string, set map[st
 	return data, changed, nil
 }
 
+// Locating is what locating a workload of a chart knows of the rest of
+// the plan and the cluster.
+type Locating struct {
+	// Prober probes a release's values for all its drifted workloads.
+	Prober *chart.Prober
+	// Readers name, by repo-relative values file, the Application sources
+	// of the cluster that read it.
+	Readers map[string][]string
+}
+
 // LocateChart finds the chart value restarting w, a workload the chart in
 // dir renders for the Application source d, probed together with the other
-// drifted workloads prober knows of. What kedge cannot edit keeps the
-// status helm, with the reason. renders is false when the chart, rendered,
-// has no such workload.
-func LocateChart(ix *index.Index, w drift.Workload, d *Directory, via, dir string, prober *chart.Prober) (found restart.Found, renders bool) {
+// drifted workloads at.Prober knows of; when no value reaches it and no
+// other release (others) renders the chart, the chart's template. What
+// kedge cannot edit keeps the status helm, with the reason. renders is
+// false when the chart, rendered, has no such workload.
+func LocateChart(ix *index.Index, w drift.Workload, d *Directory, via, dir string, at Locating, others []string) (found restart.Found, renders bool) {
 	via += " renders the chart in " + dir
 	if d == nil {
 		return helmFound(via + "; its Application source is not known"), true
 	}
 	c := chart.Chart{Dir: dir, Namespace: cmp.Or(d.Namespace, w.Namespace)}
-	return locateValues(ix, w, d.Source, d.Helm, d.Refs, c, via, prober)
+	found, renders = locateValues(ix, w, d.Source, d.Helm, d.Refs, c, via, at)
+	if !renders || found.Manifest.Status != drift.ManifestHelm || !strings.Contains(found.Manifest.Detail, ": "+chart.NoValue) {
+		return found, renders
+	}
+	// No value reaches the pod template: the chart's template, the
+	// repository's own file, can carry the annotations when this release
+	// alone renders the chart.
+	if len(others) > 0 {
+		found.Manifest.Detail = fmt.Sprintf("%s: %s, and %s render the chart too, so editing its template would restart theirs as well", via, chart.NoValue, strings.Join(others, ", "))
+		return found, true
+	}
+	helm := d.Helm
+	if m, src := manifestOf(ix, d.Source, dir); m != nil {
+		helm = src.Helm
+	}
+	c.Release = cmp.Or(releaseOf(helm), d.Source.Name)
+	values, err := chartValues(ix, c, helm, d.Refs)
+	if err != nil {
+		return found, true
+	}
+	site, before, err := chart.TemplateOf(ix, c, values, w.Kind+"/"+w.Name)
+	if err != nil {
+		found.Manifest.Detail = fmt.Sprintf("%s: %s, and its template cannot carry one: %v", via, chart.NoValue, err)
+		return found, true
+	}
+	return restart.Found{
+		Manifest: drift.Manifest{Status: drift.ManifestFound, Path: site.File(), Edit: drift.EditHelmTemplate,
+			Detail: fmt.Sprintf("%s, alone; no value reaches the pod template, so the restart goes in the chart's template", via)},
+		Source:              site.Source(),
+		TemplateAnnotations: document.TemplateAnnotations(before[w.Kind+"/"+w.Name]),
+		Site:                site,
+	}, true
+}
+
+// releaseOf is the release name a helm block sets, "" when none.
+func releaseOf(h *objects.ApplicationSourceHelm) string {
+	if h == nil {
+		return ""
+	}
+	return h.ReleaseName
 }
 
 // locateValues probes the chart c of the Application source ref, whose
 // helm block the cluster runs is helm, for w's value, and turns it into a
 // site in the Application's copy in the repository.
-func locateValues(ix *index.Index, w drift.Workload, ref SourceRef, helm *objects.ApplicationSourceHelm, refs []Ref, c chart.Chart, via string, prober *chart.Prober) (restart.Found, bool) {
+func locateValues(ix *index.Index, w drift.Workload, ref SourceRef, helm *objects.ApplicationSourceHelm, refs []Ref, c chart.Chart, via string, at Locating) (restart.Found, bool) {
+	clusterHelm := helm
 	m, src := manifestOf(ix, ref, sourcePath(c))
 	if m != nil {
 		// The repository's copy is what an edit changes.
@@ -155,7 +206,7 @@ func locateValues(ix *index.Index, w drift.Workload, ref SourceRef, helm *object
 		return helmFound(fmt.Sprintf("%s; reading its values: %v", via, err)), true
 	}
 	workload := w.Kind + "/" + w.Name
-	f, err := prober.Find(ix, c, values, w.Namespace, workload)
+	f, err := at.Prober.Find(ix, c, values, w.Namespace, workload)
 	switch {
 	case err != nil:
 		return helmFound(fmt.Sprintf("%s: %v", via, err)), true
@@ -164,7 +215,13 @@ func locateValues(ix *index.Index, w drift.Workload, ref SourceRef, helm *object
 	case f.Errs[workload] != nil:
 		return helmFound(valuesFailed(via, f.Errs[workload])), true
 	case m == nil:
-		return helmFound(fmt.Sprintf("%s; chart value %s would restart it, but %s", via, chart.ValuePath(f.Keys[workload]), notInRepository(ix, ref))), true
+		// The Application is not the repository's: its values files may be.
+		readers := slices.DeleteFunc(slices.Clone(at.Readers[lastValuesFile(c, clusterHelm, refs)]), func(v string) bool { return v == readerName(ref) })
+		site, err := valuesFileSite(ix, c, clusterHelm, refs, f.Keys[workload], f.Groups[workload], w.Namespace, via, map[string][]string{lastValuesFile(c, clusterHelm, refs): readers})
+		if err != nil {
+			return helmFound(fmt.Sprintf("%s; chart value %s would restart it, but %s, and %v", via, chart.ValuePath(f.Keys[workload]), notInRepository(ix, ref), err)), true
+		}
+		return valuesFileFound(site, workload, f.Before), true
 	}
 	site := &ValuesSite{manifest: m, at: ref.At, refs: refs, namespace: w.Namespace, value: chart.Value{
 		Chart: c, Key: f.Keys[workload], Workload: workload, Group: f.Groups[workload],
@@ -228,6 +285,12 @@ func releaseName(m *index.ArgoManifest, src *objects.ApplicationSource) string {
 // values or valuesObject (valuesObject, when set, replaces values), then
 // parameters. The chart's values.yaml is Helm's to add.
 func chartValues(ix *index.Index, c chart.Chart, h *objects.ApplicationSourceHelm, refs []Ref) (map[string]any, error) {
+	return chartValuesReplaced(ix, c, h, refs, nil)
+}
+
+// chartValuesReplaced is chartValues with replace (repo-relative paths)
+// standing in for the content of values files.
+func chartValuesReplaced(ix *index.Index, c chart.Chart, h *objects.ApplicationSourceHelm, refs []Ref, replace map[string][]byte) (map[string]any, error) {
 	out := map[string]any{}
 	if h == nil {
 		return out, nil
@@ -237,7 +300,10 @@ func chartValues(ix *index.Index, c chart.Chart, h *objects.ApplicationSourceHel
 		if err != nil {
 			return nil, err
 		}
-		data, err := ix.ReadFile(file)
+		data, replaced := replace[file]
+		if !replaced {
+			data, err = ix.ReadFile(file)
+		}
 		if errors.Is(err, fs.ErrNotExist) && h.IgnoreMissingValueFiles {
 			continue
 		}
@@ -332,4 +398,53 @@ func valuesFailed(via string, err error) string {
 		return fmt.Sprintf("%s: %v, and Argo CD has no post-renderer to patch the render with", via, err)
 	}
 	return fmt.Sprintf("%s: %v", via, err)
+}
+
+// lastValuesFile is the repo-relative file of a helm block's last values
+// file, "" when it has none in the repository.
+func lastValuesFile(c chart.Chart, h *objects.ApplicationSourceHelm, refs []Ref) string {
+	if h == nil || len(h.ValueFiles) == 0 {
+		return ""
+	}
+	f, err := valuesFile(c, h.ValueFiles[len(h.ValueFiles)-1], refs)
+	if err != nil {
+		return ""
+	}
+	return f
+}
+
+// readerName names an Application source among the readers of values
+// files.
+func readerName(ref SourceRef) string { return ref.Namespace + "/" + ref.Name + " " + ref.At }
+
+// ValuesReaders lists, by repo-relative values file, the Application
+// sources of the cluster that read it: each source with a helm block's
+// values files in the repository (indexed tells a ref source of it).
+func ValuesReaders(apps []objects.Application, indexed func(*objects.Application, objects.ApplicationSource) bool) map[string][]string {
+	var out map[string][]string
+	for i := range apps {
+		app := &apps[i]
+		refs := RefsOf(app, func(s objects.ApplicationSource) bool { return indexed(app, s) })
+		for _, s := range Sources(app) {
+			if s.Src.Helm == nil || s.Src.Chart == "" && !indexed(app, s.Src) {
+				continue
+			}
+			c := chart.Chart{Dir: cleanPath(s.Src.Path)}
+			if s.Src.Chart != "" {
+				c.Dir = ""
+			}
+			for _, f := range s.Src.Helm.ValueFiles {
+				if file, err := valuesFile(c, f, refs); err == nil {
+					name := readerName(SourceRef{Namespace: app.Namespace, Name: app.Name, At: s.At})
+					if out == nil {
+						out = map[string][]string{}
+					}
+					if !slices.Contains(out[file], name) {
+						out[file] = append(out[file], name)
+					}
+				}
+			}
+		}
+	}
+	return out
 }

@@ -70,7 +70,7 @@ func WithPulled(sources []ChartSource, pulled map[string]chart.Pulled) []ChartSo
 // LocatePulledChart finds the chart value restarting w among the pulled
 // charts of the Application's sources; ok is false when none of them
 // renders w.
-func LocatePulledChart(ix *index.Index, w drift.Workload, sources []ChartSource, via string, prober *chart.Prober) (restart.Found, bool) {
+func LocatePulledChart(ix *index.Index, w drift.Workload, sources []ChartSource, via string, at Locating) (restart.Found, bool) {
 	for _, c := range sources {
 		via := fmt.Sprintf("%s renders chart %s %s from %s", via, c.Chart, c.Version, c.RepoURL)
 		if c.Archive == "" {
@@ -80,7 +80,7 @@ func LocatePulledChart(ix *index.Index, w drift.Workload, sources []ChartSource,
 			return helmFound(via + "; " + c.PullError), true
 		}
 		ch := chart.Chart{Archive: c.Archive, Namespace: cmp.Or(c.Namespace, w.Namespace)}
-		if found, renders := locateValues(ix, w, c.Source, c.Helm, c.Refs, ch, via, prober); renders {
+		if found, renders := locateValues(ix, w, c.Source, c.Helm, c.Refs, ch, via, at); renders {
 			return found, true
 		}
 	}

@@ -60,24 +60,32 @@ const maxPulledArchive = 64 << 20
 // are the repository's (or a chart repository's), and may be hostile. It
 // returns the chart's own values and a render (or why none) per set.
 func RenderWith(ix *index.Index, c Chart, values ...map[string]any) (map[string]any, []Render, []error, error) {
-	job := sandbox.ChartJob{Release: c.Release, Namespace: c.Namespace, MaxBytes: ix.MaxChartBytes()}
+	defaults, renders, _, errs, err := renderJob(ix, c, nil, values...)
+	return defaults, renders, errs, err
+}
+
+// renderJob is RenderWith with replace (chart-relative paths) standing in
+// for the content of files of a chart directory; it also names the
+// template of each object of each render.
+func renderJob(ix *index.Index, c Chart, replace map[string][]byte, values ...map[string]any) (map[string]any, []Render, []map[string]string, []error, error) {
+	job := sandbox.ChartJob{Release: c.Release, Namespace: c.Namespace, MaxBytes: ix.MaxChartBytes(), Replace: replace}
 	switch info, err := os.Stat(c.Archive); {
 	case c.Archive == "":
 		job.Root, job.Dir = ix.FS().Dir(), c.Dir
 	case err != nil:
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	case info.IsDir():
 		// A chart unpacked in kedge's cache is confined to its directory.
 		job.Root, job.Dir = c.Archive, "."
 	default:
 		f, err := os.Open(c.Archive)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		job.Archive, err = yamlguard.ReadAll(f, maxPulledArchive)
 		f.Close()
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 	}
 	for _, v := range values {
@@ -85,16 +93,17 @@ func RenderWith(ix *index.Index, c Chart, values ...map[string]any) (map[string]
 	}
 	res := sandbox.Chart(context.Background(), job)
 	if res.Failure != nil {
-		return nil, nil, nil, failure(res.Failure)
+		return nil, nil, nil, nil, failure(res.Failure)
 	}
 	renders := make([]Render, len(res.Renders))
+	templates := make([]map[string]string, len(res.Renders))
 	errs := make([]error, len(res.Renders))
 	for i, r := range res.Renders {
 		if r.Failure != nil {
 			errs[i] = failure(r.Failure)
 			continue
 		}
-		renders[i] = Render{}
+		renders[i], templates[i] = Render{}, r.Templates
 		for id, data := range r.Objects {
 			var body map[string]any
 			if err := json.Unmarshal(data, &body); err != nil {
@@ -104,7 +113,7 @@ func RenderWith(ix *index.Index, c Chart, values ...map[string]any) (map[string]
 			renders[i][id] = body
 		}
 	}
-	return res.Defaults, renders, errs, nil
+	return res.Defaults, renders, templates, errs, nil
 }
 
 // failure says why a chart could not be loaded or rendered, in the words a
@@ -240,15 +249,15 @@ func FindValues(ix *index.Index, c Chart, values map[string]any, workloads []str
 // annotation alone in after, sorted, when nothing else of the render
 // changes (volatile paths aside); nil otherwise.
 func probedOnly(before, after Render, volatile Paths) []string {
-	if len(before) != len(after) {
+	if !sameObjects(before, after, volatile) {
 		return nil
 	}
 	var out []string
 	for _, id := range slices.Sorted(maps.Keys(before)) {
-		a, ok := after[id]
-		if !ok {
-			return nil
+		if volatile.whole(id) {
+			continue
 		}
+		a := after[id]
 		switch annotatedOnly(before[id], a, volatile[id], map[string]string{probeKey: probeValue}) {
 		case unchanged:
 		case annotated:
@@ -301,7 +310,8 @@ func annotatedOnly(before, after map[string]any, volatile [][]string, set map[st
 }
 
 // Paths are, by object, the paths of its body that differ between two
-// renders of the same values.
+// renders of the same values; an object that one render lacks (its name
+// drawn at random) differs as a whole, the empty path.
 type Paths map[string][][]string
 
 // Volatile returns what differs between two renders of a chart with the
@@ -313,7 +323,46 @@ func Volatile(a, b Render) Paths {
 			out[id] = d
 		}
 	}
+	for id := range b {
+		if _, ok := a[id]; !ok {
+			out[id] = [][]string{nil}
+		}
+	}
 	return out
+}
+
+// whole reports whether an object differs as a whole between two renders
+// of the same values: it is not one object of both.
+func (p Paths) whole(id string) bool {
+	return slices.ContainsFunc(p[id], func(path []string) bool { return len(path) == 0 })
+}
+
+// sameObjects reports whether after renders the objects before does, those
+// the renders of the same values do not agree on aside.
+func sameObjects(before, after Render, volatile Paths) bool {
+	count := func(r Render) int {
+		n := 0
+		for id := range r {
+			if !volatile.whole(id) {
+				n++
+			}
+		}
+		return n
+	}
+	unstable := false
+	for id := range volatile {
+		unstable = unstable || volatile.whole(id)
+	}
+	for id := range before {
+		if _, ok := after[id]; !ok && !volatile.whole(id) {
+			return false
+		}
+	}
+	// Objects of random names leave the count of the others to compare.
+	if unstable {
+		return true
+	}
+	return count(before) == count(after)
 }
 
 // differences lists the paths at which two decoded JSON values differ,
@@ -367,14 +416,19 @@ func hasPrefix(p, prefix []string) bool {
 // annotations set on each workload's pod template (set, by "Kind/name"),
 // the paths of volatile aside.
 func OnlyAnnotated(before, after Render, set map[string]map[string]string, volatile Paths) error {
-	if len(before) != len(after) {
+	if !sameObjects(before, after, volatile) {
+		for id := range before {
+			if _, ok := after[id]; !ok && !volatile.whole(id) {
+				return fmt.Errorf("%s is no longer rendered", id)
+			}
+		}
 		return fmt.Errorf("%d objects instead of %d", len(after), len(before))
 	}
 	for _, id := range slices.Sorted(maps.Keys(before)) {
-		a, ok := after[id]
-		if !ok {
-			return fmt.Errorf("%s is no longer rendered", id)
+		if volatile.whole(id) {
+			continue
 		}
+		a := after[id]
 		want, intended := set[id]
 		switch annotatedOnly(before[id], a, volatile[id], want) {
 		case unchanged:

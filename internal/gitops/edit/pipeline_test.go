@@ -557,6 +557,17 @@ func (c editCase) argoApplied(t *testing.T) map[string]editcheck.ArgoApply {
 	return out
 }
 
+// appliers are the Flux Kustomizations and Argo CD Applications of the
+// case's cluster, whose builds the checks hold to the promise too.
+func (c editCase) appliers(t *testing.T) []editcheck.Applier {
+	if c.cluster == "" {
+		return nil
+	}
+	out, err := editcheck.ClusterAppliers(filepath.Join(gitopstest.FixtureRepo(c.repo), filepath.FromSlash(c.cluster)), c.repoURL, "", nil)
+	require.NoError(t, err)
+	return out
+}
+
 // planEdits indexes repo and computes the case's edits.
 func planEdits(t *testing.T, c editCase, repo string) (*drift.Plan, edit.Set) {
 	return planEditsWith(t, c, repo, index.Options{})
@@ -628,7 +639,7 @@ func TestEditsApplyAndRender(t *testing.T) {
 					gitopstest.GitApply(t, after, edit.UnifiedDiff(set.Namespaces[ns]))
 					checkApplied(t, editcheck.Check{
 						Before: gitopstest.FixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t), Argo: c.argoApplied(t),
-						Charts: c.pulledCharts(),
+						Charts: c.pulledCharts(), Appliers: c.appliers(t), Repository: c.repoURL,
 					}, c.plan(), set.Namespaces[ns])
 				})
 			}

@@ -72,6 +72,9 @@ type Hints struct {
 	// appliedByPath indexes Applied: HintsFor hands one list, thousands of
 	// entries in a fleet, to every workload.
 	appliedByPath map[string][]int
+	// readers name, by repo-relative values file, the Argo CD Application
+	// sources of the cluster that read it.
+	readers map[string][]string
 }
 
 // Applied is one directory of the repository a GitOps object applies.
@@ -120,11 +123,18 @@ func HintsFrom(set *objects.Set, indexed func(route.Source) bool) func(drift.Wor
 func HintsFromIn(ix *index.Index, set *objects.Set, indexed func(route.Source) bool) func(drift.Workload) Hints {
 	applied := appliedPaths(ix, set, indexed)
 	byPath := appliedByPath(applied)
+	var readers map[string][]string
+	if set != nil {
+		readers = argo.ValuesReaders(set.Applications, func(app *objects.Application, s objects.ApplicationSource) bool {
+			return indexed(route.ArgoSource(app, s))
+		})
+	}
 	return func(w drift.Workload) Hints {
 		if set == nil {
 			return Hints{}
 		}
 		h := workloadHints(ix, set, w, indexed)
+		h.readers = readers
 		if h.Release != nil {
 			h = releaseHints(set, h, applied)
 			h.helmRepositories = set.HelmRepositories
@@ -298,10 +308,12 @@ func WithPulledCharts(h Hints, pulled map[string]chart.Pulled) Hints {
 	return h
 }
 
-// withoutApplied leaves out the applied paths and their index: the list is
-// the cluster's whole, handed to every workload, and compared apart.
+// withoutApplied leaves out the applied paths and their index, and the
+// readers of values files: they are the cluster's whole, handed to every
+// workload, and compared apart or read only by chart values (which are
+// never reused).
 func (h Hints) withoutApplied() Hints {
-	h.Applied, h.appliedByPath = nil, nil
+	h.Applied, h.appliedByPath, h.readers = nil, nil, nil
 	return h
 }
 

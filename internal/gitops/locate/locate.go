@@ -97,7 +97,7 @@ func (ix locator) locate(w drift.Workload, hints Hints) restart.Found {
 		return helmrelease.Locate(ix.Index, w, *hints.Release, found, helmrelease.Options{PreferValues: hints.PreferValues,
 			Values: helmrelease.ValuesOptions{HelmRepositories: hints.helmRepositories, Pulled: hints.pulled, Prober: ix.prober}})
 	}
-	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via, ix.prober); ok && hints.Helm != "" {
+	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via, ix.argoLocating(hints)); ok && hints.Helm != "" {
 		return loc
 	}
 	if hints.Helm != "" {
@@ -119,7 +119,7 @@ func (ix locator) locate(w drift.Workload, hints Hints) restart.Found {
 		}
 		// A chart that does not render the workload leaves it to the
 		// Application's other sources.
-		if loc, renders := argo.LocateChart(ix.Index, w, argo.DirectoryAt(hints.Directories, p), hints.Via, p, ix.prober); renders {
+		if loc, renders := argo.LocateChart(ix.Index, w, argo.DirectoryAt(hints.Directories, p), hints.Via, p, ix.argoLocating(hints), othersApplying(hints, p)); renders {
 			return loc
 		}
 	}
@@ -206,7 +206,7 @@ func (ix locator) chartIn(dir string) bool { return ix.FS().IsRegular(path.Join(
 func (ix locator) notFoundDetail(w drift.Workload, hints Hints) restart.Found {
 	// A workload the Application's paths do not hold may come from its
 	// charts.
-	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via, ix.prober); ok {
+	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via, ix.argoLocating(hints)); ok {
 		return loc
 	}
 	if hints.Charts != "" {
@@ -725,4 +725,22 @@ func Shared(ix *index.Index, path string) bool {
 // PatchSafe reports whether a patch in root restarts only w.
 func PatchSafe(ix *index.Index, root string, src index.Source, w drift.Workload, hints Hints) bool {
 	return locator{Index: ix}.patchSafe(root, src, w, hints)
+}
+
+// othersApplying names the GitOps objects besides the hints' own that
+// apply the repository path p.
+func othersApplying(hints Hints, p string) []string {
+	var out []string
+	for _, a := range hints.Applied {
+		if a.Path == p && a.Via != hints.Via && !slices.Contains(out, a.Via) {
+			out = append(out, a.Via)
+		}
+	}
+	return out
+}
+
+// argoLocating is what locating a chart's workload knows of the plan and
+// the cluster.
+func (ix locator) argoLocating(hints Hints) argo.Locating {
+	return argo.Locating{Prober: ix.prober, Readers: hints.readers}
 }

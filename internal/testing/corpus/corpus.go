@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -193,12 +192,6 @@ func (e Entry) Cluster() (*objects.Set, error) {
 	return &out, nil
 }
 
-// Appliers reads the GitOps objects of cluster/ whole, as generic
-// objects: the typed ones kedge reads keep only some fields.
-func (e Entry) Appliers() ([]*unstructured.Unstructured, error) {
-	return e.objects(func(kind string) bool { return kind == "Kustomization" || kind == "Application" })
-}
-
 func fromUnstructured(o *unstructured.Unstructured, into any) error {
 	return kruntime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into)
 }
@@ -222,7 +215,7 @@ func (e Entry) objects(keep func(kind string) bool) ([]*unstructured.Unstructure
 			} else if err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
-			if keep(o.GetKind()) && o.GetKind() != "Kustomization" || keep(o.GetKind()) && strings.HasPrefix(o.GetAPIVersion(), "kustomize.toolkit.fluxcd.io/") {
+			if keep(o.GetKind()) {
 				out = append(out, o)
 			}
 		}

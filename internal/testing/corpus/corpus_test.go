@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
@@ -59,8 +58,6 @@ type tally struct{ drifted, restarted int }
 func runEntry(t *testing.T, e corpus.Entry) tally {
 	set, err := e.Cluster()
 	require.NoError(t, err)
-	appliers, err := e.Appliers()
-	require.NoError(t, err)
 	opts := planOptions(e)
 	res, err := plan.Build(set, opts)
 	require.NoError(t, err)
@@ -89,12 +86,13 @@ func runEntry(t *testing.T, e corpus.Entry) tally {
 			for _, ed := range edits {
 				changed = append(changed, ed.Path)
 			}
+			appliers, err := editcheck.ClusterAppliers(filepath.Join(e.Dir, "cluster"), e.Repository, co.branch, e.FluxDirs)
+			require.NoError(t, err)
 			check := editcheck.Check{
 				Before: co.root, After: after, Changed: changed, Restarts: restartsOf(res.Plan.Workloads, ns),
 				Charts: chartDirs(e), HelmRepositories: helmRepositories(set),
-				Appliers: appliersOf(e, co, appliers, set), Repository: e.Repository,
+				Appliers: appliers, TargetNamespaces: editcheck.TargetNamespaces(appliers), Repository: e.Repository,
 			}
-			check.TargetNamespaces = targetNamespaces(check.Appliers)
 			result, err := editcheck.CompareRepos(check)
 			require.NoError(t, err)
 			assert.Empty(t, result.Problems, "namespace %s", ns)
@@ -255,127 +253,6 @@ func helmRepositories(set *objects.Set) map[string]string {
 	return out
 }
 
-// appliersOf are the cluster's Flux Kustomizations and Argo CD
-// Applications that apply the checkout, with what they substitute and
-// read.
-func appliersOf(e corpus.Entry, co checkout, objs []*unstructured.Unstructured, set *objects.Set) []editcheck.Applier {
-	same := func(url, branch string) bool {
-		return route.NormalizeURL(url) == route.NormalizeURL(e.Repository) && (co.branch == "" || branch == co.branch || branch == "")
-	}
-	var out []editcheck.Applier
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "Kustomization":
-			kind, _, _ := unstructured.NestedString(o.Object, "spec", "sourceRef", "kind")
-			name, _, _ := unstructured.NestedString(o.Object, "spec", "sourceRef", "name")
-			ns, _, _ := unstructured.NestedString(o.Object, "spec", "sourceRef", "namespace")
-			if ns == "" {
-				ns = o.GetNamespace()
-			}
-			a := editcheck.Applier{Object: o}
-			switch kind {
-			case "", "GitRepository":
-				g := gitRepository(set, ns, name)
-				if g == nil || !same(g.Spec.URL, branchOf(g)) {
-					continue
-				}
-			case "ExternalArtifact":
-				dir, ok := e.FluxDirs[o.GetNamespace()+"/"+o.GetName()]
-				if !ok {
-					continue
-				}
-				a.Dir = dir
-			default:
-				continue
-			}
-			a.Vars = fluxVars(o, set)
-			out = append(out, a)
-		case "Application":
-			a := editcheck.Applier{Object: o, Refs: map[string]bool{}}
-			for i, src := range appSources(o) {
-				url, _ := src["repoURL"].(string)
-				rev, _ := src["targetRevision"].(string)
-				if !same(url, rev) {
-					continue
-				}
-				if ref, _ := src["ref"].(string); ref != "" {
-					a.Refs[ref] = true
-				}
-				if p, _ := src["path"].(string); p != "" {
-					a.Sources = append(a.Sources, i)
-				}
-			}
-			for i, src := range appSources(o) {
-				if c, _ := src["chart"].(string); c != "" {
-					a.Sources = append(a.Sources, i)
-				}
-			}
-			if len(a.Sources) > 0 {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
-}
-
-func appSources(o *unstructured.Unstructured) []map[string]any {
-	if list, ok, _ := unstructured.NestedSlice(o.Object, "spec", "sources"); ok && len(list) > 0 {
-		out := make([]map[string]any, len(list))
-		for i, s := range list {
-			out[i], _ = s.(map[string]any)
-		}
-		return out
-	}
-	s, _, _ := unstructured.NestedMap(o.Object, "spec", "source")
-	return []map[string]any{s}
-}
-
-func gitRepository(set *objects.Set, ns, name string) *objects.GitRepository {
-	for i := range set.GitRepositories {
-		if g := &set.GitRepositories[i]; g.Namespace == ns && g.Name == name {
-			return g
-		}
-	}
-	return nil
-}
-
-func branchOf(g *objects.GitRepository) string {
-	if g.Spec.Ref == nil {
-		return "master"
-	}
-	return g.Spec.Ref.Branch
-}
-
-// fluxVars are the variables a Kustomization's post-build substitution
-// knows: the ConfigMaps it names, then its inline ones; nil without a
-// postBuild.
-func fluxVars(o *unstructured.Unstructured, set *objects.Set) map[string]string {
-	pb, ok, _ := unstructured.NestedMap(o.Object, "spec", "postBuild")
-	if !ok {
-		return nil
-	}
-	out := map[string]string{}
-	from, _ := pb["substituteFrom"].([]any)
-	for _, f := range from {
-		ref, _ := f.(map[string]any)
-		if ref["kind"] != "ConfigMap" {
-			continue
-		}
-		for _, cm := range set.ConfigMaps {
-			if cm.Namespace == o.GetNamespace() && cm.Name == ref["name"] {
-				for k, v := range cm.Data {
-					out[k] = v
-				}
-			}
-		}
-	}
-	sub, _ := pb["substitute"].(map[string]any)
-	for k, v := range sub {
-		out[k] = fmt.Sprint(v)
-	}
-	return out
-}
-
 // copyTree copies a checkout, symbolic links as links, to a directory of
 // the test.
 func copyTree(t *testing.T, src string) string {
@@ -404,24 +281,4 @@ func copyTree(t *testing.T, src string) string {
 		return os.WriteFile(target, data, 0o644)
 	}))
 	return dst
-}
-
-// targetNamespaces are the directories Flux Kustomizations build with a
-// targetNamespace, which every object they apply lands in.
-func targetNamespaces(appliers []editcheck.Applier) map[string]string {
-	out := map[string]string{}
-	for _, a := range appliers {
-		if a.Object.GetKind() != "Kustomization" {
-			continue
-		}
-		ns, _, _ := unstructured.NestedString(a.Object.Object, "spec", "targetNamespace")
-		dir := a.Dir
-		if dir == "" {
-			dir, _, _ = unstructured.NestedString(a.Object.Object, "spec", "path")
-		}
-		if ns != "" {
-			out[route.CleanPath(dir)] = ns
-		}
-	}
-	return out
 }

@@ -125,6 +125,14 @@ func CompareRepos(c Check) (Result, error) {
 		if read[f] {
 			continue
 		}
+		if dir := chartDirOf(c.Before, f); dir != "" {
+			// A chart's file: what it does is seen in what the appliers
+			// rendering the chart render.
+			if !c.rendersChart(dir) {
+				res.problem(f, "changed in the chart %s, which no applier renders", dir)
+			}
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(c.Before, filepath.FromSlash(f))); errors.Is(err, fs.ErrNotExist) {
 			res.problem(f, "created, but no kustomization reads it")
 			continue
@@ -343,4 +351,35 @@ func carriedValues(o *unstructured.Unstructured, annotations map[string]string) 
 		out[k] = v
 	}
 	return out
+}
+
+// chartDirOf returns the repo-relative directory of the chart holding the
+// repo-relative file f (the nearest directory above it with a Chart.yaml),
+// "" when none does.
+func chartDirOf(repo, f string) string {
+	for dir := filepath.Dir(filepath.FromSlash(f)); dir != "." && dir != string(filepath.Separator); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(repo, dir, "Chart.yaml")); err == nil {
+			return filepath.ToSlash(dir)
+		}
+	}
+	return ""
+}
+
+// rendersChart reports whether an Application applier renders the chart
+// in the repo-relative directory dir.
+func (c Check) rendersChart(dir string) bool {
+	for _, a := range c.Appliers {
+		if a.Object.GetKind() != "Application" {
+			continue
+		}
+		sources := sourcesOf(a.Object)
+		for _, i := range a.Sources {
+			if i < len(sources) {
+				if p, _ := sources[i]["path"].(string); strings.Trim(strings.TrimPrefix(p, "./"), "/") == dir {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
