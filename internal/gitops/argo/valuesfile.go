@@ -47,8 +47,8 @@ func (s *ValuesFileSite) Source() index.Source {
 	kind, name, _ := strings.Cut(s.value.Workload, "/")
 	return index.Source{Path: s.file, Kind: kind, Name: name, Namespace: s.namespace}
 }
-func (s *ValuesFileSite) Rendered() restart.WorkloadID  { return s.value.Rendered() }
-func (s *ValuesFileSite) Group() []restart.WorkloadID { return s.value.GroupIDs(s.namespace) }
+func (s *ValuesFileSite) Rendered() restart.WorkloadID { return s.value.Rendered() }
+func (s *ValuesFileSite) Group() []restart.WorkloadID  { return s.value.GroupIDs(s.namespace) }
 func (s *ValuesFileSite) CheckKey() string {
 	return fmt.Sprintf("argo values file %s %s/%s", s.file, s.value.Chart.Namespace, s.value.Chart.Release)
 }
