@@ -84,7 +84,8 @@ func (templateKind) Intents(restarts []restart.Restart) []restart.Intent {
 
 func (templateKind) Write(ix *index.Index, file string, restarts []restart.Restart) ([]restart.FileEdit, error) {
 	return restart.WriteEach(ix, file, restarts, func(data []byte, r restart.Restart) ([]byte, bool, error) {
-		return setTemplateAnnotations(data, r.ID.Kind, r.Set)
+		_, name, _ := strings.Cut(r.Site.(*TemplateSite).workload, "/")
+		return setTemplateAnnotations(data, r.ID.Kind, name, r.Set)
 	})
 }
 
@@ -114,7 +115,7 @@ func TemplateOf(ix *index.Index, c Chart, values map[string]any, workload string
 	}
 	kind, name, _ := strings.Cut(workload, "/")
 	// Writing nothing yet, the edit must find its place in the template.
-	if _, _, err := setTemplateAnnotations(data, kind, map[string]string{probeKey: probeValue}); err != nil {
+	if _, _, err := setTemplateAnnotations(data, kind, name, map[string]string{probeKey: probeValue}); err != nil {
 		return nil, renders[0], fmt.Errorf("%s: %v", file, err)
 	}
 	return &TemplateSite{
@@ -195,7 +196,7 @@ func child(lines []templateLine, from, to int, key string) (int, int) {
 // a chart template whose kind is kind, replacing the value of a key
 // written there already; changed is false when every value is written
 // already. Every other line stays as it is.
-func setTemplateAnnotations(src []byte, kind string, set map[string]string) ([]byte, bool, error) {
+func setTemplateAnnotations(src []byte, kind, name string, set map[string]string) ([]byte, bool, error) {
 	lines, eol := readTemplateLines(src)
 	kindLine := regexp.MustCompile(`^kind:\s*["']?` + regexp.QuoteMeta(kind) + `["']?\s*(#.*)?$`)
 	var docs [][2]int
@@ -207,21 +208,34 @@ func setTemplateAnnotations(src []byte, kind string, set map[string]string) ([]b
 		}
 	}
 	docs = append(docs, [2]int{start, len(lines)})
-	var doc *[2]int
+	var ofKind []*[2]int
 	for i := range docs {
 		for j := docs[i][0]; j < docs[i][1]; j++ {
 			if kindLine.MatchString(lines[j].text) {
-				if doc != nil {
-					return nil, false, fmt.Errorf("several documents of the template render a %s", kind)
-				}
-				doc = &docs[i]
+				ofKind = append(ofKind, &docs[i])
 				break
 			}
 		}
 	}
-	if doc == nil {
-		return nil, false, fmt.Errorf("no document of the template names kind %s on a line of its own", kind)
+	if len(ofKind) > 1 {
+		// Several of the kind: the one whose metadata names the workload
+		// literally.
+		var named []*[2]int
+		for _, d := range ofKind {
+			if writesName(lines, *d, name) {
+				named = append(named, d)
+			}
+		}
+		ofKind = named
 	}
+	switch len(ofKind) {
+	case 0:
+		return nil, false, fmt.Errorf("no document of the template names kind %s (and name %s) on lines of their own", kind, name)
+	case 1:
+	default:
+		return nil, false, fmt.Errorf("several documents of the template render a %s named %s", kind, name)
+	}
+	doc := ofKind[0]
 	spec := -1
 	for j := doc[0]; j < doc[1]; j++ {
 		if lines[j].yaml && lines[j].indent == 0 && keyLine(lines[j], "spec") {
@@ -317,4 +331,28 @@ func setTemplateAnnotations(src []byte, kind string, set map[string]string) ([]b
 		text += eol
 	}
 	return []byte(text), true, nil
+}
+
+// writesName reports whether the document's top-level metadata writes the
+// name literally.
+func writesName(lines []templateLine, doc [2]int, name string) bool {
+	for j := doc[0]; j < doc[1]; j++ {
+		if !lines[j].yaml || lines[j].indent != 0 || !keyLine(lines[j], "metadata") {
+			continue
+		}
+		end := min(block(lines, j), doc[1])
+		if n, _ := child(lines, j+1, end, "name"); n >= 0 {
+			return false // "name:" alone: a value on the next lines
+		}
+		for k := j + 1; k < end; k++ {
+			t := strings.TrimSpace(lines[k].text)
+			if lines[k].yaml && strings.HasPrefix(t, "name:") {
+				v := strings.Trim(strings.TrimSpace(strings.TrimPrefix(t, "name:")), `"'`)
+				if v == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
