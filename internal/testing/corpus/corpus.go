@@ -153,6 +153,7 @@ func (e Entry) Cluster() (*objects.Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rollouts []*objects.Rollout
 	for _, o := range applied {
 		switch o.GetKind() {
 		case "Deployment":
@@ -180,10 +181,11 @@ func (e Entry) Cluster() (*objects.Set, error) {
 			}
 			r.UID = types.UID("rollout-" + r.Namespace + "-" + r.Name)
 			kube.RolloutReplicaSets(r.ObjectMeta, 1, &metav1.LabelSelector{MatchLabels: r.Spec.Template.Labels}, r.Spec.Template, story)
+			rollouts = append(rollouts, &r)
 		}
 	}
 	out := *set
-	out.Deployments, out.StatefulSets, out.DaemonSets, out.ReplicaSets, out.Pods = nil, nil, nil, nil, nil
+	out.Deployments, out.StatefulSets, out.DaemonSets, out.ReplicaSets, out.Pods, out.Rollouts = nil, nil, nil, nil, nil, rollouts
 	kube.Objects.AddTo(&out)
 	meshtest.Merge(
 		meshtest.IstiodRevision(OldRevision, OldImage),
