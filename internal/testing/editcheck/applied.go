@@ -51,8 +51,9 @@ func (c Check) compareAppliers(res *Result) {
 			before, errB = a.buildFlux(c.Before)
 			after, errA = a.buildFlux(c.After)
 		case "Application":
-			before, errB = c.buildApplication(c.Before, a)
-			after, errA = c.buildApplication(c.After, a)
+			// Its charts may render differently every time.
+			before, after, errB, errA = renderSettled(func() ([]*unstructured.Unstructured, error) { return c.buildApplication(c.Before, a) },
+				func() ([]*unstructured.Unstructured, error) { return c.buildApplication(c.After, a) })
 		default:
 			res.problem(where, "not a GitOps object kedge's checks build")
 			continue

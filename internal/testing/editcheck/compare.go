@@ -212,14 +212,14 @@ func (c Check) compareWorkload(where string, b, a *unstructured.Unstructured, de
 // (from the After checkout) to what it rendered before, with inner's view
 // of where the objects are applied.
 func compareRendered[T any](c, inner Check, where string, before, after T, render func(repo string, o T) ([]*unstructured.Unstructured, error), deployed bool, res *Result) {
-	b, err := render(c.Before, before)
-	if err != nil {
-		res.problem(where, "does not render before the change: %v", err)
+	b, a, errB, errA := renderSettled(func() ([]*unstructured.Unstructured, error) { return render(c.Before, before) },
+		func() ([]*unstructured.Unstructured, error) { return render(c.After, after) })
+	if errB != nil {
+		res.problem(where, "does not render before the change: %v", errB)
 		return
 	}
-	a, err := render(c.After, after)
-	if err != nil {
-		res.problem(where, "renders before the change, not after: %v", err)
+	if errA != nil {
+		res.problem(where, "renders before the change, not after: %v", errA)
 		return
 	}
 	inner.compare(where, b, a, deployed, res)
