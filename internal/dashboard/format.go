@@ -146,6 +146,7 @@ var editMeaning = map[string]string{
 	drift.EditAlreadyBumped:    "already bumped, waiting for the rollout",
 	drift.EditHelmPostRenderer: "post-renderer patch in its HelmRelease; helm-controller upgrades the release",
 	drift.EditHelmValues:       "chart value in its HelmRelease or Argo CD Application; helm-controller upgrades the release, Argo CD syncs the Application",
+	drift.EditHelmTemplate:     "annotation in the chart's template in the repository; Argo CD syncs the Application",
 }
 
 var fateMeaning = map[prstate.Fate]string{

@@ -53,6 +53,11 @@ const (
 	// template annotations, set where the release's values are written (an
 	// Argo CD Application's helm source, a Flux HelmRelease's spec.values).
 	EditHelmValues = "helm-values"
+	// EditHelmTemplate is the restart annotations written in the chart
+	// template of the repository that renders the workload, when one
+	// release alone renders the chart and no value of it reaches the pod
+	// template.
+	EditHelmTemplate = "helm-template"
 )
 
 // Plan is what kedge would do for one cluster. Its JSON form is a contract.

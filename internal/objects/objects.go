@@ -143,6 +143,9 @@ type ApplicationSourceHelm struct {
 	Values       string          `json:"values,omitempty"`
 	ValuesObject map[string]any  `json:"valuesObject,omitempty"`
 	Parameters   []HelmParameter `json:"parameters,omitempty"`
+	// IgnoreMissingValueFiles skips a values file that does not exist
+	// instead of failing the render.
+	IgnoreMissingValueFiles bool `json:"ignoreMissingValueFiles,omitempty"`
 }
 
 // HelmParameter is one --set (or --set-string) of an Argo CD Helm source.

@@ -41,7 +41,7 @@ func TestBuildRestartsHelmReleases(t *testing.T) {
 		{
 			name: "release not in the repository", repo: "helm-release", ns: "podinfo", releaseNS: "flux-system",
 			want: drift.Manifest{Status: drift.ManifestHelm,
-				Detail: "HelmRelease flux-system/podinfo renders it and is not in the repository (no HelmRelease flux-system/podinfo in the indexed paths)"},
+				Detail: "HelmRelease flux-system/podinfo renders it; no HelmRelease flux-system/podinfo in the indexed paths"},
 			applier: "Flux helm-controller (upgrading HelmRelease flux-system/podinfo)",
 		},
 	}

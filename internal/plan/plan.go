@@ -188,7 +188,7 @@ func Build(set *objects.Set, opts Options) (*Result, error) {
 	}
 	// Without the cluster's Applications, those written in the repository
 	// say what Argo CD applies.
-	hints := locate.HintsFor(index.WithRepositoryApplications(set, ix), opts.RepoURLs...)
+	hints := locate.HintsIn(ix, index.WithRepositoryApplications(set, ix), opts.RepoURLs...)
 	if opts.HelmValues {
 		hints = preferValues(hints)
 	}

@@ -79,7 +79,7 @@ func openCheckouts(set *objects.Set, opts Options) ([]checkout, error) {
 			}
 		}
 		primary := i == 0
-		hints := locate.HintsFrom(index.WithRepositoryApplications(set, ix), func(s route.Source) bool {
+		hints := locate.HintsFromIn(ix, index.WithRepositoryApplications(set, ix), func(s route.Source) bool {
 			if s.URL == "" {
 				return primary
 			}

@@ -40,9 +40,11 @@ func TestArgoHelmValuesEndToEnd(t *testing.T) {
 				"shop/shop-podinfo":  {"found", "helm-values", "argocd/podinfo.yaml"},
 				"labs/podinfo-new":   {"found", "helm-values", "argocd/podinfo-new.yaml"},
 				"legacy/podinfo-old": {"found", "helm-values", "argocd/podinfo-old.yaml"},
-				"tools/fixed":        {"helm", "", ""},
+				// No value reaches its pod template: the chart's template
+				// gets the annotations, one release alone rendering it.
+				"tools/fixed": {"found", "helm-template", "charts/fixed/templates/deployment.yaml"},
 			},
-			written: []string{"argocd/podinfo.yaml", "argocd/podinfo-new.yaml", "argocd/podinfo-old.yaml"},
+			written: []string{"argocd/podinfo.yaml", "argocd/podinfo-new.yaml", "argocd/podinfo-old.yaml", "charts/fixed/templates/deployment.yaml"},
 		},
 		{
 			name: "component values in values text, parameters and a second source", repo: "argo-helm-components",

@@ -63,7 +63,7 @@ func (e *OutsideError) Error() string {
 // symbolic links followed, a byte order mark dropped), through a file
 // system confined to the chart's directory: a link out of it refuses the
 // chart. The total is bounded by maxBytes.
-func chartFiles(fsys *repofs.FS, dir string, maxBytes int64) ([]*loader.BufferedFile, error) {
+func chartFiles(fsys *repofs.FS, dir string, maxBytes int64, replace map[string][]byte) ([]*loader.BufferedFile, error) {
 	sub, err := fsys.Sub(dir)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func chartFiles(fsys *repofs.FS, dir string, maxBytes int64) ([]*loader.Buffered
 		return nil, err
 	}
 	rules.AddDefaults()
-	c := &collector{fs: sub, rules: rules, remaining: maxBytes, max: maxBytes}
+	c := &collector{fs: sub, rules: rules, remaining: maxBytes, max: maxBytes, replace: replace}
 	if err := c.walk(".", 0); err != nil {
 		return nil, err
 	}
@@ -91,6 +91,8 @@ type collector struct {
 	files     []*loader.BufferedFile
 	remaining int64
 	max       int64
+	// replace stands in for the content of chart-relative files.
+	replace map[string][]byte
 }
 
 // maxLinkDepth bounds how many directories deep a walk follows: links
@@ -136,7 +138,12 @@ func (c *collector) walk(dir string, depth int) error {
 		if info.Size() > c.remaining {
 			return &OverBudgetError{File: name, Budget: fmt.Sprintf("the chart holds more than %d bytes", c.max)}
 		}
-		data, err := c.fs.ReadFileLimit(name, c.remaining)
+		data, replaced := c.replace[name]
+		if !replaced {
+			data, err = c.fs.ReadFileLimit(name, c.remaining)
+		} else if int64(len(data)) > c.remaining {
+			err = &OverBudgetError{File: name, Budget: fmt.Sprintf("the chart holds more than %d bytes", c.max)}
+		}
 		if yamlguard.IsOverBudget(err) {
 			return &OverBudgetError{File: name, Budget: fmt.Sprintf("the chart holds more than %d bytes", c.max)}
 		}
@@ -206,9 +213,10 @@ func expandArchive(data []byte, limit int64) ([]*loader.BufferedFile, error) {
 	return files, err
 }
 
-// LoadChartDir loads the chart in dir of the checkout.
-func LoadChartDir(fsys *repofs.FS, dir string, maxBytes int64) (*chart.Chart, error) {
-	files, err := chartFiles(fsys, dir, maxBytes)
+// LoadChartDir loads the chart in dir of the checkout, with replace
+// (chart-relative paths) standing in for the content of files.
+func LoadChartDir(fsys *repofs.FS, dir string, maxBytes int64, replace map[string][]byte) (*chart.Chart, error) {
+	files, err := chartFiles(fsys, dir, maxBytes, replace)
 	if err != nil {
 		return nil, err
 	}
@@ -243,22 +251,51 @@ func loadFiles(files []*loader.BufferedFile, maxBytes int64) (*chart.Chart, erro
 	return loader.LoadFiles(files)
 }
 
+// appliedOnUpgrade reports whether an object of a render is applied when
+// its release is synced or upgraded: not a hook that runs only for `helm
+// test`, a rollback or a deletion. helm-controller runs tests only when a
+// HelmRelease enables them, and then after the upgrade
+// (https://fluxcd.io/flux/components/helm/helmreleases/#test-configuration);
+// Argo CD maps install and upgrade hooks to its own sync hooks and skips
+// test, rollback hooks
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/helm/#helm-hooks).
+func appliedOnUpgrade(obj map[string]any) bool {
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	hooks, ok := annotations["helm.sh/hook"].(string)
+	if !ok {
+		return true
+	}
+	for _, h := range strings.Split(hooks, ",") {
+		switch strings.TrimSpace(h) {
+		case "pre-install", "post-install", "pre-upgrade", "post-upgrade", "crd-install":
+			return true
+		}
+	}
+	return false
+}
+
 // Rendered is one render of a chart: each object as JSON, by "Kind/name".
 type Rendered map[string][]byte
+
+// Templates name, for each object of a render ("Kind/name"), the chart's
+// template that rendered it, relative to the chart ("templates/web.yaml");
+// a subchart's object is not named.
+type Templates map[string]string
 
 // RenderChart renders a loaded chart with values, as `helm template` does
 // for a release of that name and namespace, with no cluster to look
 // anything up in and no DNS. Templates that are partials or not YAML
 // (NOTES.txt) are left out, as Helm leaves them out of a release.
-func RenderChart(chrt *chart.Chart, values map[string]any, release, namespace string) (Rendered, error) {
+func RenderChart(chrt *chart.Chart, values map[string]any, release, namespace string) (Rendered, Templates, error) {
 	opts := chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true}
 	top, err := chartutil.ToRenderValues(chrt, values, opts, chartutil.DefaultCapabilities)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files, err := engine.Engine{}.Render(chrt, top)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	names := make([]string, 0, len(files))
 	var size int
@@ -267,23 +304,23 @@ func RenderChart(chrt *chart.Chart, values map[string]any, release, namespace st
 		size += len(content)
 	}
 	if size > MaxRenderBytes {
-		return nil, &OverBudgetError{Budget: fmt.Sprintf("the chart renders more than %d bytes", MaxRenderBytes)}
+		return nil, nil, &OverBudgetError{Budget: fmt.Sprintf("the chart renders more than %d bytes", MaxRenderBytes)}
 	}
 	sort.Strings(names)
-	out := Rendered{}
+	out, templates := Rendered{}, Templates{}
 	for _, name := range names {
 		if ext := path.Ext(name); ext != ".yaml" && ext != ".yml" || strings.HasPrefix(path.Base(name), "_") {
 			continue
 		}
 		for _, doc := range releaseutil.SplitManifests(files[name]) {
 			if err := yamlguard.Check([]byte(doc), yamlguard.Repository); err != nil {
-				return nil, &OverBudgetError{File: name, Budget: err.Error()}
+				return nil, nil, &OverBudgetError{File: name, Budget: err.Error()}
 			}
 			var obj map[string]any
 			if err := sigsyaml.Unmarshal([]byte(doc), &obj); err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, nil, fmt.Errorf("%s: %w", name, err)
 			}
-			if len(obj) == 0 {
+			if len(obj) == 0 || !appliedOnUpgrade(obj) {
 				continue
 			}
 			kind, _ := obj["kind"].(string)
@@ -291,10 +328,15 @@ func RenderChart(chrt *chart.Chart, values map[string]any, release, namespace st
 			objName, _ := meta["name"].(string)
 			data, err := json.Marshal(obj)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, nil, fmt.Errorf("%s: %w", name, err)
 			}
 			out[kind+"/"+objName] = data
+			// The engine names a template "<chart>/templates/...", a
+			// subchart's "<chart>/charts/<sub>/templates/...".
+			if _, rest, ok := strings.Cut(name, "/"); ok && !strings.HasPrefix(rest, "charts/") {
+				templates[kind+"/"+objName] = rest
+			}
 		}
 	}
-	return out, nil
+	return out, templates, nil
 }

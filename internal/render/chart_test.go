@@ -53,13 +53,13 @@ func TestNestedArchiveOverBudgetBlamesTheChartsArchive(t *testing.T) {
 	require.NoError(t, err)
 	defer fsys.Close()
 
-	_, err = LoadChartDir(fsys, "chart", 1<<20)
+	_, err = LoadChartDir(fsys, "chart", 1<<20, nil)
 	var over *OverBudgetError
 	require.True(t, errors.As(err, &over), "%v", err)
 	assert.Equal(t, "charts/outer-1.0.0.tgz", over.File)
 	assert.Contains(t, over.Budget, "charts/inner-1.0.0.tgz inside it")
 
-	chrt, err := LoadChartDir(fsys, "chart", 4<<20)
+	chrt, err := LoadChartDir(fsys, "chart", 4<<20, nil)
 	require.NoError(t, err, "within the budget")
 	require.Len(t, chrt.Dependencies(), 1)
 	assert.Len(t, chrt.Dependencies()[0].Dependencies(), 1)

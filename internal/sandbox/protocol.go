@@ -34,6 +34,10 @@ type KustomizeJob struct {
 	Dir string
 	// Replace stands in for the content of repo-relative files.
 	Replace map[string][]byte
+	// Flux, when set, is a Flux Kustomization as JSON: the build is the one
+	// kustomize-controller runs for it at Dir, its kustomization written by
+	// kustomize-controller's generator first (render.FluxKustomization).
+	Flux []byte
 }
 
 // KustomizeResult is what a build gave: the objects, or the failure, and
@@ -62,6 +66,9 @@ type ChartJob struct {
 	MaxBytes           int64
 	Release, Namespace string
 	Values             []map[string]any
+	// Replace stands in for the content of chart-relative files of a
+	// chart directory.
+	Replace map[string][]byte
 }
 
 // ChartResult holds a render per set of values, or why the chart did not
@@ -76,7 +83,9 @@ type ChartResult struct {
 // ChartRender is one render: each object as JSON by "Kind/name".
 type ChartRender struct {
 	Objects map[string][]byte
-	Failure *Failure
+	// Templates name the chart's template that rendered each object.
+	Templates map[string]string
+	Failure   *Failure
 }
 
 // FailureKind says why a job gave no result.

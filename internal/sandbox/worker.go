@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/gob"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -226,7 +228,18 @@ func buildKustomize(job *KustomizeJob) *KustomizeResult {
 		return &KustomizeResult{Failure: classify(err)}
 	}
 	defer fsys.Close()
-	b := fsys.Build(job.Replace, verdicts.judge)
+	replace := job.Replace
+	if job.Flux != nil {
+		if replace, err = fluxKustomization(fsys, job); err != nil {
+			return &KustomizeResult{Failure: classify(err), Listed: map[string]bool{job.Dir: true}}
+		}
+	}
+	b := fsys.Build(replace, verdicts.judge)
+	if job.Flux != nil {
+		// The generator walked the directory: a file added anywhere below
+		// it can change what it lists.
+		b.Listed[job.Dir] = true
+	}
 	objects, err := render.Kustomize(b, fsys.Abs(job.Dir))
 	out := &KustomizeResult{Objects: objects, Listed: b.Listed, Refused: map[string]string{}}
 	for rel := range b.Reads {
@@ -244,6 +257,26 @@ func buildKustomize(job *KustomizeJob) *KustomizeResult {
 		out.Failure = classify(err)
 	}
 	return out
+}
+
+// fluxKustomization returns the job's replacements with the kustomization
+// kustomize-controller writes at the job's directory for its Kustomization.
+func fluxKustomization(fsys *repofs.FS, job *KustomizeJob) (map[string][]byte, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(job.Flux, &obj); err != nil {
+		return nil, fmt.Errorf("the Flux Kustomization: %w", err)
+	}
+	data, rel, err := render.FluxKustomization(fsys.Dir(), fsys.Abs(job.Dir), obj)
+	if err != nil {
+		return nil, err
+	}
+	if _, replaced := job.Replace[rel]; replaced {
+		return nil, fmt.Errorf("%s is both replaced and generated", rel)
+	}
+	out := make(map[string][]byte, len(job.Replace)+1)
+	maps.Copy(out, job.Replace)
+	out[rel] = data
+	return out, nil
 }
 
 func objectBytes(objects [][]byte) int {
@@ -266,7 +299,7 @@ func renderChart(job *ChartJob) *ChartResult {
 	out := &ChartResult{Defaults: chrt.Values}
 	total := 0
 	for _, values := range job.Values {
-		objects, err := render.RenderChart(chrt, values, job.Release, job.Namespace)
+		objects, templates, err := render.RenderChart(chrt, values, job.Release, job.Namespace)
 		size := 0
 		for _, o := range objects {
 			size += len(o)
@@ -279,7 +312,7 @@ func renderChart(job *ChartJob) *ChartResult {
 			continue
 		}
 		total += size
-		out.Renders = append(out.Renders, ChartRender{Objects: objects})
+		out.Renders = append(out.Renders, ChartRender{Objects: objects, Templates: templates})
 	}
 	return out
 }
@@ -293,7 +326,7 @@ func loadChart(job *ChartJob, max int64) (*chart.Chart, error) {
 		return nil, err
 	}
 	defer fsys.Close()
-	return render.LoadChartDir(fsys, job.Dir, max)
+	return render.LoadChartDir(fsys, job.Dir, max, job.Replace)
 }
 
 // classify says why a job failed, its message reduced to an excerpt.

@@ -182,6 +182,9 @@ func isBlockMapping(n *yaml.Node) bool {
 // parseListPath reads "spec.sources[1].kustomize" into steps.
 func parseListPath(p string) ([]step, error) {
 	var out []step
+	if p == "" {
+		return nil, nil // the document itself: a values file
+	}
 	for _, part := range strings.Split(p, ".") {
 		key, rest, indexed := strings.Cut(part, "[")
 		if key == "" {

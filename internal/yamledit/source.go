@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -51,13 +52,13 @@ func load(src []byte) (*source, error) {
 		if bytes.Contains(content, []byte("\u0085")) || bytes.Contains(content, []byte("\u2028")) || bytes.Contains(content, []byte("\u2029")) {
 			return nil, refuse(CodeUnparsable, "line %d has a Unicode line separator", i+1)
 		}
-		if bytes.Contains(content, []byte("{{")) && !bytes.HasPrefix(bytes.TrimLeft(content, " \t"), []byte("#")) {
-			return nil, refuse(CodeTemplate, "line %d holds template text ({{): the file is not plain YAML", i+1)
-		}
 	}
 	docs, err := decodeAll(s.text)
 	if yamlguard.IsOverBudget(err) {
 		return nil, refuse(CodeOverBudget, "%v", err)
+	}
+	if n := templateLine(s.text, s.lines, docs, err == nil); n > 0 {
+		return nil, refuse(CodeTemplate, "line %d holds template text ({{) outside a YAML string: the file is not plain YAML", n)
 	}
 	if err != nil {
 		if n := s.firstTabIndentedLine(); n > 0 {
@@ -67,6 +68,81 @@ func load(src []byte) (*source, error) {
 	}
 	s.docs = docs
 	return s, nil
+}
+
+// TemplateLine returns the first line of src holding template text ({{)
+// outside a YAML string or comment, or 0 when there is none: a file whose
+// YAML is a template's (Helm's `{{- if }}`, an unquoted `{{ .Values.x }}`)
+// is not what gets applied, while `"{{ .Release.Name }}"`, a string value
+// that a chart or External Secrets templates later, is plain YAML.
+func TemplateLine(src []byte) int {
+	text := bytes.TrimPrefix(src, utf8BOM)
+	if !bytes.Contains(text, templateOpen) {
+		return 0
+	}
+	docs, err := decodeAll(text)
+	return templateLine(text, splitLines(text), docs, err == nil)
+}
+
+var templateOpen = []byte("{{")
+
+// templateLine finds template text outside strings. When the stream parses,
+// every {{ of the text must lie in a scalar's value or a comment: any other
+// is YAML syntax (a flow mapping `{{`) written by a template. When it does
+// not parse, any {{ outside a comment line is taken for template text.
+func templateLine(text []byte, lines []line, docs []*yaml.Node, parsed bool) int {
+	if !bytes.Contains(text, templateOpen) {
+		return 0
+	}
+	candidate := func(inStrings map[int]bool) int {
+		for i, l := range lines {
+			content := text[l.start:l.end]
+			if !bytes.Contains(content, templateOpen) || bytes.HasPrefix(bytes.TrimLeft(content, " \t"), []byte("#")) || inStrings[i+1] {
+				continue
+			}
+			return i + 1
+		}
+		return 0
+	}
+	if !parsed {
+		return candidate(nil)
+	}
+	inside := 0
+	starts := map[int]bool{}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil || n.Kind == yaml.AliasNode {
+			return
+		}
+		for _, c := range []string{n.HeadComment, n.LineComment, n.FootComment} {
+			inside += strings.Count(c, "{{")
+		}
+		if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "{{") {
+			inside += strings.Count(n.Value, "{{")
+			// A block or multi-line scalar spans the lines after its start.
+			for k := range strings.Count(n.Value, "\n") + 1 {
+				starts[n.Line+k] = true
+			}
+			if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+				for k := range strings.Count(n.Value, "\n") + 2 {
+					starts[n.Line+k] = true
+				}
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	for _, d := range docs {
+		walk(d)
+	}
+	if bytes.Count(text, templateOpen) <= inside {
+		return 0
+	}
+	if n := candidate(starts); n > 0 {
+		return n
+	}
+	return candidate(nil)
 }
 
 // decodeAll parses every document of a stream; a panic inside the parser counts as a parse error so that a

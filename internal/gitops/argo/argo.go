@@ -40,9 +40,37 @@ type Directory struct {
 	// Source is the Application and the source within it, for finding the
 	// Application's copy in the repository.
 	Source SourceRef
+	// Helm is the source's helm block, as the cluster runs it; Namespace
+	// the Application's destination namespace.
+	Helm      *objects.ApplicationSourceHelm
+	Namespace string
+	// Refs are the Application's ref: sources, which its values files
+	// name as $<ref>/<path>.
+	Refs []Ref
 	// directory is set when the source has a directory block: Argo CD then
 	// reads plain files even where a kustomization file is.
 	directory bool
+}
+
+// Ref is a source of an Application with ref: set: `$<Name>/<path>` in a
+// values file of another source is <path> at the root of its repository
+// (https://argo-cd.readthedocs.io/en/stable/user-guide/multiple_sources/#helm-value-files-from-external-git-repository).
+type Ref struct {
+	Name, RepoURL, TargetRevision string
+	// Indexed is set when the repository is the indexed checkout's.
+	Indexed bool
+}
+
+// RefsOf lists the ref: sources of an Application; indexed tells whether a
+// source is of the indexed repository.
+func RefsOf(app *objects.Application, indexed func(objects.ApplicationSource) bool) []Ref {
+	var out []Ref
+	for _, s := range route.ApplicationSources(app) {
+		if s.Ref != "" {
+			out = append(out, Ref{Name: s.Ref, RepoURL: s.RepoURL, TargetRevision: s.TargetRevision, Indexed: indexed(s)})
+		}
+	}
+	return out
 }
 
 // SourceRef names one source of an Application: At is the path of the
@@ -78,7 +106,7 @@ func Sources(app *objects.Application) []Source {
 // (top directory only) differs from Flux's, which applies the whole tree.
 func DirectoryOf(app *objects.Application, s Source) *Directory {
 	d := &Directory{
-		Path: route.CleanPath(s.Src.Path), Kustomize: s.Src.Kustomize,
+		Path: route.CleanPath(s.Src.Path), Kustomize: s.Src.Kustomize, Helm: s.Src.Helm, Namespace: app.Spec.Destination.Namespace,
 		Source: SourceRef{Namespace: app.Namespace, Name: app.Name, At: s.At},
 	}
 	if s.Src.Directory != nil {

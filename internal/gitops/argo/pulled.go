@@ -1,6 +1,7 @@
 package argo
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/kedge-io/kedge/internal/drift"
@@ -19,6 +20,12 @@ import (
 type ChartSource struct {
 	Source                  SourceRef
 	RepoURL, Chart, Version string
+	// Helm is the source's helm block, as the cluster runs it; Namespace
+	// the Application's destination namespace.
+	Helm      *objects.ApplicationSourceHelm
+	Namespace string
+	// Refs are the Application's ref: sources.
+	Refs []Ref
 	// Archive is the pulled chart's file; empty when it was not pulled.
 	Archive string
 	// PullError says why it was not pulled.
@@ -38,6 +45,7 @@ func ChartSources(app *objects.Application) []ChartSource {
 		out = append(out, ChartSource{
 			Source:  SourceRef{Namespace: app.Namespace, Name: app.Name, At: s.At},
 			RepoURL: s.Src.RepoURL, Chart: s.Src.Chart, Version: s.Src.TargetRevision,
+			Helm: s.Src.Helm, Namespace: app.Spec.Destination.Namespace,
 		})
 	}
 	return out
@@ -62,44 +70,19 @@ func WithPulled(sources []ChartSource, pulled map[string]chart.Pulled) []ChartSo
 // LocatePulledChart finds the chart value restarting w among the pulled
 // charts of the Application's sources; ok is false when none of them
 // renders w.
-func LocatePulledChart(ix *index.Index, w drift.Workload, sources []ChartSource, via string) (restart.Found, bool) {
+func LocatePulledChart(ix *index.Index, w drift.Workload, sources []ChartSource, via string, at Locating) (restart.Found, bool) {
 	for _, c := range sources {
 		via := fmt.Sprintf("%s renders chart %s %s from %s", via, c.Chart, c.Version, c.RepoURL)
-		helm := func(detail string) (restart.Found, bool) {
-			return restart.Found{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: detail}}, true
-		}
 		if c.Archive == "" {
 			if c.PullError == "" {
 				continue
 			}
-			return helm(via + "; " + c.PullError)
+			return helmFound(via + "; " + c.PullError), true
 		}
-		m, src := manifestOf(ix, c.Source, ".")
-		if m == nil {
-			return helm(via + "; its Application is not in the repository")
+		ch := chart.Chart{Archive: c.Archive, Namespace: cmp.Or(c.Namespace, w.Namespace)}
+		if found, renders := locateValues(ix, w, c.Source, c.Helm, c.Refs, ch, via, at); renders {
+			return found, true
 		}
-		if src.Helm != nil && len(src.Helm.ValueFiles) > 0 {
-			return helm(via + "; its values files are read from the chart repository, which kedge does not")
-		}
-		values, err := chartValues(ix, "", src.Helm)
-		if err != nil {
-			return helm(fmt.Sprintf("%s; reading its values: %v", via, err))
-		}
-		site := &ValuesSite{manifest: m, at: c.Source.At, value: chart.Value{
-			Chart:    chart.Chart{Archive: c.Archive, Release: releaseName(m, src), Namespace: m.App.Spec.Destination.Namespace},
-			Workload: w.Kind + "/" + w.Name,
-		}}
-		if site.value.Chart.Namespace == "" {
-			site.value.Chart.Namespace = w.Namespace
-		}
-		key, before, err := chart.FindValue(ix, site.value.Chart, values, site.value.Workload)
-		if before != nil && before[site.value.Workload] == nil {
-			continue
-		}
-		if err != nil {
-			return helm(valuesFailed(via, err))
-		}
-		return valuesFound(site, key, before), true
 	}
 	return restart.Found{}, false
 }

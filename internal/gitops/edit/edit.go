@@ -113,7 +113,7 @@ func After(ix *index.Index, prior Prior, workloads []drift.Workload, locs locate
 		}
 		byNamespace[w.Namespace] = append(byNamespace[w.Namespace], planned{loc: loc, restart: restart.Restart{
 			ID:         id,
-			Set:        map[string]string{ann.Restart: restart.RestartValue(w, target), ann.Target: target},
+			Set:        map[string]string{ann.Restart: restart.ValueFor(w, loc.Site, target), ann.Target: target},
 			APIVersion: apiVersion,
 			Site:       loc.Site,
 			Renames:    loc.Renames(),

@@ -44,7 +44,7 @@ func TestHelmReleaseOutcomes(t *testing.T) {
 			name:  "a release of another namespace only",
 			files: map[string]string{"apps/release.yaml": gitopstest.HelmRelease("podinfo", "other")},
 			want: drift.Manifest{Status: drift.ManifestHelm,
-				Detail: "HelmRelease shop/podinfo renders it and is not in the repository (no HelmRelease shop/podinfo in the indexed paths)"},
+				Detail: "HelmRelease shop/podinfo renders it; no HelmRelease shop/podinfo in the indexed paths"},
 		},
 		{
 			name: "two files define the release",

@@ -45,6 +45,9 @@ type editCase struct {
 	// charts are the charts of chart repositories the case's Applications
 	// name, by manifest.ChartKey, as directories of the case.
 	charts map[string]string
+	// fluxDirs are where the paths of the case's Kustomizations of an
+	// ExternalArtifact are in the repository, by "namespace/name".
+	fluxDirs map[string]string
 }
 
 var editCases = []editCase{
@@ -452,6 +455,80 @@ var editCases = []editCase{
 		},
 	},
 	{
+		// The home-lab layout: cluster-apps builds kubernetes/apps, which has
+		// no kustomization file; kustomize-controller's generated one takes
+		// shop/ as one resource and goes no deeper, so each app's app/
+		// directory is applied by its own Kustomization alone.
+		repo: "flux-generated-apps", cluster: "../cluster", repoURL: "https://github.com/example-org/home",
+		workloads: []drift.Workload{
+			gitopstest.HelmRendered(gitopstest.Drifted("shop", "Deployment", "podinfo", gitopstest.Istio125), "shop", "podinfo"),
+			gitopstest.Labelled(gitopstest.Drifted("shop", "Deployment", "echo", gitopstest.Istio125),
+				"kustomize.toolkit.fluxcd.io/name=echo", "kustomize.toolkit.fluxcd.io/namespace=shop"),
+		},
+	},
+	{
+		// A copy without template directives: quoted template text is a
+		// string.
+		repo: "helm-quoted-template", cluster: "clusters/prod",
+		workloads: []drift.Workload{
+			gitopstest.HelmRendered(gitopstest.Drifted("podinfo", "Deployment", "podinfo", gitopstest.Istio125), "podinfo", "podinfo"),
+		},
+	},
+	{
+		// Flux 2.7: an ExternalArtifact of an ArtifactGenerator, and an
+		// OCIRepository.
+		repo: "flux-external-artifact", cluster: "clusters/prod", repoURL: "https://github.com/example-org/fleet",
+		fluxDirs: map[string]string{"flux-system/apps": "apps/prod"},
+		workloads: []drift.Workload{
+			gitopstest.FluxApplied(gitopstest.Drifted("web", "Deployment", "web", gitopstest.Istio125), "apps"),
+			gitopstest.FluxApplied(gitopstest.Drifted("policies", "Deployment", "kyverno-admission-controller", gitopstest.Istio125), "policies"),
+		},
+	},
+	{
+		// Values files of the repository read through a ref: source.
+		repo: "argo-helm-ref-values", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		charts: map[string]string{"https://stefanprodan.github.io/podinfo podinfo 6.7.0": "pulled/podinfo"},
+		workloads: []drift.Workload{
+			gitopstest.ArgoTracked(gitopstest.Drifted("shop", "Deployment", "podinfo", gitopstest.Istio125), "podinfo"),
+		},
+	},
+	{
+		// A chart rendering differently every time.
+		repo: "argo-helm-volatile", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			gitopstest.ArgoTracked(gitopstest.Drifted("shop", "Deployment", "shop", gitopstest.Istio125), "shop"),
+		},
+	},
+	{
+		// Two drifted workloads per release: a value each, and one value
+		// the two share.
+		repo: "argo-helm-several", cluster: "argocd", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			gitopstest.ArgoTracked(gitopstest.Drifted("web", "Deployment", "platform-web", gitopstest.Istio125), "platform"),
+			gitopstest.ArgoTracked(gitopstest.Drifted("web", "Deployment", "platform-worker", gitopstest.Istio125), "platform"),
+			gitopstest.ArgoTracked(gitopstest.Drifted("edge", "Deployment", "gateway-proxy", gitopstest.Istio125), "gateway"),
+			gitopstest.ArgoTracked(gitopstest.Drifted("edge", "Deployment", "gateway-admin", gitopstest.Istio125), "gateway"),
+		},
+	},
+	{
+		// An Application of an ApplicationSet, its chart of a chart
+		// repository without a pod-annotation value.
+		repo: "argo-chart-no-value", cluster: "../cluster", repoURL: "https://github.com/example-org/fleet",
+		charts: map[string]string{"https://charts.example.org fixed 1.0.0": "pulled/fixed"},
+		workloads: []drift.Workload{
+			gitopstest.ArgoTracked(gitopstest.Drifted("tools", "Deployment", "fixed", gitopstest.Istio125), "fixed"),
+		},
+	},
+	{
+		// A HelmRelease applied by hand, beside a Kustomization's Deployment.
+		repo: "helm-release-not-applied", cluster: "../cluster", repoURL: "https://github.com/example-org/fleet",
+		workloads: []drift.Workload{
+			gitopstest.HelmRendered(gitopstest.Drifted("shop", "Deployment", "podinfo", gitopstest.Istio125), "shop", "podinfo"),
+			gitopstest.Labelled(gitopstest.Drifted("shop", "Deployment", "echo", gitopstest.Istio125),
+				"kustomize.toolkit.fluxcd.io/name=apps", "kustomize.toolkit.fluxcd.io/namespace=flux-system"),
+		},
+	},
+	{
 		repo: "symlink",
 		workloads: []drift.Workload{
 			gitopstest.Drifted("vault", "Deployment", "good", gitopstest.Istio125),
@@ -480,7 +557,9 @@ func (c editCase) hintsFunc(t *testing.T) func(drift.Workload) locate.Hints {
 	if c.repoURL != "" {
 		urls = append(urls, c.repoURL)
 	}
-	hints := locate.HintsFor(set, urls...)
+	ix, err := index.Read(gitopstest.FixtureRepo(c.repo), index.Options{})
+	require.NoError(t, err)
+	hints := locate.HintsIn(ix, set, urls...)
 	pulled := map[string]chart.Pulled{}
 	for key, dir := range c.pulledCharts() {
 		pulled[key] = chart.Pulled{Archive: dir}
@@ -557,6 +636,17 @@ func (c editCase) argoApplied(t *testing.T) map[string]editcheck.ArgoApply {
 	return out
 }
 
+// appliers are the Flux Kustomizations and Argo CD Applications of the
+// case's cluster, whose builds the checks hold to the promise too.
+func (c editCase) appliers(t *testing.T) []editcheck.Applier {
+	if c.cluster == "" {
+		return nil
+	}
+	out, err := editcheck.ClusterAppliers(filepath.Join(gitopstest.FixtureRepo(c.repo), filepath.FromSlash(c.cluster)), c.repoURL, "", c.fluxDirs)
+	require.NoError(t, err)
+	return out
+}
+
 // planEdits indexes repo and computes the case's edits.
 func planEdits(t *testing.T, c editCase, repo string) (*drift.Plan, edit.Set) {
 	return planEditsWith(t, c, repo, index.Options{})
@@ -621,15 +711,15 @@ func TestEditsGolden(t *testing.T) {
 func TestEditsApplyAndRender(t *testing.T) {
 	for _, c := range editCases {
 		t.Run(c.repo, func(t *testing.T) {
-			_, set := planEdits(t, c, gitopstest.FixtureRepo(c.repo))
+			plan, set := planEdits(t, c, gitopstest.FixtureRepo(c.repo))
 			for _, ns := range set.NamespaceNames() {
 				t.Run(ns, func(t *testing.T) {
 					after := gitopstest.CopyCase(t, c.repo)
 					gitopstest.GitApply(t, after, edit.UnifiedDiff(set.Namespaces[ns]))
 					checkApplied(t, editcheck.Check{
 						Before: gitopstest.FixtureRepo(c.repo), After: after, TargetNamespaces: c.targetNamespaces(t), Flux: c.fluxApplied(t), Argo: c.argoApplied(t),
-						Charts: c.pulledCharts(),
-					}, c.plan(), set.Namespaces[ns])
+						Charts: c.pulledCharts(), Appliers: c.appliers(t), Repository: c.repoURL,
+					}, plan, set.Namespaces[ns])
 				})
 			}
 		})
@@ -642,12 +732,26 @@ func TestEditsApplyAndRender(t *testing.T) {
 func checkApplied(t *testing.T, check editcheck.Check, plan *drift.Plan, edits []restart.FileEdit) {
 	t.Helper()
 	ann := restart.Annotations{}.WithDefaults()
+	// Workloads restarted through the chart values of one release may
+	// share one value, and with it one restart value
+	// (restart.GroupRestartValue): any value is theirs, as long as it is on
+	// them.
+	peers := map[string]int{}
+	for _, w := range plan.Workloads {
+		if w.Manifest.Edit == drift.EditHelmValues {
+			peers[w.Namespace+" "+w.Manifest.Path]++
+		}
+	}
 	var restarts []editcheck.Restart
 	for _, w := range plan.Workloads {
 		target := restart.TargetValue(w.Desired)
+		value := restart.RestartValue(w, target)
+		if w.Manifest.Edit == drift.EditHelmValues && peers[w.Namespace+" "+w.Manifest.Path] > 1 {
+			value = ""
+		}
 		restarts = append(restarts, editcheck.Restart{
 			Namespace: w.Namespace, Kind: w.Kind, Name: w.Name,
-			Annotations: map[string]string{ann.Target: target, ann.Restart: restart.RestartValue(w, target)},
+			Annotations: map[string]string{ann.Target: target, ann.Restart: value},
 		})
 	}
 	var changed []string

@@ -7,6 +7,7 @@
 package flux
 
 import (
+	"cmp"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,8 +25,11 @@ import (
 // the fields that change the identity of what it applies.
 type Kustomization struct {
 	Namespace, Name string
-	// Path is the repo-relative directory it applies.
+	// Path is its spec.path as written: a directory of its source.
 	Path string
+	// Dir is the repo-relative directory it builds: Path, or, for an
+	// ExternalArtifact, where the artifact's path is in the repository.
+	Dir string
 	// NamePrefix and NameSuffix replace those of the path's kustomization.
 	NamePrefix, NameSuffix string
 	// PostBuild is spec.postBuild: variables substituted after the build.
@@ -40,19 +44,14 @@ type Kustomization struct {
 	configMaps map[string]map[string]string
 }
 
-// Of reads what Flux does to the identities of what k applies.
-func Of(set *objects.Set, k objects.Kustomization) *Kustomization {
+// Of reads what Flux does to the identities of what k applies; ix (which
+// may be nil) maps an ExternalArtifact's paths to the repository.
+func Of(ix *index.Index, set *objects.Set, k objects.Kustomization) *Kustomization {
 	f := &Kustomization{
-		Namespace: k.Namespace, Name: k.Name, Path: route.CleanPath(k.Spec.Path),
+		Namespace: k.Namespace, Name: k.Name, Path: route.CleanPath(k.Spec.Path), Dir: SourceOf(ix, set, &k).Path,
 		NamePrefix: k.Spec.NamePrefix, NameSuffix: k.Spec.NameSuffix, PostBuild: k.Spec.PostBuild,
 	}
-	if parent := k.Labels[route.FluxKustomizeNameLabel]; parent != "" {
-		for _, p := range set.Kustomizations {
-			if p.Name == parent && p.Namespace == k.Labels[route.FluxKustomizeNamespaceLabel] {
-				f.AppliedFrom = route.CleanPath(p.Spec.Path)
-			}
-		}
-	}
+	f.AppliedFrom = parentPath(ix, set, &k, 0)
 	if f.PostBuild != nil {
 		for _, ref := range f.PostBuild.SubstituteFrom {
 			if ref.Kind != "ConfigMap" {
@@ -225,7 +224,7 @@ func Candidates(ix *index.Index, w drift.Workload, f *Kustomization, inScope fun
 		// The path's own prefix gives way to Flux's: any object of the
 		// path may be the one. Few Kustomizations rename, so they scan.
 		for i := range ix.Len() {
-			if inScope(ix.Object(i), []string{f.Path}) {
+			if inScope(ix.Object(i), []string{f.Directory()}) {
 				consider([]int{i})
 			}
 		}
@@ -274,3 +273,7 @@ func (r Renamer) RendersAs(ix *index.Index, o *index.Object, id restart.Workload
 	ns := NamespaceOf(ix, o, f, id.Namespace)
 	return r.TargetNamespace != "" || ns == id.Namespace || ns == ""
 }
+
+// Directory is the repo-relative directory f builds: Dir, or Path when
+// nothing mapped it.
+func (f *Kustomization) Directory() string { return cmp.Or(f.Dir, f.Path) }

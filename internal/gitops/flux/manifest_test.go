@@ -31,7 +31,7 @@ func TestFluxManifestOfTheApplyingCluster(t *testing.T) {
 		"clusters/prod/apps.yaml":    kustomization,
 	}), index.Options{})
 	require.NoError(t, err)
-	f := Of(set, set.Kustomizations[1])
+	f := Of(nil, set, set.Kustomizations[1])
 	assert.Equal(t, "clusters/prod", f.AppliedFrom)
 	assert.Equal(t, "clusters/prod/apps.yaml", manifestOf(ix, f).File)
 

@@ -58,7 +58,7 @@ func Locate(ix *index.Index, w drift.Workload, ref Ref, found restart.Found, opt
 		return found
 	default:
 		return restart.Found{Manifest: drift.Manifest{Status: drift.ManifestHelm,
-			Detail: fmt.Sprintf("%s renders it and is not in the repository (%s)", ref, found.Manifest.Detail)}}
+			Detail: fmt.Sprintf("%s renders it; %s", ref, found.Manifest.Detail)}}
 	}
 	overlay := found.Manifest.Edit == drift.EditOverlayPatch
 	out := restart.Found{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/chart"
@@ -31,6 +32,9 @@ type ValuesOptions struct {
 	HelmRepositories []objects.HelmRepository
 	// Pulled are the charts pulled before the plan, by chart.Key.
 	Pulled map[string]chart.Pulled
+	// Prober probes a release's values for all its drifted workloads at
+	// once; nil probes for each alone.
+	Prober *chart.Prober
 }
 
 // spec is what a HelmRelease says about rendering its chart.
@@ -66,6 +70,8 @@ type spec struct {
 type ValuesSite struct {
 	src   index.Source
 	value chart.Value
+	// namespace is the workloads'.
+	namespace string
 }
 
 type valuesKind struct{}
@@ -75,13 +81,19 @@ func (s *ValuesSite) Kind() restart.Kind           { return valuesKind{} }
 func (s *ValuesSite) Source() index.Source         { return s.src }
 func (s *ValuesSite) Reads() restart.Reads         { return restart.ReadsCharts }
 func (s *ValuesSite) Rendered() restart.WorkloadID { return s.value.Rendered() }
+
+// CheckKey groups the restarts of one release: its chart is rendered once
+// with all of them.
 func (s *ValuesSite) CheckKey() string {
-	return fmt.Sprintf("release values %s#%d %s", s.src.Path, s.src.Document, s.value.Workload)
+	return fmt.Sprintf("release values %s#%d", s.src.Path, s.src.Document)
 }
+
+// Group names the workloads that share the site's value.
+func (s *ValuesSite) Group() []restart.WorkloadID { return s.value.GroupIDs(s.namespace) }
 
 // Check renders the chart with the release as it was and as edited.
 func (s *ValuesSite) Check(ix *index.Index, e restart.FileEdit, intents map[restart.WorkloadID]restart.Intent) error {
-	return s.value.CheckEach(ix, e, intents, func(data []byte) (map[string]any, error) { return valuesOf(data, s.src.Document) })
+	return s.value.CheckAll(ix, e, intents, func(data []byte) (map[string]any, error) { return valuesOf(data, s.src.Document) })
 }
 
 func (valuesKind) Name() string { return "chart values of a Flux HelmRelease" }
@@ -114,7 +126,7 @@ func locateValue(ix *index.Index, w drift.Workload, ref Ref, found restart.Found
 		// render of the repository does not see.
 		return found, "its valuesFrom reads the cluster's ConfigMaps and Secrets"
 	}
-	site := &ValuesSite{src: found.Source, value: chart.Value{
+	site := &ValuesSite{src: found.Source, namespace: w.Namespace, value: chart.Value{
 		Chart:    chart.Chart{Release: releaseName(ref, hr), Namespace: ref.Namespace},
 		Workload: w.Kind + "/" + w.Name,
 	}}
@@ -124,16 +136,22 @@ func locateValue(ix *index.Index, w drift.Workload, ref Ref, found restart.Found
 	if hr.Spec.TargetNamespace != "" {
 		site.value.Chart.Namespace = hr.Spec.TargetNamespace
 	}
-	key, before, err := chart.FindValue(ix, site.value.Chart, hr.Spec.Values, site.value.Workload)
+	f, err := opts.Prober.Find(ix, site.value.Chart, hr.Spec.Values, w.Namespace, site.value.Workload)
+	if err == nil {
+		err = f.Errs[site.value.Workload]
+	}
 	if err != nil {
 		return found, untrusted.Error(err)
 	}
-	site.value.Key = key
+	site.value.Key, site.value.Group = f.Keys[site.value.Workload], f.Groups[site.value.Workload]
 	out := found
 	out.Site = site
 	out.Manifest.Edit = drift.EditHelmValues
-	out.Manifest.Detail = fmt.Sprintf("%s (release %s, value %s)", ref, site.value.Chart.Release, chart.ValuePath(key))
-	out.TemplateAnnotations = document.TemplateAnnotations(before[site.value.Workload])
+	out.Manifest.Detail = fmt.Sprintf("%s (release %s, value %s)", ref, site.value.Chart.Release, chart.ValuePath(site.value.Key))
+	if len(site.value.Group) > 1 {
+		out.Manifest.Detail = fmt.Sprintf("%s (release %s, value %s, shared by %s)", ref, site.value.Chart.Release, chart.ValuePath(site.value.Key), strings.Join(site.value.Group, ", "))
+	}
+	out.TemplateAnnotations = document.TemplateAnnotations(f.Before[site.value.Workload])
 	return out, ""
 }
 

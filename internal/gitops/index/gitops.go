@@ -47,6 +47,7 @@ type fluxSources struct {
 	kustomizations []FluxManifest
 	configMaps     map[string]map[string]string // by "namespace/name"
 	secretKeys     map[string][]string
+	generators     []ArtifactGenerator
 }
 
 func newFluxSources() *fluxSources {
@@ -55,7 +56,7 @@ func newFluxSources() *fluxSources {
 
 // fluxKinds finds a kind the reader keeps, written in YAML or JSON: most
 // manifests name Secrets (secretRef) without being one.
-var fluxKinds = regexp.MustCompile(`kind"?\s*:\s*["']?(Kustomization|ConfigMap|Secret)\b`)
+var fluxKinds = regexp.MustCompile(`kind"?\s*:\s*["']?(Kustomization|ConfigMap|Secret|ArtifactGenerator)\b`)
 
 // add reads the Flux objects of one file; a file that does not parse is
 // the index's to report, not this reader's.
@@ -74,6 +75,8 @@ func (s *fluxSources) addDocument(rel string, index int, n *yaml.Node) {
 		}
 		m.Spec.Path = route.CleanPath(m.Spec.Path)
 		s.kustomizations = append(s.kustomizations, m)
+	case isArtifactGenerator(apiVersion, kind):
+		s.addGenerator(rel, index, n)
 	case apiVersion == "v1" && kind == "ConfigMap":
 		s.configMaps[ns+"/"+name] = document.StringMap(n, "data")
 	case apiVersion == "v1" && kind == "Secret":

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/kedge-io/kedge/internal/repofs"
 	"github.com/kedge-io/kedge/internal/sandbox"
 	"github.com/kedge-io/kedge/internal/untrusted"
+	"github.com/kedge-io/kedge/internal/yamledit"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -138,9 +138,12 @@ type Index struct {
 	paths        []string
 	Problems     []Problem
 
-	roots      map[string]*Root
-	objects    []Object
-	namespaces []Namespace
+	roots map[string]*Root
+	// kustomizationDirs are the repo-relative directories holding a
+	// kustomization file, whatever it is.
+	kustomizationDirs map[string]bool
+	objects           []Object
+	namespaces        []Namespace
 	// mesh are the Istio and Gateway API objects and Services (MeshObjects).
 	mesh []MeshObject
 	// applications are the Argo CD Applications written in the repository.
@@ -248,6 +251,10 @@ func buildIndex(root string, opts Options, prior *priorBuild) (*Index, error) {
 	}
 	for _, l := range scan.symlinks {
 		ix.cache.symlinks[l] = true
+	}
+	ix.kustomizationDirs = make(map[string]bool, len(scan.kustomizations))
+	for dir := range scan.kustomizations {
+		ix.kustomizationDirs[ix.rel(dir)] = true
 	}
 	if reason := prior.rootsMoved(ix, scan); reason != "" {
 		slog.Debug("manifest index rebuilt in full", "reason", reason)
@@ -890,8 +897,8 @@ func readPlainFile(fsys *repofs.FS, p string) plainFile {
 	if !utf8.Valid(data) {
 		return plainFile{kind: ProblemUnparsable, problem: errors.New("not UTF-8 text")}
 	}
-	if bytes.Contains(data, []byte("{{")) {
-		return plainFile{kind: ProblemHelmTemplate, problem: errors.New("contains template directives")}
+	if n := yamledit.TemplateLine(data); n > 0 {
+		return plainFile{kind: ProblemHelmTemplate, problem: fmt.Errorf("line %d holds template directives outside a YAML string", n)}
 	}
 	docs, err := document.Parse(data)
 	if yamlguard.IsOverBudget(err) {

@@ -51,6 +51,20 @@ func buildRoot(fsys *repofs.FS, dir string, replace map[string][]byte) *sandbox.
 	return sandbox.Kustomize(context.Background(), job)
 }
 
+// BuildFlux builds the repo-relative directory dir as kustomize-controller
+// builds it for the Flux Kustomization k (the whole object): in a render
+// worker, its kustomization written there by kustomize-controller's own
+// generator (render.FluxKustomization) before the build, with replace
+// (repo-relative paths) standing in for the content of other files.
+func (ix *Index) BuildFlux(dir string, k map[string]any, replace map[string][]byte, compact bool) Render {
+	data, err := json.Marshal(k)
+	if err != nil {
+		return Render{Err: err}
+	}
+	job := sandbox.KustomizeJob{Root: ix.fs.Dir(), Dir: dir, Replace: replace, Flux: data}
+	return renderOf(sandbox.Kustomize(context.Background(), job), compact)
+}
+
 // renderOf decodes the objects of a build; compact keeps each as JSON
 // only.
 func renderOf(res *sandbox.KustomizeResult, compact bool) Render {

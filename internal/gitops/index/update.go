@@ -336,6 +336,7 @@ func (ix *Index) readSources(files []string, prior *priorBuild) {
 		}
 		// Later files win, as when one reader reads them all in order.
 		ix.flux.kustomizations = append(ix.flux.kustomizations, src.flux.kustomizations...)
+		ix.flux.generators = append(ix.flux.generators, src.flux.generators...)
 		maps.Copy(ix.flux.configMaps, src.flux.configMaps)
 		maps.Copy(ix.flux.secretKeys, src.flux.secretKeys)
 		ix.argo = append(ix.argo, src.argo...)

@@ -32,7 +32,7 @@ func TestAppliedCandidatesKeepEveryPathThatApplies(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"clusters/prod"}, built.IncludedBy("tenants/a"))
 	require.Equal(t, []string{"clusters/prod", "tenants/a", "tenants/a-b"}, built.IncludedBy("bases/redis"), "builds read their bases' bases too")
-	ix := locator{built}
+	ix := locator{Index: built}
 	var applied []Applied
 	for _, p := range []string{".", "tenants", "tenants/a", "tenants/a-b", "tenants/a/deep", "bases", "bases/redis",
 		"clusters", "clusters/prod", "apps", "apps/x", "apps/x/y.yaml", "ten", "tenants/a/", "tenants/b"} {

@@ -9,6 +9,7 @@ import (
 	"github.com/kedge-io/kedge/internal/gitops/chart"
 	"github.com/kedge-io/kedge/internal/gitops/flux"
 	"github.com/kedge-io/kedge/internal/gitops/helmrelease"
+	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/route"
 )
@@ -50,6 +51,10 @@ type Hints struct {
 	// OtherRepo is set when the tracking object's source is another
 	// repository than the indexed one.
 	OtherRepo string
+	// NoRepo, when set, says why the tracking object applies the workload
+	// from no Git repository kedge can write to: an OCIRepository, a
+	// Bucket, an ExternalArtifact kedge does not map to the repository.
+	NoRepo string
 	// Via names the tracking object, for messages.
 	Via string
 	// Directories say how an Argo CD Application reads each of the Paths
@@ -67,6 +72,9 @@ type Hints struct {
 	// appliedByPath indexes Applied: HintsFor hands one list, thousands of
 	// entries in a fleet, to every workload.
 	appliedByPath map[string][]int
+	// readers name, by repo-relative values file, the Argo CD Application
+	// sources of the cluster that read it.
+	readers map[string][]string
 }
 
 // Applied is one directory of the repository a GitOps object applies.
@@ -89,31 +97,49 @@ type Applied struct {
 // repository goes by (its GitHub address, a mirror kedge clones); when none
 // is given, every source is assumed to be that repository.
 func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
+	return HintsIn(nil, set, repoURLs...)
+}
+
+// HintsIn is HintsFor with the checkout's index, which maps the paths of
+// an ExternalArtifact its ArtifactGenerators produce to the repository.
+func HintsIn(ix *index.Index, set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 	want := map[string]bool{}
 	for _, u := range repoURLs {
 		if n := route.NormalizeURL(u); n != "" {
 			want[n] = true
 		}
 	}
-	return HintsFrom(set, func(s route.Source) bool { return len(want) == 0 || s.URL == "" || want[route.NormalizeURL(s.URL)] })
+	return HintsFromIn(ix, set, func(s route.Source) bool { return len(want) == 0 || s.URL == "" || want[route.NormalizeURL(s.URL)] })
 }
 
 // HintsFrom is HintsFor for a checkout that answers the sources indexed
 // reports true for: with several checkouts, each one answers its own
 // repository branch, and a source another answers is OtherRepo here.
 func HintsFrom(set *objects.Set, indexed func(route.Source) bool) func(drift.Workload) Hints {
-	applied := appliedPaths(set, indexed)
+	return HintsFromIn(nil, set, indexed)
+}
+
+// HintsFromIn is HintsFrom with the checkout's index (see HintsIn).
+func HintsFromIn(ix *index.Index, set *objects.Set, indexed func(route.Source) bool) func(drift.Workload) Hints {
+	applied := appliedPaths(ix, set, indexed)
 	byPath := appliedByPath(applied)
+	var readers map[string][]string
+	if set != nil {
+		readers = argo.ValuesReaders(set.Applications, func(app *objects.Application, s objects.ApplicationSource) bool {
+			return indexed(route.ArgoSource(app, s))
+		})
+	}
 	return func(w drift.Workload) Hints {
 		if set == nil {
 			return Hints{}
 		}
-		h := workloadHints(set, w, indexed)
+		h := workloadHints(ix, set, w, indexed)
+		h.readers = readers
 		if h.Release != nil {
 			h = releaseHints(set, h, applied)
 			h.helmRepositories = set.HelmRepositories
 		}
-		if (h.Helm == "" || h.Release != nil) && h.OtherRepo == "" {
+		if (h.Helm == "" || h.Release != nil) && h.OtherRepo == "" && h.NoRepo == "" {
 			h.Applied, h.appliedByPath = applied, byPath
 		}
 		return h
@@ -142,17 +168,18 @@ func releaseHints(set *objects.Set, h Hints, applied []Applied) Hints {
 
 // appliedPaths lists what the cluster's Flux Kustomizations and Argo CD
 // Applications apply from the indexed repository.
-func appliedPaths(set *objects.Set, indexed func(route.Source) bool) []Applied {
+func appliedPaths(ix *index.Index, set *objects.Set, indexed func(route.Source) bool) []Applied {
 	if set == nil {
 		return nil
 	}
 	var out []Applied
 	for i := range set.Kustomizations {
 		k := &set.Kustomizations[i]
-		if indexed(route.FluxSource(set, k)) {
+		src := flux.SourceOf(ix, set, k)
+		if src.NoRepo == "" && indexed(gitSource(set, k, src)) {
 			out = append(out, Applied{
-				Path: cleanRepoPath(k.Spec.Path), Namespace: k.Spec.TargetNamespace, Force: k.Spec.TargetNamespace != "",
-				Via: route.KustomizationVia(k),
+				Path: src.Path, Namespace: k.Spec.TargetNamespace, Force: k.Spec.TargetNamespace != "",
+				Via: kustomizationVia(k, src),
 			})
 		}
 	}
@@ -161,7 +188,7 @@ func appliedPaths(set *objects.Set, indexed func(route.Source) bool) []Applied {
 			if s.Src.Chart == "" && s.Src.Path != "" && indexed(route.ArgoSource(&app, s.Src)) {
 				out = append(out, Applied{
 					Path: cleanRepoPath(s.Src.Path), Namespace: app.Spec.Destination.Namespace,
-					Via: argo.Via(&app), Directory: argo.DirectoryOf(&app, s),
+					Via: argo.Via(&app), Directory: directoryOf(&app, s, indexed),
 				})
 			}
 		}
@@ -169,21 +196,44 @@ func appliedPaths(set *objects.Set, indexed func(route.Source) bool) []Applied {
 	return out
 }
 
+// gitSource is where the cluster applies a Kustomization's path from in
+// Git: its GitRepository, or, for an ExternalArtifact kedge maps, the
+// GitRepository the artifact copies from.
+func gitSource(set *objects.Set, k *objects.Kustomization, src flux.Source) route.Source {
+	c := *k
+	c.Spec.SourceRef, c.Spec.Path = src.GitRepository, src.Path
+	return route.FluxSource(set, &c)
+}
+
+// kustomizationVia names a Kustomization in messages, with the artifact
+// its path is read through.
+func kustomizationVia(k *objects.Kustomization, src flux.Source) string {
+	if src.Via == "" {
+		return route.KustomizationVia(k)
+	}
+	return route.KustomizationVia(k) + " " + src.Via
+}
+
 // workloadHints reads the tracking metadata of one workload.
-func workloadHints(set *objects.Set, w drift.Workload, indexed func(route.Source) bool) Hints {
+func workloadHints(ix *index.Index, set *objects.Set, w drift.Workload, indexed func(route.Source) bool) Hints {
 	if name := w.Labels[route.FluxHelmNameLabel]; name != "" {
 		ref := helmrelease.Ref{Namespace: w.Labels[route.FluxHelmNamespaceLabel], Name: name}
 		return Hints{Helm: ref.String(), Release: &ref}
 	}
 	if k := route.KustomizationOf(set, w); k != nil {
-		h := Hints{
-			Paths:           []string{cleanRepoPath(k.Spec.Path)},
-			TargetNamespace: k.Spec.TargetNamespace,
-			Via:             route.KustomizationVia(k),
-			Flux:            flux.Of(set, *k),
+		src := flux.SourceOf(ix, set, k)
+		via := kustomizationVia(k, src)
+		if src.NoRepo != "" {
+			return Hints{NoRepo: src.NoRepo, Via: via}
 		}
-		if src := route.FluxSource(set, k); !indexed(src) {
-			h.OtherRepo = src.URL
+		h := Hints{
+			Paths:           []string{src.Path},
+			TargetNamespace: k.Spec.TargetNamespace,
+			Via:             via,
+			Flux:            flux.Of(ix, set, *k),
+		}
+		if gs := gitSource(set, k, src); !indexed(gs) {
+			h.OtherRepo = gs.URL
 		}
 		return h
 	}
@@ -227,18 +277,18 @@ func applicationHints(app *objects.Application, indexed func(route.Source) bool)
 			others = append(others, s.RepoURL)
 		case s.Path != "":
 			h.Paths = append(h.Paths, cleanRepoPath(s.Path))
-			h.Directories = append(h.Directories, *argo.DirectoryOf(app, as))
+			h.Directories = append(h.Directories, *directoryOf(app, as, indexed))
 		}
 	}
 	if len(h.Paths) > 0 {
 		if len(charts) > 0 {
 			h.Charts = via + " (chart " + strings.Join(charts, ", ") + ")"
-			h.ChartSources = argo.ChartSources(app)
+			h.ChartSources = chartSources(app, indexed)
 		}
 		return h
 	}
 	if len(charts) > 0 {
-		return Hints{Helm: via + " (chart " + strings.Join(charts, ", ") + ")", Via: via, ChartSources: argo.ChartSources(app)}
+		return Hints{Helm: via + " (chart " + strings.Join(charts, ", ") + ")", Via: via, ChartSources: chartSources(app, indexed)}
 	}
 	if len(others) > 0 {
 		h.OtherRepo = others[0]
@@ -258,9 +308,33 @@ func WithPulledCharts(h Hints, pulled map[string]chart.Pulled) Hints {
 	return h
 }
 
-// withoutApplied leaves out the applied paths and their index: the list is
-// the cluster's whole, handed to every workload, and compared apart.
+// withoutApplied leaves out the applied paths and their index, and the
+// readers of values files: they are the cluster's whole, handed to every
+// workload, and compared apart or read only by chart values (which are
+// never reused).
 func (h Hints) withoutApplied() Hints {
-	h.Applied, h.appliedByPath = nil, nil
+	h.Applied, h.appliedByPath, h.readers = nil, nil, nil
 	return h
+}
+
+// directoryOf is how an Application applies one of its paths, with its
+// ref sources, which its values files may name.
+func directoryOf(app *objects.Application, s argo.Source, indexed func(route.Source) bool) *argo.Directory {
+	d := argo.DirectoryOf(app, s)
+	d.Refs = refsOf(app, indexed)
+	return d
+}
+
+// chartSources are the chart: sources of an Application, with its ref
+// sources.
+func chartSources(app *objects.Application, indexed func(route.Source) bool) []argo.ChartSource {
+	out := argo.ChartSources(app)
+	for i := range out {
+		out[i].Refs = refsOf(app, indexed)
+	}
+	return out
+}
+
+func refsOf(app *objects.Application, indexed func(route.Source) bool) []argo.Ref {
+	return argo.RefsOf(app, func(s objects.ApplicationSource) bool { return indexed(route.ArgoSource(app, s)) })
 }

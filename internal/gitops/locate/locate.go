@@ -18,6 +18,7 @@ import (
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/gitops/argo"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
 	"github.com/kedge-io/kedge/internal/gitops/document"
 	"github.com/kedge-io/kedge/internal/gitops/flux"
 	"github.com/kedge-io/kedge/internal/gitops/helmrelease"
@@ -68,7 +69,12 @@ func (rs renamers) RendersAs(ix *index.Index, o *index.Object, id WorkloadID) bo
 type Locations map[WorkloadID]Location
 
 // locator reads one index.
-type locator struct{ *index.Index }
+type locator struct {
+	*index.Index
+	// prober probes the chart values of a plan's drifted workloads a
+	// release at a time; nil probes each workload alone.
+	prober *chart.Prober
+}
 
 // Locate finds the source of every workload. hints may be nil (no GitOps
 // metadata known).
@@ -78,7 +84,7 @@ func Locate(ix *index.Index, workloads []drift.Workload, hints func(drift.Worklo
 
 // One finds the source of one workload.
 func One(ix *index.Index, w drift.Workload, hints Hints) Location {
-	return Location{Found: locator{ix}.locate(w, hints), Hints: hints}
+	return Location{Found: locator{Index: ix}.locate(w, hints), Hints: hints}
 }
 
 func notFound(format string, args ...any) restart.Found {
@@ -89,13 +95,16 @@ func (ix locator) locate(w drift.Workload, hints Hints) restart.Found {
 	if hints.Release != nil {
 		found := ix.locate(hints.Release.Workload(), Hints{Paths: hints.Paths, Applied: hints.Applied, appliedByPath: hints.appliedByPath})
 		return helmrelease.Locate(ix.Index, w, *hints.Release, found, helmrelease.Options{PreferValues: hints.PreferValues,
-			Values: helmrelease.ValuesOptions{HelmRepositories: hints.helmRepositories, Pulled: hints.pulled}})
+			Values: helmrelease.ValuesOptions{HelmRepositories: hints.helmRepositories, Pulled: hints.pulled, Prober: ix.prober}})
 	}
-	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via); ok && hints.Helm != "" {
+	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via, ix.argoLocating(hints)); ok && hints.Helm != "" {
 		return loc
 	}
 	if hints.Helm != "" {
 		return restart.Found{Manifest: drift.Manifest{Status: drift.ManifestHelm, Detail: hints.Helm}}
+	}
+	if hints.NoRepo != "" {
+		return restart.Found{Manifest: drift.Manifest{Status: drift.ManifestNoRepo, Detail: hints.NoRepo}}
 	}
 	if hints.OtherRepo != "" {
 		return restart.Found{Manifest: drift.Manifest{Status: drift.ManifestNoRepo,
@@ -110,7 +119,7 @@ func (ix locator) locate(w drift.Workload, hints Hints) restart.Found {
 		}
 		// A chart that does not render the workload leaves it to the
 		// Application's other sources.
-		if loc, renders := argo.LocateChart(ix.Index, w, argo.DirectoryAt(hints.Directories, p), hints.Via, p); renders {
+		if loc, renders := argo.LocateChart(ix.Index, w, argo.DirectoryAt(hints.Directories, p), hints.Via, p, ix.argoLocating(hints), othersApplying(hints, p)); renders {
 			return loc
 		}
 	}
@@ -197,7 +206,7 @@ func (ix locator) chartIn(dir string) bool { return ix.FS().IsRegular(path.Join(
 func (ix locator) notFoundDetail(w drift.Workload, hints Hints) restart.Found {
 	// A workload the Application's paths do not hold may come from its
 	// charts.
-	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via); ok {
+	if loc, ok := argo.LocatePulledChart(ix.Index, w, hints.ChartSources, hints.Via, ix.argoLocating(hints)); ok {
 		return loc
 	}
 	if hints.Charts != "" {
@@ -218,9 +227,31 @@ func (ix locator) notFoundDetail(w drift.Workload, hints Hints) restart.Found {
 		}
 	}
 	if len(hints.Paths) > 0 {
-		return notFound("no %s %s/%s under %s (%s)", w.Kind, w.Namespace, w.Name, strings.Join(hints.Paths, ", "), hints.Via)
+		return notFound("no %s %s/%s under %s", w.Kind, w.Namespace, w.Name, pathsApplied(hints))
 	}
 	return notFound("no %s %s/%s in the indexed paths", w.Kind, w.Namespace, w.Name)
+}
+
+// pathsApplied names the hinted paths with what applies them: "apps/web
+// (Flux Kustomization flux-system/web)", several joined by commas.
+func pathsApplied(hints Hints) string {
+	if hints.Via != "" {
+		return strings.Join(hints.Paths, ", ") + " (" + hints.Via + ")"
+	}
+	parts := make([]string, len(hints.Paths))
+	for i, p := range hints.Paths {
+		var vias []string
+		for _, a := range hints.Applied {
+			if a.Path == p && a.Via != "" && !slices.Contains(vias, a.Via) {
+				vias = append(vias, a.Via)
+			}
+		}
+		parts[i] = p
+		if len(vias) > 0 {
+			parts[i] += " (" + strings.Join(vias, ", ") + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // chooseEdit decides between editing the source in place and patching an
@@ -464,10 +495,10 @@ func appliedByPath(list []Applied) map[string][]int {
 	return paths
 }
 
-// applies reports whether applying the repository path p deploys object o:
-// p is o's root, or p is a directory without kustomization (which Flux and
-// Argo CD apply as the manifests and kustomize roots below it) holding o's
-// file or o's root, unless another root below p includes o's root.
+// applies reports whether Flux applying the repository path p deploys
+// object o: p is o's root, or p is a directory without kustomization, for
+// which kustomize-controller generates one listing the manifests and the
+// outermost kustomize roots below it (index.GeneratedApplies).
 func (ix locator) applies(p string, o *index.Object) bool {
 	if o.Root == p {
 		return true
@@ -475,29 +506,7 @@ func (ix locator) applies(p string, o *index.Object) bool {
 	if ix.RootAt(p) != nil {
 		return false
 	}
-	if o.Root == "" {
-		return under(o.Source.Path, p)
-	}
-	if !under(o.Root, p) {
-		return false
-	}
-	return !anyUnder(ix.IncludedBy(o.Root), p)
-}
-
-// anyUnder reports whether a path of sorted (as includedBy's lists are)
-// is dir or below it. A base shared by hundreds of overlays is asked this
-// once per overlay for each of them, so it must not scan the list.
-func anyUnder(sorted []string, dir string) bool {
-	if dir == "." {
-		return len(sorted) > 0
-	}
-	if _, found := slices.BinarySearch(sorted, dir); found {
-		return true
-	}
-	// Paths below dir sort together, from the first one at or after
-	// dir+"/" ("dir-x" sorts between dir and them).
-	i, _ := slices.BinarySearch(sorted, dir+"/")
-	return i < len(sorted) && strings.HasPrefix(sorted[i], dir+"/")
+	return ix.GeneratedApplies(p, o)
 }
 
 // rendersOf returns the objects root renders from document src.
@@ -623,23 +632,14 @@ func (ix locator) sharedFor(file string, doc int, hints Hints) bool {
 }
 
 // inScope reports whether an object is applied from one of the hinted
-// paths: the root itself, or, for a path that is not a kustomize root (Flux
-// then applies the directory tree), anything beneath it.
+// paths: the root itself, or, for a path that is not a kustomize root, what
+// the kustomization Flux generates there renders.
 func (ix locator) inScope(o *index.Object, paths []string) bool {
 	if len(paths) == 0 {
 		return true
 	}
 	for _, p := range paths {
-		if o.Root != "" {
-			if o.Root == p {
-				return true
-			}
-			if ix.RootAt(p) == nil && under(o.Root, p) {
-				return true
-			}
-			continue
-		}
-		if ix.RootAt(p) == nil && under(o.Source.Path, p) {
+		if ix.applies(p, o) {
 			return true
 		}
 	}
@@ -718,9 +718,29 @@ func (ix locator) namespaceFor(o *index.Object, w drift.Workload, hints Hints) s
 // Shared reports whether a repo-relative source file is deployed as several
 // workloads (several namespaces or names), so that editing it would restart
 // more than one of them.
-func Shared(ix *index.Index, path string) bool { return locator{ix}.sharedFor(path, -1, Hints{}) }
+func Shared(ix *index.Index, path string) bool {
+	return locator{Index: ix}.sharedFor(path, -1, Hints{})
+}
 
 // PatchSafe reports whether a patch in root restarts only w.
 func PatchSafe(ix *index.Index, root string, src index.Source, w drift.Workload, hints Hints) bool {
-	return locator{ix}.patchSafe(root, src, w, hints)
+	return locator{Index: ix}.patchSafe(root, src, w, hints)
+}
+
+// othersApplying names the GitOps objects besides the hints' own that
+// apply the repository path p.
+func othersApplying(hints Hints, p string) []string {
+	var out []string
+	for _, a := range hints.Applied {
+		if a.Path == p && a.Via != hints.Via && !slices.Contains(out, a.Via) {
+			out = append(out, a.Via)
+		}
+	}
+	return out
+}
+
+// argoLocating is what locating a chart's workload knows of the plan and
+// the cluster.
+func (ix locator) argoLocating(hints Hints) argo.Locating {
+	return argo.Locating{Prober: ix.prober, Readers: hints.readers}
 }

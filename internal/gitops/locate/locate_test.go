@@ -146,7 +146,7 @@ func TestLocate(t *testing.T) {
 			name: "Argo CD path holding a chart", repo: "helm",
 			workload: gitopstest.Workload("podinfo", "Deployment", "podinfo"),
 			hints:    Hints{Paths: []string{"charts/podinfo"}, Via: "Argo CD Application argocd/podinfo"},
-			want:     drift.Manifest{Status: drift.ManifestHelm, Detail: "Argo CD Application argocd/podinfo renders the chart in charts/podinfo"},
+			want:     drift.Manifest{Status: drift.ManifestHelm, Detail: "Argo CD Application argocd/podinfo renders the chart in charts/podinfo; its Application source is not known"},
 		},
 		{
 			name: "source in another repository", repo: "plain",
@@ -305,7 +305,7 @@ func TestHintsFor(t *testing.T) {
 				"kustomize.toolkit.fluxcd.io/name": "shop", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
 			}, nil),
 			want: Hints{Paths: []string{"clusters/prod/shop"}, TargetNamespace: "shop", Via: "Flux Kustomization flux-system/shop",
-				Flux: &flux.Kustomization{Namespace: "flux-system", Name: "shop", Path: "clusters/prod/shop"}},
+				Flux: &flux.Kustomization{Namespace: "flux-system", Name: "shop", Path: "clusters/prod/shop", Dir: "clusters/prod/shop"}},
 		},
 		{
 			name: "Flux source is another repository",
@@ -313,7 +313,7 @@ func TestHintsFor(t *testing.T) {
 				"kustomize.toolkit.fluxcd.io/name": "vendor", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
 			}, nil),
 			want: Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor", OtherRepo: "https://github.com/vendor/charts",
-				Flux: &flux.Kustomization{Namespace: "flux-system", Name: "vendor", Path: "deploy"}},
+				Flux: &flux.Kustomization{Namespace: "flux-system", Name: "vendor", Path: "deploy", Dir: "deploy"}},
 		},
 		{
 			name: "unknown Flux Kustomization gives no hint",
@@ -390,7 +390,7 @@ func TestHintsFor(t *testing.T) {
 		assert.Len(t, got.Applied, 5)
 		got.Applied, got.appliedByPath = nil, nil
 		assert.Equal(t, Hints{Paths: []string{"deploy"}, Via: "Flux Kustomization flux-system/vendor",
-			Flux: &flux.Kustomization{Namespace: "flux-system", Name: "vendor", Path: "deploy"}}, got)
+			Flux: &flux.Kustomization{Namespace: "flux-system", Name: "vendor", Path: "deploy", Dir: "deploy"}}, got)
 	})
 	t.Run("a Helm release where the cluster applies nothing from this repository", func(t *testing.T) {
 		got := HintsFor(set, "https://github.com/someone/else")(w(map[string]string{

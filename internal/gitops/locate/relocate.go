@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/kedge-io/kedge/internal/drift"
+	"github.com/kedge-io/kedge/internal/gitops/chart"
 	"github.com/kedge-io/kedge/internal/gitops/index"
 	"github.com/kedge-io/kedge/internal/gitops/restart"
 )
@@ -31,6 +32,11 @@ type locatedWorkload struct {
 func After(ix *index.Index, prior Prior, workloads []drift.Workload, hints func(drift.Workload) Hints) Locations {
 	found := make([]Location, len(workloads))
 	applied := &AppliedComparisons{}
+	peers := map[string][]string{}
+	for _, w := range workloads {
+		peers[w.Namespace] = append(peers[w.Namespace], w.Kind+"/"+w.Name)
+	}
+	l := locator{Index: ix, prober: chart.NewProber(peers)}
 	// Each workload is located alone against an index nothing writes to,
 	// so a fleet's ten thousand drifted workloads spread over every core.
 	index.InParallel(len(workloads), func(i int) {
@@ -43,7 +49,7 @@ func After(ix *index.Index, prior Prior, workloads []drift.Workload, hints func(
 			found[i] = loc
 			return
 		}
-		found[i] = One(ix, w, h)
+		found[i] = Location{Found: l.locate(w, h), Hints: h}
 	})
 	out := make(Locations, len(workloads))
 	for i, w := range workloads {
@@ -111,7 +117,9 @@ func Record(ix *index.Index, workloads []drift.Workload, locs Locations) Prior {
 	b := Prior{at: ix.Generation(), found: make(map[WorkloadID]locatedWorkload, len(workloads))}
 	for _, w := range workloads {
 		id := restart.IDOf(w)
-		if loc, ok := locs[id]; ok {
+		// A chart value is probed with the other drifted workloads of the
+		// release: with another drifted set, another value may be right.
+		if loc, ok := locs[id]; ok && !readsCharts(loc) {
 			b.found[id] = locatedWorkload{apiVersion: w.APIVersion, loc: loc}
 		}
 	}
@@ -148,4 +156,9 @@ func (c *AppliedComparisons) same(a, b []Applied) bool {
 	same := reflect.DeepEqual(a, b)
 	c.known[key] = same
 	return same
+}
+
+// readsCharts reports whether a location was found by rendering a chart.
+func readsCharts(loc Location) bool {
+	return loc.Manifest.Status == drift.ManifestHelm || loc.Site != nil && restart.ReadsOf(loc.Site) == restart.ReadsCharts
 }

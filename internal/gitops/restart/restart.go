@@ -71,6 +71,33 @@ func RestartValue(w drift.Workload, target string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
+// GroupRestartValue is the restart annotation's value for workloads that
+// share one chart value: one restart of all of them, derived like
+// RestartValue from who they are and the target.
+func GroupRestartValue(ids []WorkloadID, target string) string {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = id.Namespace + "/" + id.Kind + "/" + id.Name
+	}
+	slices.Sort(names)
+	sum := sha256.Sum256([]byte(strings.Join(names, ",") + "\n" + target))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Grouped is a site whose value several drifted workloads share (a chart
+// value that reaches exactly them): they are restarted by one value.
+type Grouped interface{ Group() []WorkloadID }
+
+// ValueFor is the restart annotation's value for w at its site.
+func ValueFor(w drift.Workload, site Site, target string) string {
+	if g, ok := site.(Grouped); ok {
+		if ids := g.Group(); len(ids) > 1 {
+			return GroupRestartValue(ids, target)
+		}
+	}
+	return RestartValue(w, target)
+}
+
 // WorkloadID names a workload of the plan.
 type WorkloadID = document.ID
 

@@ -61,8 +61,9 @@ func (c Check) compareArgo(where string, b, a *unstructured.Unstructured, res *R
 		// An Application whose source path holds a chart is rendered with
 		// `helm template` and the source's helm block.
 		namespace, _, _ := unstructured.NestedString(a.Object, "spec", "destination", "namespace")
+		refs := c.refsOf(a)
 		render = func(repo string, source map[string]any) ([]*unstructured.Unstructured, error) {
-			return renderArgoChart(repo, c.Charts, a.GetName(), namespace, source)
+			return renderArgoChartRefs(repo, c.Charts, a.GetName(), namespace, source, refs)
 		}
 	case !reflect.DeepEqual(withoutSourceFields(b, "kustomize", "patches"), withoutSourceFields(a, "kustomize", "patches")):
 		res.problem(where, "%s: changes beyond the sources' kustomize.patches", label)
@@ -216,6 +217,12 @@ func withImage(list []types.Image, img types.Image) []types.Image {
 // (https://argo-cd.readthedocs.io/en/stable/user-guide/helm/); objects
 // without a namespace land in the destination's.
 func renderArgoChart(repo string, charts map[string]string, app, namespace string, source map[string]any) ([]*unstructured.Unstructured, error) {
+	return renderArgoChartWith(repo, charts, app, namespace, source, nil)
+}
+
+// renderArgoChartWith is renderArgoChart with the values of files read
+// already (files, lowest precedence first) under those the source names.
+func renderArgoChartWith(repo string, charts map[string]string, app, namespace string, source map[string]any, files []map[string]any) ([]*unstructured.Unstructured, error) {
 	var src struct {
 		Path           string `json:"path"`
 		RepoURL        string `json:"repoURL"`
@@ -252,6 +259,9 @@ func renderArgoChart(repo string, charts map[string]string, app, namespace strin
 	}
 	values := map[string]any{}
 	layer := func(over map[string]any) { values = chartutil.MergeTables(over, values) }
+	for _, f := range files {
+		layer(f)
+	}
 	for _, f := range src.Helm.ValueFiles {
 		raw, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
 		if err != nil {
@@ -290,4 +300,31 @@ func renderArgoChart(repo string, charts map[string]string, app, namespace strin
 		return nil, err
 	}
 	return decodeInstalled(rendered, namespace)
+}
+
+// refsOf are the ref: sources of an Application that read the checkout (the
+// repository Check.Repository names).
+func (c Check) refsOf(app *unstructured.Unstructured) map[string]bool {
+	out := map[string]bool{}
+	for _, src := range sourcesOf(app) {
+		ref, _ := src["ref"].(string)
+		url, _ := src["repoURL"].(string)
+		if ref != "" && c.Repository != "" && sameRepository(url, c.Repository) {
+			out[ref] = true
+		}
+	}
+	return out
+}
+
+// sameRepository compares two repository addresses as host/owner/name.
+func sameRepository(a, b string) bool {
+	norm := func(u string) string {
+		u = strings.ToLower(strings.TrimSpace(u))
+		u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
+		for _, p := range []string{"https://", "http://", "ssh://", "git@"} {
+			u = strings.TrimPrefix(u, p)
+		}
+		return strings.Replace(u, ":", "/", 1)
+	}
+	return norm(a) == norm(b)
 }

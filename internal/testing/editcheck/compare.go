@@ -52,6 +52,13 @@ type Check struct {
 	// Changes are the intended changes of objects other than restarts (a
 	// namespace's labels, a policy's attachment).
 	Changes []Change
+	// Repository is the checkout's address, as the cluster's sources name
+	// it: an Application's ref: source of it is read from the checkout.
+	Repository string
+	// Appliers are the cluster's GitOps objects that apply the checkout:
+	// what each builds is held to the promise too, built as its
+	// controller builds it.
+	Appliers []Applier
 }
 
 // Change is one object's intended change: Apply returns the object's body
@@ -118,6 +125,14 @@ func CompareRepos(c Check) (Result, error) {
 		if read[f] {
 			continue
 		}
+		if dir := chartDirOf(c.Before, f); dir != "" {
+			// A chart's file: what it does is seen in what the appliers
+			// rendering the chart render.
+			if !c.rendersChart(dir) {
+				res.problem(f, "changed in the chart %s, which no applier renders", dir)
+			}
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(c.Before, filepath.FromSlash(f))); errors.Is(err, fs.ErrNotExist) {
 			res.problem(f, "created, but no kustomization reads it")
 			continue
@@ -132,6 +147,7 @@ func CompareRepos(c Check) (Result, error) {
 		}
 		c.compare(f, before, after, true, &res)
 	}
+	c.compareAppliers(&res)
 	return res, nil
 }
 
@@ -185,7 +201,7 @@ func (c Check) compareWorkload(where string, b, a *unstructured.Unstructured, de
 		res.problem(where, "%s changed without carrying an intended restart", name(a))
 	case deployed && !c.restarts(a, where, r):
 		res.problem(where, "%s carries the restart of %s", name(a), r)
-	case !reflect.DeepEqual(restarted(b.Object, r.Annotations), a.Object):
+	case !reflect.DeepEqual(restarted(b.Object, carriedValues(a, r.Annotations)), a.Object):
 		res.problem(where, "%s changed beyond the restart annotations", name(a))
 	case deployed:
 		res.Restarted[r.String()] = true
@@ -196,14 +212,14 @@ func (c Check) compareWorkload(where string, b, a *unstructured.Unstructured, de
 // (from the After checkout) to what it rendered before, with inner's view
 // of where the objects are applied.
 func compareRendered[T any](c, inner Check, where string, before, after T, render func(repo string, o T) ([]*unstructured.Unstructured, error), deployed bool, res *Result) {
-	b, err := render(c.Before, before)
-	if err != nil {
-		res.problem(where, "does not render before the change: %v", err)
+	b, a, errB, errA := renderSettled(func() ([]*unstructured.Unstructured, error) { return render(c.Before, before) },
+		func() ([]*unstructured.Unstructured, error) { return render(c.After, after) })
+	if errB != nil {
+		res.problem(where, "does not render before the change: %v", errB)
 		return
 	}
-	a, err := render(c.After, after)
-	if err != nil {
-		res.problem(where, "renders before the change, not after: %v", err)
+	if errA != nil {
+		res.problem(where, "renders before the change, not after: %v", errA)
 		return
 	}
 	inner.compare(where, b, a, deployed, res)
@@ -212,19 +228,34 @@ func compareRendered[T any](c, inner Check, where string, before, after T, rende
 var templateAnnotations = []string{"spec", "template", "metadata", "annotations"}
 
 // restartOn returns the restart whose annotations all sit on the object's
-// pod template. Restart values differ per workload, so there is at most one.
+// pod template, that of the object's own kind and name first: several
+// workloads restarted through one shared chart value carry the same
+// annotations. An annotation whose value is "" is carried when the
+// template has it set to anything.
 func (c Check) restartOn(o *unstructured.Unstructured) *Restart {
 	got, _, _ := unstructured.NestedMap(o.Object, templateAnnotations...)
+	var found *Restart
 	for i, r := range c.Restarts {
 		carried := len(r.Annotations) > 0
 		for k, v := range r.Annotations {
+			if v == "" {
+				s, _ := got[k].(string)
+				carried = carried && s != ""
+				continue
+			}
 			carried = carried && got[k] == any(v)
 		}
-		if carried {
+		if !carried {
+			continue
+		}
+		if r.Kind == o.GetKind() && r.Name == o.GetName() {
 			return &c.Restarts[i]
 		}
+		if found == nil {
+			found = &c.Restarts[i]
+		}
 	}
-	return nil
+	return found
 }
 
 // restarts reports whether the object, once applied from where, is the
@@ -281,8 +312,18 @@ func restarted(o map[string]any, annotations map[string]string) map[string]any {
 // isRestartPatch reports whether a strategic-merge patch body names kind
 // and name and sets the annotations on the pod template, nothing else.
 func isRestartPatch(body map[string]any, kind, name any, annotations map[string]string) bool {
+	set, _, _ := unstructured.NestedStringMap(body, templateAnnotations...)
+	filled := make(map[string]string, len(annotations))
+	for k, v := range annotations {
+		if v == "" {
+			if v = set[k]; v == "" {
+				return false
+			}
+		}
+		filled[k] = v
+	}
 	want := map[string]any{"apiVersion": body["apiVersion"], "kind": kind, "metadata": map[string]any{"name": name}}
-	return reflect.DeepEqual(restarted(want, annotations), body)
+	return reflect.DeepEqual(restarted(want, filled), body)
 }
 
 // without is a copy of an object's body with the fields at paths removed.
@@ -296,4 +337,49 @@ func without(o *unstructured.Unstructured, paths ...[]string) map[string]any {
 
 func name(o *unstructured.Unstructured) string {
 	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+}
+
+// carriedValues are the annotations with each value left "" (any value)
+// filled in from the object's pod template.
+func carriedValues(o *unstructured.Unstructured, annotations map[string]string) map[string]string {
+	got, _, _ := unstructured.NestedStringMap(o.Object, templateAnnotations...)
+	out := make(map[string]string, len(annotations))
+	for k, v := range annotations {
+		if v == "" {
+			v = got[k]
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// chartDirOf returns the repo-relative directory of the chart holding the
+// repo-relative file f (the nearest directory above it with a Chart.yaml),
+// "" when none does.
+func chartDirOf(repo, f string) string {
+	for dir := filepath.Dir(filepath.FromSlash(f)); dir != "." && dir != string(filepath.Separator); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(repo, dir, "Chart.yaml")); err == nil {
+			return filepath.ToSlash(dir)
+		}
+	}
+	return ""
+}
+
+// rendersChart reports whether an Application applier renders the chart
+// in the repo-relative directory dir.
+func (c Check) rendersChart(dir string) bool {
+	for _, a := range c.Appliers {
+		if a.Object.GetKind() != "Application" {
+			continue
+		}
+		sources := sourcesOf(a.Object)
+		for _, i := range a.Sources {
+			if i < len(sources) {
+				if p, _ := sources[i]["path"].(string); strings.Trim(strings.TrimPrefix(p, "./"), "/") == dir {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

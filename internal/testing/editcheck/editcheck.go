@@ -264,24 +264,25 @@ func isFluxRestartEntry(lines []string, keys []string) bool {
 // mappingKeyOnly is a line that opens a mapping: a key and nothing else.
 var mappingKeyOnly = regexp.MustCompile(`^(\s*)[^\s#:'"{}\[\]][^:#]*:\s*$`)
 
-// isValuesChain reports whether a block of added lines is a chain of new
-// mappings, each inside the one before, ending in restart annotations
-// only: what setting an annotation under a chart value that does not exist
-// yet adds (helm:, valuesObject:, a component's key, podAnnotations:).
+// isValuesChain reports whether a block of added lines is a tree of new
+// mappings, each key alone on its line with what it holds below it, whose
+// leaves are restart annotations only: what setting an annotation under
+// chart values that do not exist yet adds (helm:, valuesObject:, a
+// component's key, podAnnotations:), for one value or several.
 func isValuesChain(added []string, keys []string) bool {
-	depth := -1
-	i := 0
-	for ; i < len(added) && mappingKeyOnly.MatchString(added[i]); i++ {
-		if indent(added[i]) <= depth {
-			return false
-		}
-		depth = indent(added[i])
-	}
-	if i == 0 || i == len(added) {
+	if len(added) < 2 || !mappingKeyOnly.MatchString(added[0]) {
 		return false
 	}
-	for _, l := range added[i:] {
-		if !isAnnotationLine(l, keys) || indent(l) <= depth {
+	top := indent(added[0])
+	for i, l := range added {
+		switch {
+		case indent(l) < top:
+			return false
+		case mappingKeyOnly.MatchString(l):
+			if i+1 == len(added) || indent(added[i+1]) <= indent(l) {
+				return false
+			}
+		case !isAnnotationLine(l, keys) || indent(l) <= top:
 			return false
 		}
 	}

@@ -1,15 +1,14 @@
 package editcheck
 
 import (
-	"cmp"
-	"io/fs"
-	"path/filepath"
 	"reflect"
 	"strings"
 
 	"github.com/fluxcd/pkg/envsubst"
+	fluxkustomize "github.com/fluxcd/pkg/kustomize"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // compareFlux holds a changed Flux Kustomization to the promise: its spec
@@ -28,67 +27,28 @@ func (c Check) compareFlux(where string, b, a *unstructured.Unstructured, res *R
 	compareRendered(c, inner, where, b, a, buildFlux, true, res)
 }
 
-// buildFlux builds the path of a Flux Kustomization in a checkout: the
-// path's kustomization, or one listing its manifests, with the
-// Kustomization's targetNamespace, namePrefix, nameSuffix, patches and
-// components written into it, as kustomize-controller generates it.
+// buildFlux builds the path of a Flux Kustomization in a checkout as
+// kustomize-controller does: the kustomization its own generator
+// (github.com/fluxcd/pkg/kustomize) writes at the path, the path's own or
+// one listing its manifests and the kustomization directories below it,
+// with the Kustomization's targetNamespace, namePrefix, nameSuffix,
+// patches, images and components written into it
+// (https://fluxcd.io/flux/components/kustomize/kustomizations/#generating-a-kustomizationyaml-file).
 func buildFlux(repo string, k *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
-	var spec struct {
-		Path            string        `json:"path"`
-		TargetNamespace string        `json:"targetNamespace"`
-		NamePrefix      string        `json:"namePrefix"`
-		NameSuffix      string        `json:"nameSuffix"`
-		Components      []string      `json:"components"`
-		Patches         []types.Patch `json:"patches"`
-	}
-	if err := convert(k.Object["spec"], &spec); err != nil {
-		return nil, err
-	}
-	dir, err := pathIn(repo, spec.Path)
+	p, _, _ := unstructured.NestedString(k.Object, "spec", "path")
+	top, err := resolved(repo)
 	if err != nil {
 		return nil, err
 	}
-	kus, file, err := readKustomization(dir)
-	if kus == nil && err == nil {
-		kus, file, err = generatedKustomization(dir)
-	}
+	dir, err := pathIn(repo, p)
 	if err != nil {
 		return nil, err
 	}
-	kus.Namespace = cmp.Or(spec.TargetNamespace, kus.Namespace)
-	kus.NamePrefix = cmp.Or(spec.NamePrefix, kus.NamePrefix)
-	kus.NameSuffix = cmp.Or(spec.NameSuffix, kus.NameSuffix)
-	kus.Patches = append(kus.Patches, spec.Patches...)
-	kus.Components = append(kus.Components, spec.Components...)
-	return buildEdited(dir, file, kus)
-}
-
-// generatedKustomization is the kustomization kustomize-controller
-// generates for a directory without one: every directory below holding a
-// kustomization, and every other manifest.
-func generatedKustomization(dir string) (*types.Kustomization, string, error) {
-	k := &types.Kustomization{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		switch {
-		case d.IsDir() && p != dir && kustomizationIn(p) != nil:
-			k.Resources = append(k.Resources, filepath.ToSlash(rel))
-			return fs.SkipDir
-		case d.IsDir():
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".yaml", ".yml", ".json":
-			if objs, err := decodeFile(p); err == nil && len(objs) > 0 && objs[0].GetKind() != "" {
-				k.Resources = append(k.Resources, filepath.ToSlash(rel))
-			}
-		}
-		return nil
-	})
-	return k, filepath.Join(dir, kustomizationFiles[0]), err
+	data, file, _, err := fluxkustomize.NewGenerator(top, *k.DeepCopy()).GenerateManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	return kustomizeBuild(overlaid{FileSystem: filesys.MakeFsOnDisk(), path: file, data: data}, dir)
 }
 
 // FluxApply is what a Flux Kustomization does to the identity of what it

@@ -43,6 +43,14 @@ func (c Check) compareRelease(where string, before, after *unstructured.Unstruct
 	case errors.Is(err, errChartElsewhere) && valuesOnly:
 		res.problem(where, "%s: its values changed and its chart is not in the repository to render", name(after))
 	case errors.Is(err, errChartElsewhere):
+		if after.GetNamespace() == "" {
+			// A release written without a namespace installs where the
+			// GitOps object applying it puts it.
+			if ns, ok := deepest(c.TargetNamespaces, where); ok {
+				after = after.DeepCopy()
+				after.SetNamespace(ns)
+			}
+		}
 		c.comparePostRenderers(where+": "+name(after), before, after, deployed, res)
 	default:
 		compareRendered(c, c, where+" ("+name(after)+")", before, after, c.installed, deployed, res)

@@ -16,6 +16,11 @@ func TestValuesLinesOfAPatch(t *testing.T) {
 	}{
 		{name: "new mappings down to the annotations", chain: true,
 			added: []string{"    helm:", "      valuesObject:", "        podAnnotations:", `          kedge.io/restart: "1"`}},
+		{name: "two components' values in one tree", chain: true,
+			added: []string{"    helm:", "      valuesObject:", "        web:", "          podAnnotations:", `            kedge.io/restart: "1"`,
+				"        worker:", "          podAnnotations:", `            kedge.io/restart: "2"`}},
+		{name: "a mapping left empty", added: []string{"        web:", "          podAnnotations:", `            kedge.io/restart: "1"`, "        worker:"}},
+		{name: "annotations beside the first mapping", added: []string{"        podAnnotations:", `          kedge.io/restart: "1"`, `        kedge.io/restart: "1"`}},
 		{name: "a mapping holding another value", added: []string{"        web:", "          replicas: 2", `          kedge.io/restart: "1"`}},
 		{name: "a mapping that is not inside the one before", added: []string{"        web:", "        podAnnotations:", `          kedge.io/restart: "1"`}},
 		{name: "annotations outside the mapping", added: []string{"        podAnnotations:", `        kedge.io/restart: "1"`}},
