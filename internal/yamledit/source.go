@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/kedge-io/kedge/internal/yamledit/templated"
 	"github.com/kedge-io/kedge/internal/yamlguard"
 )
 
@@ -57,7 +57,7 @@ func load(src []byte) (*source, error) {
 	if yamlguard.IsOverBudget(err) {
 		return nil, refuse(CodeOverBudget, "%v", err)
 	}
-	if n := templateLine(s.text, s.lines, docs, err == nil); n > 0 {
+	if n := templated.Line(s.text, docs, err == nil); n > 0 {
 		return nil, refuse(CodeTemplate, "line %d holds template text ({{) outside a YAML string: the file is not plain YAML", n)
 	}
 	if err != nil {
@@ -77,72 +77,11 @@ func load(src []byte) (*source, error) {
 // that a chart or External Secrets templates later, is plain YAML.
 func TemplateLine(src []byte) int {
 	text := bytes.TrimPrefix(src, utf8BOM)
-	if !bytes.Contains(text, templateOpen) {
+	if !bytes.Contains(text, []byte("{{")) {
 		return 0
 	}
 	docs, err := decodeAll(text)
-	return templateLine(text, splitLines(text), docs, err == nil)
-}
-
-var templateOpen = []byte("{{")
-
-// templateLine finds template text outside strings. When the stream parses,
-// every {{ of the text must lie in a scalar's value or a comment: any other
-// is YAML syntax (a flow mapping `{{`) written by a template. When it does
-// not parse, any {{ outside a comment line is taken for template text.
-func templateLine(text []byte, lines []line, docs []*yaml.Node, parsed bool) int {
-	if !bytes.Contains(text, templateOpen) {
-		return 0
-	}
-	candidate := func(inStrings map[int]bool) int {
-		for i, l := range lines {
-			content := text[l.start:l.end]
-			if !bytes.Contains(content, templateOpen) || bytes.HasPrefix(bytes.TrimLeft(content, " \t"), []byte("#")) || inStrings[i+1] {
-				continue
-			}
-			return i + 1
-		}
-		return 0
-	}
-	if !parsed {
-		return candidate(nil)
-	}
-	inside := 0
-	starts := map[int]bool{}
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		if n == nil || n.Kind == yaml.AliasNode {
-			return
-		}
-		for _, c := range []string{n.HeadComment, n.LineComment, n.FootComment} {
-			inside += strings.Count(c, "{{")
-		}
-		if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "{{") {
-			inside += strings.Count(n.Value, "{{")
-			// A block or multi-line scalar spans the lines after its start.
-			for k := range strings.Count(n.Value, "\n") + 1 {
-				starts[n.Line+k] = true
-			}
-			if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-				for k := range strings.Count(n.Value, "\n") + 2 {
-					starts[n.Line+k] = true
-				}
-			}
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	for _, d := range docs {
-		walk(d)
-	}
-	if bytes.Count(text, templateOpen) <= inside {
-		return 0
-	}
-	if n := candidate(starts); n > 0 {
-		return n
-	}
-	return candidate(nil)
+	return templated.Line(text, docs, err == nil)
 }
 
 // decodeAll parses every document of a stream; a panic inside the parser counts as a parse error so that a
