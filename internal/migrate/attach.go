@@ -218,7 +218,7 @@ func For(plan drift.Plan, namespace string) (drift.Migration, bool) {
 }
 
 // NamespaceAsWorkload presents a namespace's tracking metadata in the form
-// manifest.HintsFor reads, so the Namespace is looked for where its GitOps
+// locate.HintsIn reads, so the Namespace is looked for where its GitOps
 // tool applies it from.
 func NamespaceAsWorkload(set *objects.Set, namespace string) drift.Workload {
 	w := drift.Workload{Namespace: namespace, Kind: "Namespace", Name: namespace, APIVersion: "v1"}

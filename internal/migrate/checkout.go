@@ -109,7 +109,7 @@ func (e *LabelEdit) Onto(src []byte) ([]byte, error) {
 // computes its change to m.To. It fills m.Manifest and, when the label
 // cannot be changed safely, blocks m. The edit is nil when nothing is to be
 // written: blocked, or Git already says m.To. hints come from the GitOps
-// tool that applied the Namespace (manifest.HintsFor).
+// tool that applied the Namespace (locate.HintsIn).
 func (c *Checkout) Locate(m *drift.Migration, hints locate.Hints) *LabelEdit {
 	d, where, ok := c.find(m.Namespace, hints)
 	if !ok {

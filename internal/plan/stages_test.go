@@ -57,7 +57,7 @@ func TestNoStageWritesIntoAnEarlierStagesValue(t *testing.T) {
 			ix, err := Open(tt.opts.RepoRoot, nil, 0)
 			require.NoError(t, err)
 			hold("the index", ix)
-			hints := locate.HintsFor(index.WithRepositoryApplications(set, ix))
+			hints := locate.HintsIn(nil, index.WithRepositoryApplications(set, ix))
 			if tt.opts.HelmValues {
 				hints = preferValues(hints)
 			}

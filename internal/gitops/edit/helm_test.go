@@ -79,7 +79,7 @@ func TestHelmReleaseOutcomes(t *testing.T) {
 			ix, err := index.Read(gitopstest.WriteTree(t, tt.files), index.Options{})
 			require.NoError(t, err)
 			plan := &drift.Plan{Workloads: []drift.Workload{podinfo}}
-			plan, _ = locateAndEdit(ix, plan, locate.HintsFor(&objects.Set{}), restart.Annotations{})
+			plan, _ = locateAndEdit(ix, plan, locate.HintsIn(nil, &objects.Set{}), restart.Annotations{})
 			assert.Equal(t, tt.want, plan.Workloads[0].Manifest)
 		})
 	}
@@ -102,7 +102,7 @@ func TestOneFileOfSeveralReleases(t *testing.T) {
 		gitopstest.HelmRendered(gitopstest.Drifted("shop", "StatefulSet", "b-db", gitopstest.Istio125), "shop", "b"),
 		gitopstest.Drifted("shop", "Deployment", "web", gitopstest.Istio125),
 	}}
-	plan, set := locateAndEdit(ix, plan, locate.HintsFor(&objects.Set{}), restart.Annotations{})
+	plan, set := locateAndEdit(ix, plan, locate.HintsIn(nil, &objects.Set{}), restart.Annotations{})
 	for _, w := range plan.Workloads {
 		assert.Equal(t, drift.ManifestFound, w.Manifest.Status, "%s: %s", w.Name, w.Manifest.Detail)
 	}
@@ -132,7 +132,7 @@ func TestReleasePatchedInAnOverlayStaysThere(t *testing.T) {
 	ix, err := index.Read(repo, index.Options{})
 	require.NoError(t, err)
 	plan := &drift.Plan{Workloads: []drift.Workload{gitopstest.HelmRendered(gitopstest.Drifted("shop", "Deployment", "podinfo", gitopstest.Istio125), "shop", "podinfo")}}
-	plan, set := locateAndEdit(ix, plan, locate.HintsFor(&objects.Set{}), restart.Annotations{})
+	plan, set := locateAndEdit(ix, plan, locate.HintsIn(nil, &objects.Set{}), restart.Annotations{})
 	assert.Equal(t, drift.Manifest{Status: drift.ManifestFound, Path: "base/release.yaml", Edit: drift.EditHelmPostRenderer, Detail: "HelmRelease shop/podinfo"}, plan.Workloads[0].Manifest)
 	require.Len(t, set.Namespaces["shop"], 1)
 	edit := set.Namespaces["shop"][0]

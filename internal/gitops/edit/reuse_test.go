@@ -130,7 +130,7 @@ func locateAll(ix *index.Index, workloads []drift.Workload) locate.Locations {
 }
 
 func hintsOf(ix *index.Index) func(drift.Workload) locate.Hints {
-	return locate.HintsFor(index.WithRepositoryApplications(&objects.Set{}, ix))
+	return locate.HintsIn(nil, index.WithRepositoryApplications(&objects.Set{}, ix))
 }
 
 // relocations counts the workloads LocateAfter answers from prior on ix.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -886,6 +887,23 @@ type plainFile struct {
 	problem      error
 }
 
+// chartOfTemplate tells a file below a chart's templates/ directory, and
+// the chart's directory: Helm renders every file there, so one that parses
+// as YAML (its templating kept in quoted strings) is still not what any
+// controller applies.
+func chartOfTemplate(fsys *repofs.FS, p string) (string, bool) {
+	rel, ok := fsys.Rel(p)
+	if !ok {
+		return "", false
+	}
+	for dir := path.Dir(rel); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if path.Base(dir) == "templates" && fsys.IsRegular(path.Join(path.Dir(dir), "Chart.yaml")) {
+			return path.Dir(dir), true
+		}
+	}
+	return "", false
+}
+
 func readPlainFile(fsys *repofs.FS, p string) plainFile {
 	data, err := readRegular(fsys, p)
 	if yamlguard.IsOverBudget(err) {
@@ -896,6 +914,9 @@ func readPlainFile(fsys *repofs.FS, p string) plainFile {
 	}
 	if !utf8.Valid(data) {
 		return plainFile{kind: ProblemUnparsable, problem: errors.New("not UTF-8 text")}
+	}
+	if chart, ok := chartOfTemplate(fsys, p); ok {
+		return plainFile{kind: ProblemHelmTemplate, problem: fmt.Errorf("a template of the chart at %s, which Helm renders: it is not applied as written", chart)}
 	}
 	if n := yamledit.TemplateLine(data); n > 0 {
 		return plainFile{kind: ProblemHelmTemplate, problem: fmt.Errorf("line %d holds template directives outside a YAML string", n)}

@@ -306,7 +306,11 @@ func (p *priorBuild) listedChanged(ix *Index, listed map[string]bool) bool {
 func (p *priorBuild) plainFile(ix *Index, f string) plainFile {
 	if p != nil {
 		rel := ix.rel(f)
-		if cached, ok := p.ix.cache.plain[rel]; ok && !p.changed[rel] {
+		// Whether a file below a templates/ directory is a chart's
+		// template depends on the chart's Chart.yaml too: such a file is
+		// read again, not taken from the prior build.
+		underTemplates := strings.HasPrefix(rel, "templates/") || strings.Contains(rel, "/templates/")
+		if cached, ok := p.ix.cache.plain[rel]; ok && !p.changed[rel] && !underTemplates {
 			return cached
 		}
 	}

@@ -100,8 +100,8 @@ func assertSameIndex(t *testing.T, want, got *index.Index, rng *rand.Rand, sampl
 		rng.Shuffle(len(workloads), func(i, j int) { workloads[i], workloads[j] = workloads[j], workloads[i] })
 		workloads = workloads[:sample]
 	}
-	wantLocs := locate.Locate(want, workloads, locate.HintsFor(index.WithRepositoryApplications(&objects.Set{}, want)))
-	gotLocs := locate.Locate(got, workloads, locate.HintsFor(index.WithRepositoryApplications(&objects.Set{}, got)))
+	wantLocs := locate.Locate(want, workloads, locate.HintsIn(nil, index.WithRepositoryApplications(&objects.Set{}, want)))
+	gotLocs := locate.Locate(got, workloads, locate.HintsIn(nil, index.WithRepositoryApplications(&objects.Set{}, got)))
 	if !assert.Equal(t, wantLocs, gotLocs, "locations") {
 		return false
 	}

@@ -69,7 +69,7 @@ func TestArgoDirectoryFilesSharedByTwoApplications(t *testing.T) {
 				application("two", "two", tt.second),
 			}}
 			w := gitopstest.ArgoTracked(gitopstest.Drifted("one", "Deployment", "reviews-v1", gitopstest.Istio125), "one")
-			loc := locate.One(ix, w, locate.HintsFor(set)(w))
+			loc := locate.One(ix, w, locate.HintsIn(nil, set)(w))
 			assert.Equal(t, drift.ManifestFound, loc.Manifest.Status)
 			assert.Equal(t, kube+"/bookinfo.yaml", loc.Manifest.Path)
 			assert.Equal(t, tt.want, loc.Manifest.Edit)

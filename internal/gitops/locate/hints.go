@@ -69,7 +69,7 @@ type Hints struct {
 	// that two of them deploy into different namespaces is shared even when
 	// no kustomization says so.
 	Applied []Applied
-	// appliedByPath indexes Applied: HintsFor hands one list, thousands of
+	// appliedByPath indexes Applied: HintsIn hands one list, thousands of
 	// entries in a fleet, to every workload.
 	appliedByPath map[string][]int
 	// readers name, by repo-relative values file, the Argo CD Application
@@ -92,16 +92,12 @@ type Applied struct {
 	Directory *argo.Directory
 }
 
-// HintsFor returns a function reading a workload's hints from the Flux and
+// HintsIn returns a function reading a workload's hints from the Flux and
 // Argo CD objects of the cluster. repoURLs are the addresses the indexed
 // repository goes by (its GitHub address, a mirror kedge clones); when none
-// is given, every source is assumed to be that repository.
-func HintsFor(set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
-	return HintsIn(nil, set, repoURLs...)
-}
-
-// HintsIn is HintsFor with the checkout's index, which maps the paths of
-// an ExternalArtifact its ArtifactGenerators produce to the repository.
+// is given, every source is assumed to be that repository. The checkout's
+// index, when given, maps the paths of an ExternalArtifact its
+// ArtifactGenerators produce to the repository.
 func HintsIn(ix *index.Index, set *objects.Set, repoURLs ...string) func(drift.Workload) Hints {
 	want := map[string]bool{}
 	for _, u := range repoURLs {
@@ -112,7 +108,7 @@ func HintsIn(ix *index.Index, set *objects.Set, repoURLs ...string) func(drift.W
 	return HintsFromIn(ix, set, func(s route.Source) bool { return len(want) == 0 || s.URL == "" || want[route.NormalizeURL(s.URL)] })
 }
 
-// HintsFrom is HintsFor for a checkout that answers the sources indexed
+// HintsFrom is HintsIn for a checkout that answers the sources indexed
 // reports true for: with several checkouts, each one answers its own
 // repository branch, and a source another answers is OtherRepo here.
 func HintsFrom(set *objects.Set, indexed func(route.Source) bool) func(drift.Workload) Hints {

@@ -236,7 +236,7 @@ func TestLocate(t *testing.T) {
 	}
 }
 
-func TestHintsFor(t *testing.T) {
+func TestHintsIn(t *testing.T) {
 	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
 	set := &objects.Set{
 		Kustomizations: []objects.Kustomization{
@@ -364,7 +364,7 @@ func TestHintsFor(t *testing.T) {
 			want: Hints{},
 		},
 	}
-	hints := HintsFor(set, "https://github.com/ACME/fleet.git", "https://ghe.example.com/mirror/fleet")
+	hints := HintsIn(nil, set, "https://github.com/ACME/fleet.git", "https://ghe.example.com/mirror/fleet")
 	applied := []Applied{
 		{Path: "clusters/prod/shop", Namespace: "shop", Force: true, Via: "Flux Kustomization flux-system/shop"},
 		{Path: "apps/guestbook", Via: "Argo CD Application argocd/guestbook", Directory: &guestbookDir},
@@ -384,7 +384,7 @@ func TestHintsFor(t *testing.T) {
 		})
 	}
 	t.Run("without repository addresses every source is this one", func(t *testing.T) {
-		got := HintsFor(set)(w(map[string]string{
+		got := HintsIn(nil, set)(w(map[string]string{
 			"kustomize.toolkit.fluxcd.io/name": "vendor", "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
 		}, nil))
 		assert.Len(t, got.Applied, 5)
@@ -393,12 +393,12 @@ func TestHintsFor(t *testing.T) {
 			Flux: &flux.Kustomization{Namespace: "flux-system", Name: "vendor", Path: "deploy", Dir: "deploy"}}, got)
 	})
 	t.Run("a Helm release where the cluster applies nothing from this repository", func(t *testing.T) {
-		got := HintsFor(set, "https://github.com/someone/else")(w(map[string]string{
+		got := HintsIn(nil, set, "https://github.com/someone/else")(w(map[string]string{
 			"helm.toolkit.fluxcd.io/name": "cart", "helm.toolkit.fluxcd.io/namespace": "shop",
 		}, nil))
 		assert.Equal(t, Hints{Helm: "HelmRelease shop/cart renders it; the cluster's Flux and Argo CD objects apply nothing from this repository"}, got)
 	})
 	t.Run("no cluster objects", func(t *testing.T) {
-		assert.Equal(t, Hints{}, HintsFor(nil)(w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil)))
+		assert.Equal(t, Hints{}, HintsIn(nil, nil)(w(map[string]string{"app.kubernetes.io/instance": "guestbook"}, nil)))
 	})
 }

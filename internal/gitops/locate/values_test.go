@@ -28,7 +28,7 @@ func TestChartSourceBesidePaths(t *testing.T) {
 	ix, err := index.Read(repo, index.Options{})
 	require.NoError(t, err)
 	set := index.WithRepositoryApplications(&objects.Set{}, ix)
-	hints := locate.HintsFor(set, "https://github.com/example-org/fleet")
+	hints := locate.HintsIn(nil, set, "https://github.com/example-org/fleet")
 	key := chart.Key("https://charts.example.com", "app", "0.1.0")
 	tests := []struct {
 		name   string
