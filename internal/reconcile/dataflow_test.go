@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -25,38 +26,64 @@ import (
 var reconcilerMemory = map[string]bool{"last": true, "prepared": true, "renders": true, "dashboard": true, "lastPlan": true, "defaults": true}
 
 // TestStagesWriteOnlyWhatTheyMake type-checks the package's own files and
-// holds every assignment to a field, an element or a pointee to the rule
-// that data flows one way: a function writes only into values it made
-// itself (a variable it declared, reached without going through a pointer,
-// map or slice it did not allocate), never into what an earlier stage
-// returned or a caller passed, and the Reconciler only into its memory
-// between cycles. It also holds that decisions are made in decide.go alone:
-// no other file builds a decision, assigns a field of one or puts another
-// in its place, so nothing changes what decide returned.
+// package decide's, and holds every assignment to a field, an element or a
+// pointee to the rule that data flows one way: a function writes only into
+// values it made itself (a variable it declared, reached without going
+// through a pointer, map or slice it did not allocate), never into what an
+// earlier stage returned or a caller passed, and the Reconciler only into
+// its memory between cycles. A decision is made by package decide alone:
+// the compiler refuses any write into one elsewhere (its fields are
+// unexported), and this check refuses what the compiler allows, a decision
+// built here or put in the place of another, so nothing changes what
+// decide returned.
 func TestStagesWriteOnlyWhatTheyMake(t *testing.T) {
-	fset, files, info := typeCheckPackage(t, nil)
-	require.Empty(t, writesIntoOthers(fset, files, info))
+	for _, p := range []struct {
+		dir, path string
+		decides   bool
+	}{
+		{".", reconcilePath, false},
+		{"decide", decidePath, true},
+	} {
+		t.Run(p.path, func(t *testing.T) {
+			fset, files, info, err := typeCheck(p.dir, p.path, nil)
+			require.NoError(t, err)
+			require.Empty(t, writesIntoOthers(fset, files, info, p.decides))
+		})
+	}
 }
 
-// TestWritesIntoDecisionsAreCaught holds the check above to what it says:
+// TestWritesIntoDecisionsAreCaught holds the rule above to what it says:
 // each way of changing a decision after decide returned it, written in a
-// file of the package beside decide.go, is reported.
+// file of this package, is refused, by the compiler where a decision's
+// fields are concerned and by the check above for the rest.
 func TestWritesIntoDecisionsAreCaught(t *testing.T) {
 	tests := []struct {
 		name, body, want string
+		// compiler is set when the type-checker refuses the file: the
+		// decision's fields are not reachable from outside package decide.
+		compiler bool
 	}{
-		{"a field of the decision apply is handed", "d.action = ActNone", "assigns a decision's d.action outside decide.go"},
-		{"another decision in its place", "d = ds[1]", "replaces the decision d outside decide.go"},
-		{"a decision built outside decide", "ds[0] = decision{action: ActClose}", "builds a decision outside decide.go"},
-		{"an element of what decide returned", "ds[0] = d", "writes ds[0]: through a parameter"},
-		{"a field through a pointer", "p := &ds[0]\n\tp.action = ActOpen", "assigns a decision's p.action outside decide.go"},
-		{"the PR a decision names", "d.pr.Title = \"\"", "writes d.pr.Title: through a parameter"},
+		{"a field of the decision apply is handed", "d.action = ActNone", "d.action undefined", true},
+		{"a field through a pointer", "p := &ds[0]\n\tp.action = ActOpen", "p.action undefined", true},
+		{"a decision built with fields outside decide", "ds[0] = decide.Decision{action: ActClose}", "cannot refer to unexported field action", true},
+		{"another decision in its place", "d = ds[1]", "replaces the decision d outside package decide", false},
+		{"a decision built outside decide", "ds[0] = decide.Decision{}", "builds a decision outside package decide", false},
+		{"an element of what decide returned", "ds[0] = d", "writes ds[0]: through a parameter", false},
+		{"the PR a decision names", "d.PR().Title = \"\"", "writes d.PR().Title: an expression kedge does not write into", false},
+		{"a duplicate a decision lists", "d.Duplicates()[0].Title = \"\"", "writes d.Duplicates()[0].Title: an expression kedge does not write into", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := "package reconcile\n\nfunc overrule(d decision, ds []decision) {\n\t" + tt.body + "\n\t_, _ = d, ds\n}\n"
-			fset, files, info := typeCheckPackage(t, map[string]string{"overrule.go": src})
-			problems := writesIntoOthers(fset, files, info)
+			src := "package reconcile\n\nimport \"" + decidePath + "\"\n\nfunc overrule(d decide.Decision, ds []decide.Decision) {\n\t" + tt.body + "\n\t_, _ = d, ds\n}\n"
+			fset, files, info, err := typeCheck(".", reconcilePath, map[string]string{"overrule.go": src})
+			if tt.compiler {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "overrule.go:")
+				assert.Contains(t, err.Error(), tt.want)
+				return
+			}
+			require.NoError(t, err)
+			problems := writesIntoOthers(fset, files, info, false)
 			require.NotEmpty(t, problems)
 			var inFile []string
 			for _, p := range problems {
@@ -71,11 +98,11 @@ func TestWritesIntoDecisionsAreCaught(t *testing.T) {
 }
 
 // writesIntoOthers lists, one line each, every write in files that breaks
-// the rules TestStagesWriteOnlyWhatTheyMake states.
-func writesIntoOthers(fset *token.FileSet, files []*ast.File, info *types.Info) []string {
+// the rules TestStagesWriteOnlyWhatTheyMake states; decides is set for
+// package decide, which makes decisions.
+func writesIntoOthers(fset *token.FileSet, files []*ast.File, info *types.Info, decides bool) []string {
 	var problems []string
 	for _, f := range files {
-		name := filepath.Base(fset.Position(f.Pos()).Filename)
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
@@ -83,17 +110,14 @@ func writesIntoOthers(fset *token.FileSet, files []*ast.File, info *types.Info) 
 			}
 			allocated := allocatedLocals(fn, info)
 			check := func(lhs ast.Expr, declares bool) {
-				if name != "decide.go" && !declares && isDecision(deref(info.TypeOf(lhs))) {
-					problems = append(problems, fset.Position(lhs.Pos()).String()+": "+fn.Name.Name+" replaces the decision "+types.ExprString(lhs)+" outside decide.go")
+				if !decides && !declares && isDecision(deref(info.TypeOf(lhs))) {
+					problems = append(problems, fset.Position(lhs.Pos()).String()+": "+fn.Name.Name+" replaces the decision "+types.ExprString(lhs)+" outside package decide")
 				}
 				if _, plain := lhs.(*ast.Ident); plain {
 					return
 				}
 				if why := foreignWrite(lhs, fn, info, allocated); why != "" {
 					problems = append(problems, fset.Position(lhs.Pos()).String()+": "+fn.Name.Name+" writes "+types.ExprString(lhs)+": "+why)
-				}
-				if name != "decide.go" && isDecisionField(lhs, info) {
-					problems = append(problems, fset.Position(lhs.Pos()).String()+": "+fn.Name.Name+" assigns a decision's "+types.ExprString(lhs)+" outside decide.go")
 				}
 			}
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
@@ -105,8 +129,8 @@ func writesIntoOthers(fset *token.FileSet, files []*ast.File, info *types.Info) 
 				case *ast.IncDecStmt:
 					check(n.X, false)
 				case *ast.CompositeLit:
-					if name != "decide.go" && isDecision(info.TypeOf(n)) {
-						problems = append(problems, fset.Position(n.Pos()).String()+": "+fn.Name.Name+" builds a decision outside decide.go")
+					if !decides && isDecision(info.TypeOf(n)) {
+						problems = append(problems, fset.Position(n.Pos()).String()+": "+fn.Name.Name+" builds a decision outside package decide")
 					}
 				case *ast.CallExpr:
 					if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "delete" && len(n.Args) > 0 {
@@ -290,13 +314,7 @@ func isReconcilerReceiver(id *ast.Ident, fn *ast.FuncDecl, info *types.Info) boo
 
 func isDecision(t types.Type) bool {
 	named, ok := t.(*types.Named)
-	return ok && named.Obj().Name() == "decision" && named.Obj().Pkg() != nil && named.Obj().Pkg().Name() == "reconcile"
-}
-
-// isDecisionField tells whether lhs is a field of a decision.
-func isDecisionField(lhs ast.Expr, info *types.Info) bool {
-	sel, ok := lhs.(*ast.SelectorExpr)
-	return ok && isDecision(deref(info.TypeOf(sel.X)))
+	return ok && named.Obj().Name() == "Decision" && named.Obj().Pkg() != nil && named.Obj().Pkg().Path() == decidePath
 }
 
 func deref(t types.Type) types.Type {
@@ -306,37 +324,48 @@ func deref(t types.Type) types.Type {
 	return t
 }
 
-// typeCheckPackage parses the package's own files (tests left out) and
-// the extra ones given by name and source, and type-checks them against
-// the export data the go command built for their imports.
-func typeCheckPackage(t *testing.T, extra map[string]string) (*token.FileSet, []*ast.File, *types.Info) {
-	t.Helper()
+const (
+	reconcilePath = "github.com/kedge-io/kedge/internal/reconcile"
+	decidePath    = reconcilePath + "/decide"
+)
+
+// typeCheck parses the files of the package in dir (tests left out) and
+// the extra ones given by name and source, and type-checks them as path
+// against the export data the go command built for their imports.
+func typeCheck(dir, path string, extra map[string]string) (*token.FileSet, []*ast.File, *types.Info, error) {
 	exports, err := exportData()
-	require.NoError(t, err, "go list -export")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("go list -export: %w", err)
+	}
 	fset := token.NewFileSet()
-	names, err := filepath.Glob("*.go")
-	require.NoError(t, err)
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	var files []*ast.File
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
 		}
 		f, err := parser.ParseFile(fset, name, nil, 0)
-		require.NoError(t, err)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		files = append(files, f)
 	}
 	for name, src := range extra {
 		f, err := parser.ParseFile(fset, name, src, 0)
-		require.NoError(t, err)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		files = append(files, f)
 	}
 	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
 		return os.Open(exports[path])
 	})
 	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Defs: map[*ast.Ident]types.Object{}, Uses: map[*ast.Ident]types.Object{}}
-	_, err = (&types.Config{Importer: imp}).Check("github.com/kedge-io/kedge/internal/reconcile", fset, files, info)
-	require.NoError(t, err)
-	return fset, files, info
+	_, err = (&types.Config{Importer: imp}).Check(path, fset, files, info)
+	return fset, files, info, err
 }
 
 // exportData maps each import of the package to the export data the go

@@ -12,6 +12,8 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/prstate"
+	"github.com/kedge-io/kedge/internal/reconcile/decide"
+	"github.com/kedge-io/kedge/internal/waves"
 )
 
 // target is one namespace of one checkout: the pull request kedge keeps,
@@ -173,6 +175,13 @@ func (r *Reconciler) branchOn(defaultBase bool, base, ns string, owned, all []fo
 	return name, ""
 }
 
+// work is what a namespace's branch must contain.
+type work struct {
+	files     map[string][]byte
+	workloads []drift.Workload
+	state     prstate.State
+}
+
 // workOf is what a namespace's branch in checkout c must contain: its
 // files, the plan's workloads they restart, and the state its PR records.
 func (r *Reconciler) workOf(p drift.Plan, c *checkout, ns string, files []edit.FileEdit, planned []drift.Workload) *work {
@@ -266,4 +275,13 @@ func migrationTarget(plan drift.Plan, namespace string) []drift.Workload {
 		return nil
 	}
 	return []drift.Workload{{Namespace: namespace, Kind: "Namespace", Name: namespace, Desired: drift.Desired{Revision: m.To}}}
+}
+
+// waveRef names a namespace's wave in its PR; nil without waves.
+func (r *Reconciler) waveRef(set *objects.Set, namespace string) *dashboard.WaveRef {
+	if len(r.settings.Waves) == 0 {
+		return nil
+	}
+	i := decide.Gate{Waves: r.settings.Waves, Set: set}.WaveOf(namespace)
+	return &dashboard.WaveRef{Name: waves.Name(r.settings.Waves, i), Number: i + 1, Of: len(r.settings.Waves)}
 }

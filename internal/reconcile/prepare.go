@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/kedge-io/kedge/internal/gitrepo"
+	"github.com/kedge-io/kedge/internal/reconcile/decide"
 )
 
 // prepared is a target with its commit built: what its branch must be
@@ -145,12 +146,19 @@ func (r *Reconciler) prepareTarget(ctx context.Context, c *checkout, t target, p
 	return p, settled, nil
 }
 
-// facts are what decide reads of a prepared target.
-func (p prepared) facts() namespaceFacts {
-	return namespaceFacts{
-		namespace: p.name, work: p.work, prs: p.prs, branchExists: p.branchExists,
-		edited: p.edited, editors: p.editors, interrupted: p.interrupted, blocked: p.blocked, held: p.held,
+// facts are what the namespace is decided on.
+func (p prepared) facts() decide.Facts {
+	f := decide.Facts{
+		Namespace: p.name, PRs: p.prs, BranchExists: p.branchExists,
+		Edited: p.edited, Editors: p.editors, Interrupted: p.interrupted, Blocked: p.blocked,
 	}
+	if p.work != nil {
+		f.Work = &decide.Work{Workloads: p.work.workloads, State: p.work.state}
+	}
+	if p.held != nil {
+		f.Held = errorDetail(p.held)
+	}
+	return f
 }
 
 // changed reports whether the namespace's branch needs a push.

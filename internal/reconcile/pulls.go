@@ -13,6 +13,7 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/prstate"
+	"github.com/kedge-io/kedge/internal/reconcile/decide"
 )
 
 // commentMarker ends every comment kedge writes, so a comment is written
@@ -38,7 +39,7 @@ type read struct {
 // apply carries out a namespace's decision on GitHub, unless its push says
 // otherwise, and returns what it did. An error leaves its detail (and a
 // rate limit its state) on the outcome.
-func (r *Reconciler) apply(ctx context.Context, t rendered, d decision, pushed pushResult, in read) (applied, error) {
+func (r *Reconciler) apply(ctx context.Context, t rendered, d decide.Decision, pushed pushResult, in read) (applied, error) {
 	a, err := r.carryOut(ctx, t, d, pushed, in)
 	o := a.outcome
 	o.Namespace, o.Repo = t.name, t.checkout.name
@@ -51,10 +52,10 @@ func (r *Reconciler) apply(ctx context.Context, t rendered, d decision, pushed p
 	return applied{outcome: o, straggler: a.straggler, preview: a.preview}, err
 }
 
-func (r *Reconciler) carryOut(ctx context.Context, t rendered, d decision, pushed pushResult, in read) (applied, error) {
-	o := Outcome{Action: d.action, State: d.state, Detail: d.detail}
-	if d.pr != nil {
-		o.PR, o.PRURL = d.pr.Number, d.pr.HTMLURL
+func (r *Reconciler) carryOut(ctx context.Context, t rendered, d decide.Decision, pushed pushResult, in read) (applied, error) {
+	o := Outcome{Action: d.Action(), State: d.State(), Detail: d.Detail()}
+	if pr := d.PR(); pr != nil {
+		o.PR, o.PRURL = pr.Number, pr.HTMLURL
 	}
 	blocked, isBlocked := pushed.blocks(d, t.branch, t.checkout.name)
 	if isBlocked {
@@ -62,15 +63,15 @@ func (r *Reconciler) carryOut(ctx context.Context, t rendered, d decision, pushe
 	}
 	if r.settings.DryRun {
 		var preview *Preview
-		if d.action == ActOpen || d.action == ActUpdate {
+		if d.Action() == ActOpen || d.Action() == ActUpdate {
 			preview = &Preview{Namespace: t.name, Repo: t.checkout.name, Title: t.title, Body: t.body, Files: t.work.files}
 		}
-		o.State = stateFor(d.action, o.State)
+		o.State = stateFor(d.Action(), o.State)
 		return applied{outcome: o, preview: preview}, nil
 	}
-	for _, dup := range d.duplicates {
+	for _, dup := range d.Duplicates() {
 		data := r.commentData(t, d, in.res.Plan)
-		data.Successor, data.SuccessorURL = d.pr.Number, d.pr.HTMLURL
+		data.Successor, data.SuccessorURL = d.PR().Number, d.PR().HTMLURL
 		body, err := r.deps.Renderer.Comment(dashboard.CommentDuplicate, data)
 		if err != nil {
 			return applied{outcome: o}, err
@@ -82,7 +83,7 @@ func (r *Reconciler) carryOut(ctx context.Context, t rendered, d decision, pushe
 	if isBlocked {
 		return applied{outcome: o}, nil
 	}
-	switch d.action {
+	switch d.Action() {
 	case ActOpen:
 		opened, err := r.open(ctx, t, in.set, o)
 		if err != nil {
@@ -98,11 +99,11 @@ func (r *Reconciler) carryOut(ctx context.Context, t rendered, d decision, pushe
 		return applied{outcome: o}, err
 	case ActEdited:
 		o.State = prstate.PREdited
-		if d.pr == nil {
+		if d.PR() == nil {
 			o.Detail = "branch " + t.branch + " has commits by someone else and no open PR"
 			return applied{outcome: o}, nil
 		}
-		return applied{outcome: o}, r.commentOnce(ctx, t.checkout.forge, d.pr.Number, dashboard.CommentEdited, r.commentData(t, d, in.res.Plan))
+		return applied{outcome: o}, r.commentOnce(ctx, t.checkout.forge, d.PR().Number, dashboard.CommentEdited, r.commentData(t, d, in.res.Plan))
 	case ActClose:
 		c := r.closingOf(t, d, in)
 		data := r.commentData(t, d, in.res.Plan)
@@ -112,8 +113,8 @@ func (r *Reconciler) carryOut(ctx context.Context, t rendered, d decision, pushe
 			return applied{outcome: o}, err
 		}
 		o.State = ""
-		r.deps.Log.Info("closing pull request", "namespace", t.name, "pr", d.pr.Number, "why", c.kind)
-		return applied{outcome: o}, r.closeWith(ctx, t.checkout.forge, *d.pr, c.kind, body)
+		r.deps.Log.Info("closing pull request", "namespace", t.name, "pr", d.PR().Number, "why", c.kind)
+		return applied{outcome: o}, r.closeWith(ctx, t.checkout.forge, *d.PR(), c.kind, body)
 	case ActClosedIgnored:
 		o.State = prstate.PRClosedIgnored
 	case ActMerged:
@@ -186,8 +187,8 @@ func (r *Reconciler) finishOpening(ctx context.Context, t rendered, pr forge.PR,
 
 // update brings the open PR's title, body and labels in line, and tells
 // whether nothing needed to change, its branch included.
-func (r *Reconciler) update(ctx context.Context, t rendered, d decision, set *objects.Set) (bool, error) {
-	pr := d.pr
+func (r *Reconciler) update(ctx context.Context, t rendered, d decide.Decision, set *objects.Set) (bool, error) {
+	pr := d.PR()
 	var title, body *string
 	if pr.Title != t.title {
 		title = &t.title
@@ -234,10 +235,10 @@ func (r *Reconciler) missingLabels(pr forge.PR) []string {
 
 // closingOf works out why the namespace's PR closes, from the targets its
 // body recorded and what the cycle read.
-func (r *Reconciler) closingOf(t rendered, d decision, in read) closing {
+func (r *Reconciler) closingOf(t rendered, d decide.Decision, in read) closing {
 	f := closingFacts{namespace: t.name, repository: plan.RepositoryFor(t.checkout.target, "", nil).Label(), set: in.set, plan: in.res.Plan,
 		opts: r.settings.Plan.Drift, refused: in.res.Edits.Refused}
-	if s, ok := prstate.ParseState(d.pr.Body); ok {
+	if s, ok := prstate.ParseState(d.PR().Body); ok {
 		f.targets = s.Targets
 	}
 	return explainClosing(f)
@@ -245,8 +246,8 @@ func (r *Reconciler) closingOf(t rendered, d decision, in read) closing {
 
 // sayTakenOver tells a merged PR whose rollout kedge was following that the
 // PR just opened takes over, unless it already rolled out.
-func (r *Reconciler) sayTakenOver(ctx context.Context, t rendered, d decision, opened Outcome, plan drift.Plan) error {
-	old := d.superseded
+func (r *Reconciler) sayTakenOver(ctx context.Context, t rendered, d decide.Decision, opened Outcome, plan drift.Plan) error {
+	old := d.Superseded()
 	if old == nil || opened.PR == 0 {
 		return nil
 	}
@@ -315,22 +316,22 @@ func saidAlready(kind string) []string {
 	return []string{kind}
 }
 
-func (r *Reconciler) commentData(t rendered, d decision, plan drift.Plan) dashboard.CommentData {
+func (r *Reconciler) commentData(t rendered, d decide.Decision, plan drift.Plan) dashboard.CommentData {
 	data := dashboard.CommentData{
 		Cluster: r.settings.Cluster, Namespace: t.name, Branch: t.branch,
 		DashboardURL: t.pr.DashboardURL, Grace: r.settings.Grace,
 		OptOutAnnotation: optOutAnnotation(r.settings.Plan.Drift),
 	}
-	if d.pr != nil {
-		if s, ok := prstate.ParseState(d.pr.Body); ok {
+	if pr := d.PR(); pr != nil {
+		if s, ok := prstate.ParseState(pr.Body); ok {
 			data.Targets = s.Targets
 		}
-		if d.pr.MergedAt != nil {
-			data.MergedAt = *d.pr.MergedAt
+		if pr.MergedAt != nil {
+			data.MergedAt = *pr.MergedAt
 		}
 	}
-	if d.detail != "" && d.action == ActEdited {
-		data.Authors = strings.Split(d.detail, ", ")
+	if d.Detail() != "" && d.Action() == ActEdited {
+		data.Authors = strings.Split(d.Detail(), ", ")
 	}
 	return data
 }
@@ -338,11 +339,11 @@ func (r *Reconciler) commentData(t rendered, d decision, plan drift.Plan) dashbo
 // followRollout watches a merged PR's workloads: once all run what the PR
 // targeted it says so; if some still drift after the grace time it names
 // them, once. It returns the namespace's state, and the straggling PR.
-func (r *Reconciler) followRollout(ctx context.Context, t rendered, d decision, in read) (prstate.PRState, *dashboard.Straggler, error) {
-	pr := d.pr
+func (r *Reconciler) followRollout(ctx context.Context, t rendered, d decide.Decision, in read) (prstate.PRState, *dashboard.Straggler, error) {
+	pr := d.PR()
 	state, ok := prstate.ParseState(pr.Body)
 	if !ok || pr.MergedAt == nil {
-		return d.state, nil, nil
+		return d.State(), nil, nil
 	}
 	targeted := map[string]bool{}
 	toAmbient := false

@@ -11,6 +11,7 @@ import (
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
 	"github.com/kedge-io/kedge/internal/prstate"
+	"github.com/kedge-io/kedge/internal/reconcile/decide"
 )
 
 // pushResult is what one repository branch's push did.
@@ -31,8 +32,8 @@ type pushResult struct {
 
 // blocks tells whether the push result keeps a decision to open or update
 // the branch from being carried out, and what the namespace's row says.
-func (p pushResult) blocks(d decision, branch, repo string) (Outcome, bool) {
-	if d.action != ActOpen && d.action != ActUpdate {
+func (p pushResult) blocks(d decide.Decision, branch, repo string) (Outcome, bool) {
+	if d.Action() != ActOpen && d.Action() != ActUpdate {
 		return Outcome{}, false
 	}
 	switch {
@@ -49,7 +50,7 @@ func (p pushResult) blocks(d decision, branch, repo string) (Outcome, bool) {
 // pushAll makes one push per repository branch, in the checkouts' order.
 // With several, a push that fails holds back that repository branch's PRs
 // only; alone, it ends the cycle.
-func (r *Reconciler) pushAll(ctx context.Context, cs checkouts, listings []listing, rs []rendered, decisions []decision) ([]pushResult, error) {
+func (r *Reconciler) pushAll(ctx context.Context, cs checkouts, listings []listing, rs []rendered, decisions []decide.Decision) ([]pushResult, error) {
 	out := make([]pushResult, len(cs.list))
 	for i, c := range cs.list {
 		if c.err != nil {
@@ -77,12 +78,12 @@ func (r *Reconciler) pushAll(ctx context.Context, cs checkouts, listings []listi
 // PR carry this base's history. gather never picks such a branch; this is
 // the last word before anything leaves.
 // c's base is base.
-func branchesToPushOn(c *checkout, base string, l listing, rs []rendered, decisions []decision) ([]gitrepo.Change, map[string]plumbing.Hash, map[string]string) {
+func branchesToPushOn(c *checkout, base string, l listing, rs []rendered, decisions []decide.Decision) ([]gitrepo.Change, map[string]plumbing.Hash, map[string]string) {
 	var changes []gitrepo.Change
 	leases := map[string]plumbing.Hash{}
 	refused := map[string]string{}
 	for j, t := range rs {
-		a := decisions[j].action
+		a := decisions[j].Action()
 		if t.checkout != c || !t.changed() || (a != ActOpen && a != ActUpdate) {
 			continue
 		}

@@ -1,3 +1,14 @@
+// Package reconcile runs one kedge cycle: read the cluster, plan, edit the
+// GitOps checkout, and bring kedge's branches and pull requests in line
+// with the plan, one namespace each.
+//
+// A cycle is a pipeline of stages, each a function from the values the
+// earlier stages returned to new values: open the checkouts, plan, list
+// kedge's PRs and branches, gather each namespace's facts, prepare its
+// commit, render its PR, decide, push, apply. Package decide is the one
+// place an action is chosen, and the only one that can make a decision;
+// pushing returns what happened to each branch and applying returns each
+// namespace's outcome, and neither can change a decision.
 package reconcile
 
 import (
@@ -25,6 +36,7 @@ import (
 	"github.com/kedge-io/kedge/internal/objects"
 	"github.com/kedge-io/kedge/internal/plan"
 	"github.com/kedge-io/kedge/internal/prstate"
+	"github.com/kedge-io/kedge/internal/reconcile/decide"
 	"github.com/kedge-io/kedge/internal/route"
 	"github.com/kedge-io/kedge/internal/waves"
 )
@@ -167,6 +179,24 @@ func ParseBranch(cluster, branch string) (namespace, base string, ok bool) {
 	return namespace, base, true
 }
 
+// Action is what a cycle did for one namespace: what package decide chose,
+// or ActUpToDate.
+type Action = decide.Action
+
+const (
+	ActNone          = decide.None
+	ActOpen          = decide.Open
+	ActUpdate        = decide.Update
+	ActClose         = decide.Close
+	ActEdited        = decide.Edited
+	ActClosedIgnored = decide.ClosedIgnored
+	ActMerged        = decide.Merged
+	// ActUpToDate is reported, never decided: an update found the open
+	// pull request's branch, title, body and labels as they should be and
+	// sent nothing.
+	ActUpToDate Action = "up-to-date"
+)
+
 // Outcome is what a cycle did for one namespace in one repository: a
 // namespace applied from two repositories has a pull request in each.
 type Outcome struct {
@@ -284,12 +314,13 @@ func (r *Reconciler) RunOnce(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	facts := make([]namespaceFacts, len(rs))
+	facts := make([]decide.Facts, len(rs))
 	for i, t := range rs {
 		facts[i] = t.facts()
 	}
-	limits := prLimits{maxOpen: r.settings.MaxOpenPRs, maxNewPerCycle: r.settings.MaxNewPRsPerCycle, open: openPRs(cs, listings)}
-	decisions, rollouts := decide(facts, r.waveGate(set, res.Plan), limits)
+	gate := decide.Gate{Waves: r.settings.Waves, Set: set, Plan: res.Plan, ResumeLabel: r.settings.ResumeLabel, Grace: r.settings.Grace, Now: r.deps.Now()}
+	limits := decide.Limits{MaxOpen: r.settings.MaxOpenPRs, MaxNewPerCycle: r.settings.MaxNewPRsPerCycle, Open: openPRs(cs, listings)}
+	decisions, rollouts := decide.Namespaces(facts, gate, limits)
 	held := heldCheckouts(cs, listings, unprepared)
 	r.keepRenders(cs, held, rs, decisions)
 	watch = watch.lap("branches")

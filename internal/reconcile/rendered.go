@@ -4,6 +4,7 @@ import (
 	"reflect"
 
 	"github.com/kedge-io/kedge/internal/dashboard"
+	"github.com/kedge-io/kedge/internal/reconcile/decide"
 )
 
 // rendered is a prepared target with its PR's title and body; both are
@@ -77,7 +78,7 @@ func (r *Reconciler) priorRenders(targets []target) map[string]map[string]render
 // rendering with this cycle's: those of the namespaces whose title, body
 // and message were all rendered. decisions are rs's; held lists the keys
 // of the checkouts held back, whose renders are kept as they were.
-func (r *Reconciler) keepRenders(cs checkouts, held map[string]bool, rs []rendered, decisions []decision) {
+func (r *Reconciler) keepRenders(cs checkouts, held map[string]bool, rs []rendered, decisions []decide.Decision) {
 	kept := map[string]map[string]renderedPR{}
 	for _, c := range cs.list {
 		if !held[c.key] {
@@ -91,7 +92,7 @@ func (r *Reconciler) keepRenders(cs checkouts, held map[string]bool, rs []render
 		body := t.body
 		// The PR listing's cache already holds this text when the PR
 		// shows it: keep that copy, not a second one per namespace.
-		if pr := decisions[i].pr; pr != nil && pr.Body == body {
+		if pr := decisions[i].PR(); pr != nil && pr.Body == body {
 			body = pr.Body
 		}
 		kept[t.checkout.key][t.name] = renderedPR{pr: t.pr, title: t.title, body: body, message: t.message}

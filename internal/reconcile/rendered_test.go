@@ -9,6 +9,7 @@ import (
 	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/prstate"
+	"github.com/kedge-io/kedge/internal/reconcile/decide"
 )
 
 // TestRendersFollowTheirData takes a namespace's last title, body and
@@ -41,7 +42,7 @@ func TestRendersFollowTheirData(t *testing.T) {
 		}
 		rs, err := r.render(ps, prior)
 		require.NoError(t, err)
-		r.keepRenders(checkouts{list: []*checkout{c}}, nil, rs, make([]decision, len(rs)))
+		r.keepRenders(checkouts{list: []*checkout{c}}, nil, rs, make([]decide.Decision, len(rs)))
 		return rs
 	}
 	fresh := func(rd rendered) [3]string {

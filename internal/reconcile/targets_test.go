@@ -4,11 +4,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/gitrepo"
 	"github.com/kedge-io/kedge/internal/prstate"
+	"github.com/kedge-io/kedge/internal/reconcile/decide"
 )
 
 func TestBranchNamesReadBack(t *testing.T) {
@@ -118,7 +120,13 @@ func TestNoPushMovesAnotherBasesPR(t *testing.T) {
 		return rendered{prepared: prepared{target: target{checkout: c, name: ns, branch: branch}, change: &change}}
 	}
 	rs := []rendered{target("billing", "kedge/prod/billing"), target("shop", "kedge/prod/shop")}
-	decisions := []decision{{action: ActUpdate}, {action: ActOpen}}
+	// Decisions are made by package decide alone: billing's open PR is
+	// updated, shop's is opened.
+	decisions, _ := decide.Namespaces([]decide.Facts{
+		{Namespace: "billing", Work: &decide.Work{}, PRs: []forge.PR{{Number: 3, State: "open"}}},
+		{Namespace: "shop", Work: &decide.Work{}},
+	}, decide.Gate{}, decide.Limits{})
+	require.Equal(t, []Action{ActUpdate, ActOpen}, []Action{decisions[0].Action(), decisions[1].Action()})
 	l := listing{prs: []forge.PR{
 		{Number: 7, Head: "kedge/prod/billing", Base: "staging", State: "open"},
 		{Number: 8, Head: "kedge/prod/shop", Base: "staging", State: "closed"},

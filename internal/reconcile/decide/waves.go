@@ -1,4 +1,4 @@
-package reconcile
+package decide
 
 import (
 	"slices"
@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kedge-io/kedge/internal/dashboard"
 	"github.com/kedge-io/kedge/internal/drift"
 	"github.com/kedge-io/kedge/internal/forge"
 	"github.com/kedge-io/kedge/internal/objects"
@@ -14,31 +13,17 @@ import (
 	"github.com/kedge-io/kedge/internal/waves"
 )
 
-// waveGate is what the rollout waves are judged on: the configured waves,
-// the cluster and the plan the cycle read, and the clock. Without waves it
-// holds nothing back.
-type waveGate struct {
-	waves       []waves.Wave
-	set         *objects.Set
-	resumeLabel string
-	grace       time.Duration
-	now         time.Time
-	// drifted holds "namespace/Kind/name" of every workload the plan
-	// lists.
-	drifted map[string]bool
-}
-
-// waveGate is the gate of this cycle's cluster and plan.
-func (r *Reconciler) waveGate(set *objects.Set, plan drift.Plan) waveGate {
-	g := waveGate{waves: r.settings.Waves, set: set, resumeLabel: r.settings.ResumeLabel, grace: r.settings.Grace, now: r.deps.Now()}
-	if len(g.waves) == 0 {
-		return g
-	}
-	g.drifted = map[string]bool{}
-	for _, w := range plan.Workloads {
-		g.drifted[w.Namespace+"/"+w.Kind+"/"+w.Name] = true
-	}
-	return g
+// Gate is what the rollout waves are judged on: the configured waves, the
+// cluster and the plan the cycle read, the label that resumes a stopped
+// rollout, the grace after a merge, and the clock. Without waves it holds
+// nothing back.
+type Gate struct {
+	Waves       []waves.Wave
+	Set         *objects.Set
+	Plan        drift.Plan
+	ResumeLabel string
+	Grace       time.Duration
+	Now         time.Time
 }
 
 // waveHold is a namespace's PR held back for a later wave, and why.
@@ -49,7 +34,7 @@ type waveHold struct {
 // state is what the row of a namespace whose wanted action is held back
 // shows: a PR still to open waits for its wave, an open one stays open.
 func (h waveHold) state(wanted Action) prstate.PRState {
-	if wanted == ActOpen {
+	if wanted == Open {
 		return prstate.PRWaitingForWave
 	}
 	return prstate.PROpen
@@ -59,32 +44,43 @@ func (h waveHold) state(wanted Action) prstate.PRState {
 // waits for a wave of one of its targets, and returns each target's wave
 // plan for the dashboard. It reads nothing but the facts, the wanted
 // decisions and the cluster objects the cycle already has.
-func (g waveGate) holds(facts []namespaceFacts, wanted []decision) ([]*waveHold, []waves.Rollout) {
+func (g Gate) holds(facts []Facts, wanted []Decision) ([]*waveHold, []waves.Rollout) {
 	out := make([]*waveHold, len(facts))
-	if len(g.waves) == 0 {
+	if len(g.Waves) == 0 {
 		return out, nil
 	}
+	drifted := driftedWorkloads(g.Plan)
 	var rollouts []waves.Rollout
 	for _, target := range pendingTargets(facts) {
 		var members []waves.Member
 		for i, f := range facts {
-			if m, ok := g.memberFor(f, wanted[i], target); ok {
+			if m, ok := g.memberFor(f, wanted[i], target, drifted); ok {
 				members = append(members, m)
 			}
 		}
-		rollout := waves.Evaluate(target, g.waves, members, g.grace, g.now)
+		rollout := waves.Evaluate(target, g.Waves, members, g.Grace, g.Now)
 		rollouts = append(rollouts, rollout)
 		for i, f := range facts {
 			a := wanted[i].action
-			if out[i] != nil || (a != ActOpen && a != ActUpdate) {
+			if out[i] != nil || (a != Open && a != Update) {
 				continue
 			}
-			if hasTarget(f, target) && !rollout.MayOpen(g.waveOf(f.namespace)) && !carries(wanted[i].pr, target) {
+			if hasTarget(f, target) && !rollout.MayOpen(g.WaveOf(f.Namespace)) && !carries(wanted[i].pr, target) {
 				out[i] = &waveHold{detail: waitingFor(rollout)}
 			}
 		}
 	}
 	return out, rollouts
+}
+
+// driftedWorkloads holds "namespace/Kind/name" of every workload the plan
+// lists.
+func driftedWorkloads(plan drift.Plan) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range plan.Workloads {
+		out[w.Namespace+"/"+w.Kind+"/"+w.Name] = true
+	}
+	return out
 }
 
 // waitingFor says which wave a held-back namespace waits for, and why.
@@ -101,34 +97,21 @@ func waitingFor(rollout waves.Rollout) string {
 	return "wave " + active.Name + " comes first, " + why
 }
 
-// waveOf is the index of the wave a namespace belongs to, read from its
-// name and labels.
-func (g waveGate) waveOf(namespace string) int {
-	return waves.Of(g.waves, namespace, namespaceLabels(g.set, namespace))
-}
-
-func namespaceLabels(set *objects.Set, namespace string) map[string]string {
+// WaveOf is the index of the wave a namespace belongs to, read from its
+// name and its labels in the cluster.
+func (g Gate) WaveOf(namespace string) int {
 	var labels map[string]string
-	for _, n := range set.Namespaces {
+	for _, n := range g.Set.Namespaces {
 		if n.Name == namespace {
 			labels = n.Labels
 		}
 	}
-	return labels
-}
-
-// waveRef names a namespace's wave in its PR; nil without waves.
-func (r *Reconciler) waveRef(set *objects.Set, namespace string) *dashboard.WaveRef {
-	if len(r.settings.Waves) == 0 {
-		return nil
-	}
-	i := waves.Of(r.settings.Waves, namespace, namespaceLabels(set, namespace))
-	return &dashboard.WaveRef{Name: waves.Name(r.settings.Waves, i), Number: i + 1, Of: len(r.settings.Waves)}
+	return waves.Of(g.Waves, namespace, labels)
 }
 
 // pendingTargets are the targets (revision@image) of the namespaces that
 // have something to open or update: only those need a wave plan.
-func pendingTargets(facts []namespaceFacts) []string {
+func pendingTargets(facts []Facts) []string {
 	seen := map[string]bool{}
 	for _, f := range facts {
 		for _, t := range workTargets(f) {
@@ -145,7 +128,7 @@ func pendingTargets(facts []namespaceFacts) []string {
 
 func targetOf(revision, image string) string { return waves.TargetKey(revision, image) }
 
-func hasTarget(f namespaceFacts, target string) bool {
+func hasTarget(f Facts, target string) bool {
 	return slices.Contains(workTargets(f), target)
 }
 
@@ -156,22 +139,22 @@ var noSidecar = targetOf("", "")
 // workTargets are the targets of a namespace's work: each restart's, and a
 // move to ambient mode's, so that a namespace that only relabels goes
 // through the waves too.
-func workTargets(f namespaceFacts) []string {
-	if f.work == nil {
+func workTargets(f Facts) []string {
+	if f.Work == nil {
 		return nil
 	}
 	var out []string
-	for _, w := range f.work.workloads {
+	for _, w := range f.Work.Workloads {
 		out = append(out, targetOf(w.Desired.Revision, w.Desired.Image))
 	}
-	if movesToAmbient(f.work.state.Targets) {
+	if movesToAmbient(f.Work.State.Targets) {
 		out = append(out, noSidecar)
 	}
 	return out
 }
 
 // movesToAmbient tells the targets of a move to ambient mode: the
-// Namespace entry migrationTarget records.
+// Namespace entry a migration's PR state records.
 func movesToAmbient(targets []prstate.Target) bool {
 	return slices.ContainsFunc(targets, func(t prstate.Target) bool { return t.Kind == "Namespace" && t.Revision == drift.Ambient })
 }
@@ -204,15 +187,15 @@ func prTargets(pr forge.PR, target string) []prstate.Target {
 
 // memberFor is where a namespace stands in target's rollout: from what its
 // facts ask for when it drifts to the target, else from its latest PR that
-// carried the target.
-func (g waveGate) memberFor(f namespaceFacts, d decision, target string) (waves.Member, bool) {
-	m := waves.Member{Namespace: f.namespace, Wave: g.waveOf(f.namespace), Resumed: g.resumed(f.namespace, target)}
+// carried the target. drifted holds the plan's workloads.
+func (g Gate) memberFor(f Facts, d Decision, target string, drifted map[string]bool) (waves.Member, bool) {
+	m := waves.Member{Namespace: f.Namespace, Wave: g.WaveOf(f.Namespace), Resumed: g.resumed(f.Namespace, target)}
 	var pr *forge.PR
 	if hasTarget(f, target) {
 		switch {
-		case d.action == ActClosedIgnored:
+		case d.action == ClosedIgnored:
 			m.Progress = waves.Skipped
-		case d.action == ActMerged:
+		case d.action == Merged:
 			m.Progress, pr = waves.Merged, d.pr
 		case carries(d.pr, target):
 			m.Progress = waves.Open
@@ -220,7 +203,7 @@ func (g waveGate) memberFor(f namespaceFacts, d decision, target string) (waves.
 			m.Progress = waves.Pending
 		}
 	} else {
-		latest := latestPRWith(f.prs, target)
+		latest := latestPRWith(f.PRs, target)
 		if latest == nil {
 			return m, false
 		}
@@ -236,7 +219,7 @@ func (g waveGate) memberFor(f namespaceFacts, d decision, target string) (waves.
 	if pr != nil && pr.MergedAt != nil {
 		m.MergedAt = *pr.MergedAt
 		for _, t := range prTargets(*pr, target) {
-			m.Workloads = append(m.Workloads, waves.Read(g.set, f.namespace, t.Kind, t.Name, g.drifted[f.namespace+"/"+t.Kind+"/"+t.Name]))
+			m.Workloads = append(m.Workloads, waves.Read(g.Set, f.Namespace, t.Kind, t.Name, drifted[f.Namespace+"/"+t.Kind+"/"+t.Name]))
 		}
 	}
 	return m, true
@@ -259,13 +242,13 @@ func latestPRWith(prs []forge.PR, target string) *forge.PR {
 
 // resumed tells whether a person labelled the namespace to let target's
 // rollout go on despite its unhealthy workloads.
-func (g waveGate) resumed(namespace, target string) bool {
-	if g.resumeLabel == "" {
+func (g Gate) resumed(namespace, target string) bool {
+	if g.ResumeLabel == "" {
 		return false
 	}
-	for _, n := range g.set.Namespaces {
+	for _, n := range g.Set.Namespaces {
 		if n.Name == namespace {
-			return n.Labels[g.resumeLabel] == waves.TargetID(target)
+			return n.Labels[g.ResumeLabel] == waves.TargetID(target)
 		}
 	}
 	return false

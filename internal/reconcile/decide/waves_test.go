@@ -1,4 +1,4 @@
-package reconcile
+package decide
 
 import (
 	"testing"
@@ -34,10 +34,10 @@ func TestGateWaves(t *testing.T) {
 	merged := func(ns, image string) forge.PR {
 		return forge.PR{Number: 3, State: "closed", Merged: true, MergedAt: &mergedAt, Body: body(ns, image)}
 	}
-	state := func(ns string, image string, d decision, prs ...forge.PR) wantedFor {
-		f := namespaceFacts{namespace: ns, prs: prs}
+	state := func(ns string, image string, d Decision, prs ...forge.PR) wantedFor {
+		f := Facts{Namespace: ns, PRs: prs}
 		if image != "" {
-			f.work = &work{workloads: []drift.Workload{workload(ns, image)}}
+			f.Work = &Work{Workloads: []drift.Workload{workload(ns, image)}}
 		}
 		return wantedFor{facts: f, decision: d}
 	}
@@ -45,10 +45,7 @@ func TestGateWaves(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "canary"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
 	}}
-	r := New(Settings{
-		Waves: []waves.Wave{{Name: "canary", Names: []string{"canary"}}, {Name: "rest"}},
-		Grace: 30 * time.Minute,
-	}, Deps{Now: func() time.Time { return now }})
+	ws := []waves.Wave{{Name: "canary", Names: []string{"canary"}}, {Name: "rest"}}
 
 	mergedPR := merged("canary", newImage)
 	openOld := open("shop", oldImage)
@@ -62,44 +59,44 @@ func TestGateWaves(t *testing.T) {
 		deployed bool
 	}{
 		{"first wave not started: shop waits", "no PR's state block carries the target",
-			state("canary", newImage, decision{action: ActOpen}), state("shop", newImage, decision{action: ActOpen}), ActNone, false},
+			state("canary", newImage, Decision{action: Open}), state("shop", newImage, Decision{action: Open}), None, false},
 		{"first wave open: shop waits", "PR state open",
-			state("canary", newImage, decision{action: ActUpdate, pr: ptrTo(open("canary", newImage))}, open("canary", newImage)),
-			state("shop", newImage, decision{action: ActOpen}), ActNone, false},
+			state("canary", newImage, Decision{action: Update, pr: ptrTo(open("canary", newImage))}, open("canary", newImage)),
+			state("shop", newImage, Decision{action: Open}), None, false},
 		{"first wave closed unmerged: skipped, shop opens", "PR state closed, merged false",
-			state("canary", newImage, decision{action: ActClosedIgnored}, closed("canary", newImage)),
-			state("shop", newImage, decision{action: ActOpen}), ActOpen, false},
+			state("canary", newImage, Decision{action: ClosedIgnored}, closed("canary", newImage)),
+			state("shop", newImage, Decision{action: Open}), Open, false},
 		{"first wave merged, workload gone: shop opens", "PR merged_at; Deployment absent",
-			state("canary", "", decision{action: ActMerged, pr: &mergedPR}, mergedPR),
-			state("shop", newImage, decision{action: ActOpen}), ActOpen, false},
+			state("canary", "", Decision{action: Merged, pr: &mergedPR}, mergedPR),
+			state("shop", newImage, Decision{action: Open}), Open, false},
 		{"first wave merged, still drifting: shop waits", "PR merged_at; plan still lists the workload",
-			state("canary", newImage, decision{action: ActMerged, pr: &mergedPR}, mergedPR),
-			state("shop", newImage, decision{action: ActOpen}), ActNone, true},
+			state("canary", newImage, Decision{action: Merged, pr: &mergedPR}, mergedPR),
+			state("shop", newImage, Decision{action: Open}), None, true},
 		{"new target mid-wave: shop's open PR for the old target is not updated", "open PR's state block has the old image",
-			state("canary", newImage, decision{action: ActOpen}),
-			state("shop", newImage, decision{action: ActUpdate, pr: &openOld}, openOld), ActNone, false},
+			state("canary", newImage, Decision{action: Open}),
+			state("shop", newImage, Decision{action: Update, pr: &openOld}, openOld), None, false},
 		{"open PR already for the target keeps being updated", "open PR's state block has the target",
-			state("canary", newImage, decision{action: ActOpen}),
-			state("shop", newImage, decision{action: ActUpdate, pr: ptrTo(open("shop", newImage))}, open("shop", newImage)), ActUpdate, false},
+			state("canary", newImage, Decision{action: Open}),
+			state("shop", newImage, Decision{action: Update, pr: ptrTo(open("shop", newImage))}, open("shop", newImage)), Update, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var plan drift.Plan
-			if tt.canary.facts.work != nil {
+			if tt.canary.facts.Work != nil {
 				plan.Workloads = append(plan.Workloads, workload("canary", newImage))
 			}
 			cluster := *set
 			if tt.deployed {
 				cluster.Deployments = []*appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Namespace: "canary", Name: "api"}}}
 			}
-			holds, rollouts := r.waveGate(&cluster, plan).holds([]namespaceFacts{tt.canary.facts, tt.shop.facts}, []decision{tt.canary.decision, tt.shop.decision})
+			holds, rollouts := Gate{Waves: ws, Set: &cluster, Plan: plan, Grace: 30 * time.Minute, Now: now}.holds([]Facts{tt.canary.facts, tt.shop.facts}, []Decision{tt.canary.decision, tt.shop.decision})
 			got := tt.shop.decision.action
 			if holds[1] != nil {
-				got = ActNone
+				got = None
 			}
 			assert.Equal(t, tt.want, got, "reads %s", tt.field)
 			assert.Len(t, rollouts, 1)
-			if tt.want == ActNone {
+			if tt.want == None {
 				assert.Contains(t, holds[1].detail, "wave canary comes first")
 			}
 		})
@@ -109,8 +106,8 @@ func TestGateWaves(t *testing.T) {
 // wantedFor is a namespace's facts and the decision they ask for before
 // the waves have their say.
 type wantedFor struct {
-	facts    namespaceFacts
-	decision decision
+	facts    Facts
+	decision Decision
 }
 
 func ptrTo[T any](v T) *T { return &v }

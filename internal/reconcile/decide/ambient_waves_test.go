@@ -1,4 +1,4 @@
-package reconcile
+package decide
 
 import (
 	"testing"
@@ -24,36 +24,36 @@ func TestAmbientMovesGoThroughWaves(t *testing.T) {
 	move := func(ns string) prstate.State {
 		return prstate.NewState("c", ns, []drift.Workload{{Namespace: ns, Kind: "Namespace", Name: ns, Desired: drift.Desired{Revision: drift.Ambient}}})
 	}
-	relabelOnly := func(ns string, d decision, prs ...forge.PR) wantedFor {
-		return wantedFor{decision: d, facts: namespaceFacts{namespace: ns, prs: prs, work: &work{state: move(ns)}}}
+	relabelOnly := func(ns string, d Decision, prs ...forge.PR) wantedFor {
+		return wantedFor{decision: d, facts: Facts{Namespace: ns, PRs: prs, Work: &Work{State: move(ns)}}}
 	}
 	open := forge.PR{Number: 1, State: "open", Body: move("canary").Block()}
 	merged := forge.PR{Number: 2, State: "closed", Merged: true, MergedAt: &mergedAt, Body: move("canary").Block()}
 	set := &objects.Set{Namespaces: []corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "canary"}}, {ObjectMeta: metav1.ObjectMeta{Name: "shop"}}}}
-	r := New(Settings{Waves: []waves.Wave{{Name: "canary", Names: []string{"canary"}}, {Name: "rest"}}, Grace: 30 * time.Minute}, Deps{Now: func() time.Time { return now }})
+	gate := Gate{Waves: []waves.Wave{{Name: "canary", Names: []string{"canary"}}, {Name: "rest"}}, Set: set, Grace: 30 * time.Minute, Now: now}
 
 	tests := []struct {
 		name   string
 		canary wantedFor
 		want   Action
 	}{
-		{"the first wave's move is not opened yet: shop waits", relabelOnly("canary", decision{action: ActOpen}), ActNone},
-		{"the first wave's move is open: shop waits", relabelOnly("canary", decision{action: ActUpdate, pr: &open}, open), ActNone},
-		{"the first wave's move is merged: shop opens", wantedFor{decision: decision{action: ActMerged, pr: &merged}, facts: namespaceFacts{namespace: "canary", prs: []forge.PR{merged}}}, ActOpen},
+		{"the first wave's move is not opened yet: shop waits", relabelOnly("canary", Decision{action: Open}), None},
+		{"the first wave's move is open: shop waits", relabelOnly("canary", Decision{action: Update, pr: &open}, open), None},
+		{"the first wave's move is merged: shop opens", wantedFor{decision: Decision{action: Merged, pr: &merged}, facts: Facts{Namespace: "canary", PRs: []forge.PR{merged}}}, Open},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			shop := relabelOnly("shop", decision{action: ActOpen})
-			holds, rollouts := r.waveGate(set, drift.Plan{}).holds([]namespaceFacts{tt.canary.facts, shop.facts}, []decision{tt.canary.decision, shop.decision})
+			shop := relabelOnly("shop", Decision{action: Open})
+			holds, rollouts := gate.holds([]Facts{tt.canary.facts, shop.facts}, []Decision{tt.canary.decision, shop.decision})
 			got := shop.decision.action
 			if holds[1] != nil {
-				got = ActNone
+				got = None
 			}
 			assert.Equal(t, tt.want, got)
 			if assert.Len(t, rollouts, 1) {
 				assert.Equal(t, waves.TargetKey("", ""), rollouts[0].Target, "the no-sidecar target")
 			}
-			if tt.want == ActNone {
+			if tt.want == None {
 				assert.Equal(t, prstate.PRWaitingForWave, holds[1].state(shop.decision.action))
 				assert.Contains(t, holds[1].detail, "wave canary comes first")
 			}
