@@ -182,7 +182,7 @@ func writeTable(w io.Writer, res *plan.Result) error {
 		if several {
 			fmt.Fprintf(tw, "%s\t", orDash(wl.Manifest.Repository))
 		}
-		fmt.Fprintf(tw, "%s\n", manifestCell(wl.Manifest))
+		fmt.Fprintf(tw, "%s\n", oneLine(manifestCell(wl.Manifest)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -268,7 +268,7 @@ func writeMigrations(w io.Writer, migrations []drift.Migration) error {
 		if m.Manifest.Path != "" && m.Manifest.Edit == "" {
 			cell = m.Manifest.Status + " " + m.Manifest.Path
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Namespace, m.From, m.To, state, cell)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Namespace, m.From, m.To, state, oneLine(cell))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -330,6 +330,13 @@ func orDash(s string) string {
 }
 
 // firstLine keeps a table row on one line: kustomize errors run to several.
+// oneLine keeps a cell on its row: a detail that quotes a renderer's
+// error may hold line breaks and tabs, which would end the row, or open
+// cells, in the middle of the table.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' || r == '\t' }), " ")
+}
+
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line

@@ -271,3 +271,14 @@ web        ambient  1-24-0   moves              found namespaces/web.yaml (in-pl
   shop refused: PeerAuthentication shop/plain (apps/shop/pa.yaml) spec.mtls.mode: disables mTLS [What is not supported: https://istio.io/latest/docs/ambient/migrate/#what-is-not-supported]
 `, b.String())
 }
+
+func TestOneLine(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"found a.yaml (in-place)", "found a.yaml (in-place)"},
+		{"helm (rendering: template: x\nexecution error at (t.yaml:1:3): {}|)", "helm (rendering: template: x execution error at (t.yaml:1:3): {}|)"},
+		{"a\r\n\tb", "a b"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, oneLine(tt.in))
+	}
+}

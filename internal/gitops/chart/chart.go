@@ -184,7 +184,7 @@ func FindValues(ix *index.Index, c Chart, values map[string]any, workloads []str
 	out := Found{Keys: map[string][]string{}, Groups: map[string][]string{}, Errs: map[string]error{}}
 	defaults, renders, errs, err := RenderWith(ix, c, values, values)
 	if err == nil {
-		err = errors.Join(errs...)
+		err = joinDistinct(errs)
 	}
 	if err != nil {
 		return out, err
@@ -506,7 +506,7 @@ func (v Value) Check(ix *index.Index, e restart.FileEdit, set map[string]map[str
 	}
 	_, renders, errs, err := RenderWith(ix, v.Chart, before, before, after)
 	if err == nil {
-		err = errors.Join(errs...)
+		err = joinDistinct(errs)
 	}
 	if err != nil {
 		return err
@@ -591,4 +591,20 @@ func (p *Prober) Find(ix *index.Index, c Chart, values map[string]any, namespace
 	p.mu.Unlock()
 	e.once.Do(func() { e.found, e.err = FindValues(ix, c, values, workloads) })
 	return e.found, e.err
+}
+
+// joinDistinct joins the errors of several renders of one chart: the same
+// chart rendered twice (to tell what differs on every render) fails the
+// same way twice, which is said once.
+func joinDistinct(errs []error) error {
+	var distinct []error
+	seen := map[string]bool{}
+	for _, err := range errs {
+		if err == nil || seen[err.Error()] {
+			continue
+		}
+		seen[err.Error()] = true
+		distinct = append(distinct, err)
+	}
+	return errors.Join(distinct...)
 }

@@ -58,13 +58,13 @@ func (s *TemplateSite) Check(ix *index.Index, e restart.FileEdit, intents map[re
 	}
 	_, before, _, errs, err := renderJob(ix, s.chart, map[string][]byte{s.rel: e.Before}, s.values, s.values)
 	if err == nil {
-		err = errors.Join(errs...)
+		err = joinDistinct(errs)
 	}
 	if err == nil {
 		var after []Render
 		_, after, _, errs, err = renderJob(ix, s.chart, map[string][]byte{s.rel: e.After}, s.values)
 		if err == nil {
-			err = errors.Join(errs...)
+			err = joinDistinct(errs)
 		}
 		if err == nil {
 			err = OnlyAnnotated(before[0], after[0], set, Volatile(before[0], before[1]))
