@@ -60,28 +60,9 @@ type hostileCase struct {
 	SameAsDemo bool `json:"sameAsDemo"`
 	// Slow says why the case waits for the render deadline.
 	Slow string `json:"slow"`
-	// Hole describes a known gap the case exposes, and what the plan
-	// must say once it is closed.
-	Hole *hostileHole `json:"hole"`
 }
 
-// hostileHole is a gap a case exposes. TestHostileRepositories holds such
-// a case to everything else (unless the gap is an escape itself);
-// TestHostileRepositoryHoles holds it to what the plan must say once the
-// gap is closed.
-type hostileHole struct {
-	About string `json:"about"`
-	// Escapes says the case leaks, reaches out, runs a program or runs
-	// away today: TestHostileRepositories leaves it out.
-	Escapes bool `json:"escapes"`
-	// Workloads and Problems replace the case's expectations of the same
-	// workload or file.
-	Workloads []hostileWorkload `json:"workloads"`
-	Problems  []hostileProblem  `json:"problems"`
-}
-
-// hostileWorkload is a workload's status and words its detail holds; a
-// hole's expectation may leave the status open.
+// hostileWorkload is a workload's status and words its detail holds.
 type hostileWorkload struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`
@@ -527,20 +508,6 @@ type hostileBaseline struct {
 // resident memory (kedge and its workers together) and 30 s; and every
 // other workload is located exactly as without the case.
 func TestHostileRepositories(t *testing.T) {
-	runHostileCases(t, false)
-}
-
-// TestHostileRepositoryHoles runs the cases that expose a known hole (a
-// case.yaml with hole: set) with the same checks; they fail until the hole
-// is fixed. Set KEDGE_HOSTILE_HOLES=1 to run them.
-func TestHostileRepositoryHoles(t *testing.T) {
-	if os.Getenv("KEDGE_HOSTILE_HOLES") == "" {
-		t.Skip("set KEDGE_HOSTILE_HOLES=1 to run the cases of known holes")
-	}
-	runHostileCases(t, true)
-}
-
-func runHostileCases(t *testing.T, holes bool) {
 	if testing.Short() {
 		t.Skip("runs the kedge binary on every hostile repository")
 	}
@@ -564,22 +531,13 @@ func runHostileCases(t *testing.T, holes bool) {
 		dir := filepath.Join(hostileCorpus, e.Name())
 		var c hostileCase
 		readCase(t, filepath.Join(dir, "case.yaml"), &c)
-		switch {
-		case holes && c.Hole == nil:
-			continue
-		case holes:
-			c = c.closed()
-		case c.Hole != nil && c.Hole.Escapes:
-			t.Logf("%s: left out, a known escape: %s", e.Name(), c.Hole.About)
-			continue
-		}
 		ran++
 		t.Run(e.Name(), func(t *testing.T) {
 			// Each case is its own process tree, measured on its own; a
 			// plan mostly waits on its workers.
 			t.Parallel()
 			require.NotEmpty(t, c.About, "say what the case is")
-			require.True(t, len(c.Workloads)+len(c.Problems) > 0 || c.Hole != nil || c.SameAsDemo, "say what the plan reports")
+			require.True(t, len(c.Workloads)+len(c.Problems) > 0 || c.SameAsDemo, "say what the plan reports")
 			require.False(t, c.SameAsDemo && len(c.Workloads)+len(c.Problems) > 0, "a plan the demo's reports nothing of its own")
 			w := newHostileWorld(t)
 			c := w.expandCase(c)
@@ -599,28 +557,11 @@ func runHostileCases(t *testing.T, holes bool) {
 			}
 		})
 	}
-	if holes && ran == 0 {
-		t.Skip("no case of testdata/hostile has a hole: set")
-	}
 	require.NotZero(t, ran, "no cases")
 	t.Cleanup(func() {
 		sort.Strings(summary)
 		t.Logf("case, wall time, peak RSS (kedge and its workers):\n%s", strings.Join(summary, "\n"))
 	})
-}
-
-// closed is the case as it must pass once its hole is closed.
-func (c hostileCase) closed() hostileCase {
-	out := c
-	out.Workloads = slices.DeleteFunc(slices.Clone(c.Workloads), func(w hostileWorkload) bool {
-		return slices.ContainsFunc(c.Hole.Workloads, func(h hostileWorkload) bool { return h.ID == w.ID })
-	})
-	out.Workloads = append(out.Workloads, c.Hole.Workloads...)
-	out.Problems = slices.DeleteFunc(slices.Clone(c.Problems), func(p hostileProblem) bool {
-		return slices.ContainsFunc(c.Hole.Problems, func(h hostileProblem) bool { return h.Path == p.Path })
-	})
-	out.Problems = append(out.Problems, c.Hole.Problems...)
-	return out
 }
 
 // kedgeCache skips the directory kedge may write to: its temporary chart
