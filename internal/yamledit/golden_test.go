@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kedge-io/kedge/internal/testing/linediff"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
@@ -140,7 +142,7 @@ func TestGolden(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, string(after), string(out))
 			assert.Equal(t, !bytes.Equal(before, after), changed)
-			assert.LessOrEqual(t, len(removedLines(before, out)), c.touched(), "existing lines rewritten")
+			assert.LessOrEqual(t, len(linediff.Removed(before, out)), c.touched(), "existing lines rewritten")
 
 			again, changedAgain, err := c.run(out)
 			require.NoError(t, err, "second run")
@@ -167,39 +169,6 @@ func writeGolden(t *testing.T, dir string, out []byte, err error) {
 	}
 	require.NoError(t, os.WriteFile(afterPath, out, 0o644))
 	_ = os.Remove(errPath)
-}
-
-// removedLines returns the lines of before that a longest-common-subsequence line diff does not keep in
-// after: an account of the edit made without the editor's own bookkeeping.
-func removedLines(before, after []byte) []string {
-	a, b := linesWithBreaks(before), linesWithBreaks(after)
-	lcs := make([][]int, len(a)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var removed []string
-	i, j := 0, 0
-	for i < len(a) {
-		switch {
-		case j < len(b) && a[i] == b[j]:
-			i, j = i+1, j+1
-		case j < len(b) && lcs[i][j+1] >= lcs[i+1][j]:
-			j++
-		default:
-			removed = append(removed, a[i])
-			i++
-		}
-	}
-	return removed
 }
 
 func linesWithBreaks(b []byte) []string {
@@ -268,10 +237,10 @@ func TestGoldenChangesOnlyItsOwnLines(t *testing.T) {
 			}
 			return true
 		}
-		for _, l := range removedLines(before, after) {
+		for _, l := range linediff.Removed(before, after) {
 			assert.True(t, own(l), "%s: rewrites %q", name, l)
 		}
-		for _, l := range removedLines(after, before) {
+		for _, l := range linediff.Removed(after, before) {
 			assert.True(t, own(l), "%s: adds %q", name, l)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kedge-io/kedge/internal/testing/linediff"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -97,7 +99,7 @@ func checkLayoutEdit(t *testing.T, src []byte, unit, eol string, blockEntries bo
 	got, err := PodTemplateAnnotations(out, target)
 	require.NoError(t, err)
 	assert.Equal(t, "2024-05-01T10:00:00Z", got["k"])
-	assert.LessOrEqual(t, len(removedLines(src, out)), 1, "%s\n----\n%s", src, out)
+	assert.LessOrEqual(t, len(linediff.Removed(src, out)), 1, "%s\n----\n%s", src, out)
 	assert.Equal(t, strings.HasPrefix(string(src), "\ufeff"), strings.HasPrefix(string(out), "\ufeff"))
 	assert.Equal(t, strings.HasSuffix(string(src), "\n"), strings.HasSuffix(string(out), "\n"))
 	if eol == "\r\n" {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kedge-io/kedge/internal/testing/linediff"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
@@ -104,13 +106,13 @@ func TestGolden(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, string(after), string(out))
 			assert.Equal(t, !bytes.Equal(before, after), changed)
-			removed := removedLines(before, out)
+			removed := linediff.Removed(before, out)
 			// selector:, matchLabels: and a line per label.
 			assert.LessOrEqual(t, len(removed), 2+len(c.Set), "existing lines rewritten")
 			for _, l := range removed {
 				assert.True(t, c.own(l), "rewrites %q", l)
 			}
-			for _, l := range removedLines(out, before) {
+			for _, l := range linediff.Removed(out, before) {
 				assert.True(t, c.own(l), "adds %q", l)
 			}
 
@@ -131,37 +133,4 @@ func writeGolden(t *testing.T, dir string, out []byte, err error) {
 	}
 	require.NoError(t, os.WriteFile(afterPath, out, 0o644))
 	_ = os.Remove(errPath)
-}
-
-// removedLines returns the lines of before that a longest-common-subsequence line diff does not keep in
-// after: an account of the edit made without the editor's own bookkeeping.
-func removedLines(before, after []byte) []string {
-	a, b := strings.SplitAfter(string(before), "\n"), strings.SplitAfter(string(after), "\n")
-	lcs := make([][]int, len(a)+1)
-	for i := range lcs {
-		lcs[i] = make([]int, len(b)+1)
-	}
-	for i := len(a) - 1; i >= 0; i-- {
-		for j := len(b) - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var removed []string
-	i, j := 0, 0
-	for i < len(a) {
-		switch {
-		case j < len(b) && a[i] == b[j]:
-			i, j = i+1, j+1
-		case j < len(b) && lcs[i][j+1] >= lcs[i+1][j]:
-			j++
-		default:
-			removed = append(removed, a[i])
-			i++
-		}
-	}
-	return removed
 }
